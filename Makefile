@@ -1,0 +1,158 @@
+# basal build. Three variants of our code share one QuickJS static library:
+#   build/bin     release: what operators run (no test hooks)
+#   build/test    test build: -DBASAL_TEST_HOOKS, switches that exist only for tests
+#   build/asan    ASan + UBSan build of the parent, the codec and the tests
+# The worker is never built with sanitizers: their runtimes need system calls the
+# seccomp allowlist refuses, so build/asan/bin holds the test-build worker beside it.
+
+CC       ?= gcc
+Q        := build/quickjs
+QLIB     := build/lib/libquickjs.a
+
+WARN     := -Wall -Wextra -Werror -Wformat=2 -Wformat-security -Wshadow -Wstrict-prototypes \
+            -Wmissing-prototypes -Wvla -Wpointer-arith -Wcast-qual -Wnull-dereference
+HARDEN   := -fstack-protector-strong -fstack-clash-protection -fcf-protection -fPIE \
+            -D_FORTIFY_SOURCE=2 -fno-strict-aliasing
+BASEFLAGS := -std=gnu11 -O2 -g -D_GNU_SOURCE $(WARN) $(HARDEN) -Isrc -isystem $(Q) -Ibuild/gen -MMD -MP
+LDHARDEN := -pie -Wl,-z,relro,-z,now -Wl,-z,noexecstack
+
+QFLAGS   := -std=gnu11 -O2 -g -fwrapv -D_GNU_SOURCE -DCONFIG_VERSION='"2021-03-27"' \
+            -DCONFIG_BIGNUM -fPIE -fstack-protector-strong -w
+QSRC     := quickjs.c libregexp.c libunicode.c cutils.c libbf.c
+
+PROTO_SRC  := $(wildcard src/proto/*.c)
+WORKER_SRC := $(wildcard src/worker/*.c)
+CORE_SRC   := $(wildcard src/core/*.c)
+HOST_SRC   := $(wildcard src/host/*.c)
+CLI_SRC    := $(wildcard src/cli/*.c)
+TEST_SRC   := $(wildcard tests/t_*.c)
+TESTLIB_SRC := $(wildcard tests/lib/*.c)
+TOOL_SRC   := $(wildcard tests/tools/*.c)
+
+WORKER_LIBS := -lseccomp -lm
+PARENT_LIBS := -lseccomp -lsqlite3 -ljansson -lcrypto -lm
+
+# variant(name, extra cflags, extra ldflags)
+define variant
+$(1)_OBJ = build/$(1)/obj
+$(1)_BIN = build/$(1)/bin
+$(1)_CFLAGS = $(BASEFLAGS) $(2)
+$(1)_LDFLAGS = $(LDHARDEN) $(3)
+
+build/$(1)/obj/%.o: %.c
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$($(1)_CFLAGS) -c $$< -o $$@
+
+-include $$(shell find build/$(1)/obj -name '*.d' 2>/dev/null)
+endef
+
+$(eval $(call variant,release,,))
+$(eval $(call variant,test,-DBASAL_TEST_HOOKS,))
+SAN_CFLAGS := -DBASAL_TEST_HOOKS -fsanitize=address,undefined -fno-omit-frame-pointer \
+              -fno-sanitize-recover=all -U_FORTIFY_SOURCE
+SAN_LDFLAGS := -fsanitize=address,undefined
+$(eval $(call variant,asan,$$(SAN_CFLAGS),$$(SAN_LDFLAGS)))
+
+objs = $(patsubst %.c,build/$(1)/obj/%.o,$(2))
+
+RELEASE_WORKER := build/bin/ck-basal-worker
+RELEASE_PARENT := build/bin/ck-basal
+TEST_WORKER    := build/test/bin/ck-basal-worker
+TEST_PARENT    := build/test/bin/ck-basal
+ASAN_PARENT    := build/asan/bin/ck-basal
+ASAN_WORKER    := build/asan/bin/ck-basal-worker
+
+TEST_BINS  := $(patsubst tests/%.c,build/test/tests/%,$(TEST_SRC))
+ASAN_TESTS := $(patsubst tests/%.c,build/asan/tests/%,$(TEST_SRC))
+TOOL_BINS  := $(patsubst tests/tools/%.c,build/test/tools/%,$(TOOL_SRC))
+
+build/gen/version.h: | $(Q)/.fetched
+.PHONY: FORCE all test-build check test bench lint fuzz clean quickjs
+all: $(RELEASE_WORKER) $(RELEASE_PARENT)
+
+# version.h changes only when the version or the git revision does, so a commit
+# rebuilds just the files that print them.
+build/gen/version.h: FORCE
+	@mkdir -p build/gen
+	@rev=$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown); \
+	 printf '#define BASAL_VERSION "%s"\n#define BASAL_GIT_REV "%s"\n' "$$(cat VERSION)" "$$rev" > $@.tmp; \
+	 cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+FORCE:
+
+# The worker's lockdown prelude, embedded as bytes, with its SHA-256 for
+# Welcome.prelude_hash computed here so the worker needs no hash at startup.
+build/gen/prelude_js.h: src/worker/prelude.js
+	@mkdir -p build/gen
+	@{ echo '/* generated from $< by the Makefile: do not edit */'; \
+	   printf '#define PRELUDE_JS_SHA256 '; sha256sum $< | cut -c1-64 | sed 's/../0x&,/g; s/,$$//'; \
+	   echo 'static const unsigned char PRELUDE_JS[] = {'; \
+	   od -An -v -tx1 $< | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	   echo '0x00};'; } > $@.tmp && mv $@.tmp $@
+$(foreach v,release test asan,build/$(v)/obj/src/worker/engine.o): build/gen/prelude_js.h
+
+quickjs: $(Q)/.fetched
+$(Q)/.fetched: scripts/fetch-quickjs.sh $(wildcard patches/quickjs/*.patch)
+	scripts/fetch-quickjs.sh
+
+$(QLIB): $(Q)/.fetched
+	@mkdir -p build/lib/qobj
+	for f in $(QSRC); do $(CC) $(QFLAGS) -c $(Q)/$$f -o build/lib/qobj/$${f%.c}.o || exit 1; done
+	ar rcs $@ $(addprefix build/lib/qobj/,$(QSRC:.c=.o))
+
+# Our objects include quickjs.h, so they wait for the fetch.
+$(foreach v,release test asan,$(call objs,$(v),$(PROTO_SRC) $(WORKER_SRC) $(CORE_SRC) $(HOST_SRC) $(CLI_SRC) $(TEST_SRC) $(TESTLIB_SRC) $(TOOL_SRC))): | $(Q)/.fetched build/gen/version.h
+
+$(RELEASE_WORKER): $(call objs,release,$(WORKER_SRC) $(PROTO_SRC)) $(QLIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(release_LDFLAGS) $^ -o $@ $(WORKER_LIBS)
+$(RELEASE_PARENT): $(call objs,release,$(CLI_SRC) $(CORE_SRC) $(HOST_SRC) $(PROTO_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) $(release_LDFLAGS) $^ -o $@ $(PARENT_LIBS)
+
+$(TEST_WORKER): $(call objs,test,$(WORKER_SRC) $(PROTO_SRC)) $(QLIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(test_LDFLAGS) $^ -o $@ $(WORKER_LIBS)
+$(TEST_PARENT): $(call objs,test,$(CLI_SRC) $(CORE_SRC) $(HOST_SRC) $(PROTO_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) $(test_LDFLAGS) $^ -o $@ $(PARENT_LIBS)
+$(ASAN_PARENT): $(call objs,asan,$(CLI_SRC) $(CORE_SRC) $(HOST_SRC) $(PROTO_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) $(asan_LDFLAGS) $^ -o $@ $(PARENT_LIBS)
+$(ASAN_WORKER): $(TEST_WORKER)
+	@mkdir -p $(dir $@)
+	cp $< $@.tmp && mv -f $@.tmp $@
+
+# Each test program links the parent's modules (not its main) and the test library.
+PARENT_MODULES = $(CORE_SRC) $(HOST_SRC) $(PROTO_SRC) $(filter-out src/cli/main.c,$(CLI_SRC))
+# Worker tables the tests compare with documents and the worker's behaviour.
+TEST_WORKER_MODULES = src/worker/seccomp_policy.c src/worker/probes.c src/worker/refuse.c
+build/test/tests/%: build/test/obj/tests/%.o $(call objs,test,$(PARENT_MODULES) $(TESTLIB_SRC) $(TEST_WORKER_MODULES))
+	@mkdir -p $(dir $@)
+	$(CC) $(test_LDFLAGS) $^ -o $@ $(PARENT_LIBS)
+build/asan/tests/%: build/asan/obj/tests/%.o $(call objs,asan,$(PARENT_MODULES) $(TESTLIB_SRC) $(TEST_WORKER_MODULES))
+	@mkdir -p $(dir $@)
+	$(CC) $(asan_LDFLAGS) $^ -o $@ $(PARENT_LIBS)
+build/test/tools/%: build/test/obj/tests/tools/%.o $(call objs,test,$(TESTLIB_SRC) $(PROTO_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) $(test_LDFLAGS) $^ -o $@ $(PARENT_LIBS)
+
+test-build: all $(TEST_WORKER) $(TEST_PARENT) $(ASAN_PARENT) $(ASAN_WORKER) $(TEST_BINS) $(ASAN_TESTS) $(TOOL_BINS)
+
+# The whole suite: builds every variant, runs every test, lint and the fuzz smoke run.
+check: test-build
+	tests/run.sh
+
+test: check
+
+lint:
+	scripts/lint.sh
+
+bench: all test-build
+	bench/run.sh
+
+# A longer fuzz run than the suite's smoke run: make fuzz FUZZ_SECONDS=3600
+fuzz:
+	FUZZ_SECONDS=$${FUZZ_SECONDS:-600} tests/t_fuzz.sh
+
+clean:
+	rm -rf build/bin build/release build/test build/asan build/lib

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what basal needs on a Debian machine, only what is missing.
+#   scripts/install-deps.sh          build and run (the demo)
+#   scripts/install-deps.sh --test   also the test, lint and fuzz tools
+set -euo pipefail
+
+build_pkgs="gcc make patch openssl ca-certificates libseccomp-dev libsqlite3-dev
+libjansson-dev libssl-dev libcurl4-openssl-dev"
+test_pkgs="clang clang-tidy cppcheck libclang-rt-14-dev strace"
+
+pkgs="$build_pkgs"
+[ "${1:-}" = "--test" ] && pkgs="$pkgs $test_pkgs"
+# npm fetches QuickJS from the registry; a machine with Node.js from elsewhere keeps it.
+command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
+
+missing=""
+for p in $pkgs; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "install-deps: installing$missing"
+  $sudo apt-get update -qq
+  # shellcheck disable=SC2086
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Static checks of our own code (never of the fetched QuickJS sources):
+#   clang build   every source compiled by clang with the project's -Werror flags
+#   clang-tidy    the checks in .clang-tidy, warnings are errors
+#   cppcheck      warning, style, performance and portability
+# Prints one "ok - ..." or "not ok - ..." line per check, like the test programs.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+defs=(-std=gnu11 -D_GNU_SOURCE -Isrc -isystem build/quickjs -Ibuild/gen)
+srcs=$(ls src/*/*.c tests/*.c tests/lib/*.c tests/tools/*.c 2>/dev/null)
+status=0
+report() { # name, exit code, output file
+  if [ "$2" -eq 0 ]; then echo "ok - $1"; else
+    echo "not ok - $1: $(grep -m1 -E 'error|warning|style|portability|performance' "$3" | cut -c1-300)"
+    sed 's/^/# /' "$3" | head -40
+    status=1
+  fi
+}
+out=$(mktemp)
+
+rc=0
+for variant in "" "-DBASAL_TEST_HOOKS"; do
+  for f in $srcs; do
+    clang "${defs[@]}" $variant -O2 -Wall -Wextra -Werror -Wformat=2 -Wshadow -Wstrict-prototypes \
+      -Wmissing-prototypes -Wvla -Wcast-qual -Wnull-dereference -c "$f" -o /dev/null >>"$out" 2>&1 || rc=1
+  done
+done
+report "lint: clang builds every source with -Werror (release and test hooks)" $rc "$out"
+
+: >"$out"
+# shellcheck disable=SC2086
+clang-tidy -quiet $srcs -- "${defs[@]}" -DBASAL_TEST_HOOKS >"$out" 2>&1
+rc=$?
+grep -qE '(error|warning):' "$out" && rc=1
+report "lint: clang-tidy (.clang-tidy checks) finds nothing" $rc "$out"
+
+: >"$out"
+# shellcheck disable=SC2086
+cppcheck --quiet --enable=warning,style,performance,portability --error-exitcode=1 --inline-suppr \
+  --suppress=missingIncludeSystem -D__linux__ -D__x86_64__ -DBASAL_TEST_HOOKS -Isrc $srcs >"$out" 2>&1
+report "lint: cppcheck finds nothing" $? "$out"
+
+rm -f "$out"
+exit $status

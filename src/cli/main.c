@@ -1,0 +1,61 @@
+/* ck-basal: the parent. Dispatches to one subcommand per file in src/cli. */
+#include "version.h"
+#include "cli/commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct cli_command COMMANDS[] = {
+    {"worker-check", "[--landlock=required|optional]  start a confined worker, check its "
+                     "Welcome and the kernel's view of it, and show the result",
+     cmd_worker_check},
+    {"exec", "SCRIPT.js [SCRIPT.js ...] [--profile flow|codemode] [--trigger JSON] [--cpu-ms N]\n"
+             "       [--heap-bytes N] [--stack-bytes N] [--max-value-bytes N] [--deadline-ms N]\n"
+             "       [--flow ID] [--repeat N] [--landlock=required|optional] [--health]\n"
+             "      run scripts through one worker pool with the test host; print each result",
+     cmd_exec},
+    {"health", "[--landlock=required|optional]  the pool's health as JSON (this process's "
+               "pool: empty until the store exists)",
+     cmd_health},
+};
+#define COMMAND_COUNT (sizeof COMMANDS / sizeof COMMANDS[0])
+
+static void print_help(FILE *out)
+{
+    fprintf(out, "usage: ck-basal [--json] COMMAND [ARGS]\n"
+                 "       ck-basal --version | --help\n\ncommands:\n");
+    for (size_t i = 0; i < COMMAND_COUNT; i++)
+        fprintf(out, "  %s %s\n", COMMANDS[i].name, COMMANDS[i].synopsis);
+    fprintf(out, "\noptions:\n  --json     machine-readable output\n"
+                 "\nexit status: 0 ok, 1 refused or failed, 2 usage\n");
+}
+
+int main(int argc, char **argv)
+{
+    struct cli_globals globals = {false};
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            globals.json = true;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            print_help(stdout);
+            return EXIT_OK;
+        } else if (strcmp(argv[i], "--version") == 0) {
+            printf("ck-basal %s (git %s)\n", BASAL_VERSION, BASAL_GIT_REV);
+            return EXIT_OK;
+        } else {
+            fprintf(stderr, "ck-basal: unknown option '%s' (see ck-basal --help)\n", argv[i]);
+            return EXIT_USAGE;
+        }
+    }
+    if (i >= argc) {
+        print_help(stderr);
+        return EXIT_USAGE;
+    }
+    for (size_t c = 0; c < COMMAND_COUNT; c++) {
+        if (strcmp(argv[i], COMMANDS[c].name) == 0)
+            return COMMANDS[c].run(&globals, argc - i - 1, argv + i + 1);
+    }
+    fprintf(stderr, "ck-basal: unknown command '%s' (see ck-basal --help)\n", argv[i]);
+    return EXIT_USAGE;
+}

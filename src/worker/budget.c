@@ -1,0 +1,170 @@
+#include "worker/budget.h"
+
+#include <malloc.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* QuickJS's default allocator counts each block as its usable size plus this. */
+#define BUDGET_MALLOC_OVERHEAD 8u
+
+static size_t block_size(const void *ptr)
+{
+    return malloc_usable_size((void *)(uintptr_t)ptr) + BUDGET_MALLOC_OVERHEAD;
+}
+
+size_t budget_heap_slack(size_t heap_limit)
+{
+    size_t slack = heap_limit / 64;
+    return slack < (16u << 10) ? (16u << 10) : slack;
+}
+
+/* A refused allocation: counted, and the heap is exhausted if it is at its budget. */
+static void refused(struct budget *budget, size_t in_use)
+{
+    budget->alloc_failures++;
+    if (budget->heap_limit - (in_use < budget->heap_limit ? in_use : budget->heap_limit) <
+            budget_heap_slack(budget->heap_limit) &&
+        budget->exhausted == BUDGET_OK)
+        budget->exhausted = BUDGET_HEAP_EXHAUSTED;
+}
+
+static bool over_limit(const struct budget *budget, size_t in_use, size_t more)
+{
+    return more > budget->heap_limit || in_use > budget->heap_limit - more;
+}
+
+static void *budget_malloc(JSMallocState *state, size_t size)
+{
+    struct budget *budget = state->opaque;
+    if (over_limit(budget, state->malloc_size, size + BUDGET_MALLOC_OVERHEAD)) {
+        refused(budget, state->malloc_size);
+        return NULL;
+    }
+    void *ptr = malloc(size);
+    if (ptr == NULL) {
+        refused(budget, state->malloc_size);
+        return NULL;
+    }
+    state->malloc_count++;
+    state->malloc_size += block_size(ptr);
+    return ptr;
+}
+
+static void budget_free(JSMallocState *state, void *ptr)
+{
+    if (ptr == NULL)
+        return;
+    state->malloc_count--;
+    state->malloc_size -= block_size(ptr);
+    free(ptr);
+}
+
+static void *budget_realloc(JSMallocState *state, void *ptr, size_t size)
+{
+    struct budget *budget = state->opaque;
+    if (ptr == NULL)
+        return size == 0 ? NULL : budget_malloc(state, size);
+    size_t old = block_size(ptr);
+    if (size == 0) {
+        budget_free(state, ptr);
+        return NULL;
+    }
+    size_t in_use = state->malloc_size - old;
+    if (size + BUDGET_MALLOC_OVERHEAD > old &&
+        over_limit(budget, in_use, size + BUDGET_MALLOC_OVERHEAD)) {
+        refused(budget, state->malloc_size);
+        return NULL;
+    }
+    void *grown = realloc(ptr, size);
+    if (grown == NULL) {
+        refused(budget, state->malloc_size);
+        return NULL;
+    }
+    state->malloc_size = in_use + block_size(grown);
+    return grown;
+}
+
+static size_t budget_usable_size(const void *ptr)
+{
+    return malloc_usable_size((void *)(uintptr_t)ptr);
+}
+
+const JSMallocFunctions BUDGET_MALLOC_FUNCTIONS = {
+    budget_malloc,
+    budget_free,
+    budget_realloc,
+    budget_usable_size,
+};
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec now;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0)
+        abort(); /* admitted by the filter; failing means the clock is gone */
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+void budget_init(struct budget *budget)
+{
+    budget->heap_limit = SIZE_MAX;
+    budget->alloc_failures = 0;
+    budget->cpu_armed = false;
+    budget->cpu_start_ns = 0;
+    budget->cpu_limit_ns = 0;
+    budget->exhausted = BUDGET_OK;
+    budget->stop_requested = false;
+}
+
+size_t budget_stack_bytes(uint32_t requested)
+{
+    if (requested < BUDGET_STACK_MIN)
+        return BUDGET_STACK_MIN;
+    return requested > BUDGET_STACK_MAX ? BUDGET_STACK_MAX : requested;
+}
+
+void budget_start(struct budget *budget, JSRuntime *rt, const struct proto_budgets *limits)
+{
+    budget->heap_limit = limits->heap_bytes > SIZE_MAX ? SIZE_MAX : (size_t)limits->heap_bytes;
+    budget->alloc_failures = 0;
+    budget->exhausted = BUDGET_OK;
+    budget->stop_requested = false;
+    /* The stack is measured from here, the frame the whole activation runs under. */
+    JS_UpdateStackTop(rt);
+    JS_SetMaxStackSize(rt, budget_stack_bytes(limits->stack_bytes));
+    budget->cpu_limit_ns = (uint64_t)limits->cpu_ms * 1000000u;
+    budget->cpu_start_ns = thread_cpu_ns();
+    budget->cpu_armed = true;
+}
+
+uint64_t budget_cpu_used_ns(const struct budget *budget)
+{
+    return budget->cpu_armed ? thread_cpu_ns() - budget->cpu_start_ns : 0;
+}
+
+bool budget_cpu_check(struct budget *budget)
+{
+    if (budget->exhausted == BUDGET_OK && budget->cpu_armed &&
+        thread_cpu_ns() - budget->cpu_start_ns >= budget->cpu_limit_ns)
+        budget->exhausted = BUDGET_CPU_EXHAUSTED;
+    return budget->exhausted != BUDGET_OK;
+}
+
+enum budget_exhausted budget_state(const struct budget *budget)
+{
+    return budget->exhausted;
+}
+
+void budget_request_stop(struct budget *budget)
+{
+    budget->stop_requested = true;
+}
+
+int budget_interrupt(JSRuntime *rt, void *opaque)
+{
+    (void)rt;
+    struct budget *budget = opaque;
+    if (budget->stop_requested)
+        return 1;
+    return budget_cpu_check(budget) ? 1 : 0;
+}

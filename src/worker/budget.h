@@ -1,0 +1,93 @@
+/* The three budgets of an activation (docs/engine.md, "Budgets"):
+ *
+ *   CPU    the engine thread's CPU clock (CLOCK_THREAD_CPUTIME_ID), read by the
+ *          QuickJS interrupt handler and at every point the engine waits; time spent
+ *          blocked reading frames is not CPU, so it is not counted.
+ *   heap   a counting allocator under QuickJS (JS_NewRuntime2): an allocation that
+ *          would take the runtime's heap above the budget fails. A failure that leaves
+ *          less than budget_heap_slack() free marks the heap exhausted, which ends the
+ *          activation uncatchably; a larger single request that fails while the heap
+ *          stays below its budget is an ordinary out-of-memory error the script can
+ *          catch.
+ *   stack  QuickJS's own stack limit (JS_SetMaxStackSize), measured from the engine's
+ *          frame and kept below the real stack (budget_stack_bytes()).
+ *
+ * Exhaustion of CPU or heap sets a flag the interrupt handler turns into QuickJS's
+ * uncatchable "interrupted" error; the engine reports the flag whatever the script
+ * did afterwards. The handler also stops the script when the engine asks it to
+ * (budget_request_stop), e.g. after a nondeterministic host call.
+ *
+ * Only clock_gettime(CLOCK_THREAD_CPUTIME_ID) and malloc/realloc/free: both admitted
+ * by the seccomp allowlist. */
+#ifndef BASAL_WORKER_BUDGET_H
+#define BASAL_WORKER_BUDGET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <quickjs.h>
+
+#include "proto/message.h"
+
+/* The stack QuickJS may use, whatever an Activate asks for: at least 64 KiB, at most
+ * 6 MiB of the main thread's 8 MiB, leaving room for native recursion QuickJS does
+ * not check and for the worker's own frames. */
+#define BUDGET_STACK_MIN (64u << 10)
+#define BUDGET_STACK_MAX (6u << 20)
+
+enum budget_exhausted {
+    BUDGET_OK = 0,
+    BUDGET_CPU_EXHAUSTED,
+    BUDGET_HEAP_EXHAUSTED,
+};
+
+struct budget {
+    /* heap: the JS runtime's bytes, counted like QuickJS's default allocator */
+    size_t heap_limit;        /* SIZE_MAX while no activation runs */
+    size_t alloc_failures;    /* allocations refused in this activation */
+    /* CPU */
+    bool cpu_armed;
+    uint64_t cpu_start_ns;    /* thread CPU time when the activation started */
+    uint64_t cpu_limit_ns;
+    /* the first budget found exhausted in this activation */
+    enum budget_exhausted exhausted;
+    /* the engine asked the script to stop (the outcome is already decided) */
+    bool stop_requested;
+};
+
+/* Allocation functions for JS_NewRuntime2; the opaque pointer must be the runtime's
+ * struct budget, initialised with budget_init. */
+extern const JSMallocFunctions BUDGET_MALLOC_FUNCTIONS;
+
+/* No limits: the state of a runtime built ahead of its activation. */
+void budget_init(struct budget *budget);
+
+/* Applies an activation's limits to a runtime that is about to run it: heap limit,
+ * QuickJS stack limit measured from the caller's frame, CPU clock started now. */
+void budget_start(struct budget *budget, JSRuntime *rt, const struct proto_budgets *limits);
+
+/* The stack size QuickJS is given for an Activate's stack_bytes. */
+size_t budget_stack_bytes(uint32_t requested);
+
+/* Free bytes below which a refused allocation means the heap is exhausted. */
+size_t budget_heap_slack(size_t heap_limit);
+
+/* Reads the CPU clock; true once any budget is exhausted (the CPU budget is marked
+ * exhausted when spent). */
+bool budget_cpu_check(struct budget *budget);
+
+/* CPU nanoseconds used since budget_start. */
+uint64_t budget_cpu_used_ns(const struct budget *budget);
+
+/* The budget found exhausted first in this activation, if any. */
+enum budget_exhausted budget_state(const struct budget *budget);
+
+/* Makes the interrupt handler stop the script at its next poll. */
+void budget_request_stop(struct budget *budget);
+
+/* JS_SetInterruptHandler callback; opaque is the struct budget. Non-zero stops JS
+ * with an uncatchable error. */
+int budget_interrupt(JSRuntime *rt, void *opaque);
+
+#endif

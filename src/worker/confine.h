@@ -1,0 +1,37 @@
+/* The whole Linux confinement sequence, run before the first read of stdin:
+ *   1 startup checks      2 close descriptors      3 no_new_privs, non-dumpable
+ *   4 Landlock            5 close descriptors again 6 seccomp allowlist (TSYNC)
+ * Each step refuses (exit 70, "refusing to run unconfined: <token>") on failure;
+ * confine() returns only when every step is in force. Tokens of step 3 and 6:
+ *   no-new-privs   PR_SET_NO_NEW_PRIVS failed or did not take effect
+ *   dumpable       PR_SET_DUMPABLE 0 failed or did not take effect
+ *   seccomp        the filter could not be built or loaded */
+#ifndef BASAL_WORKER_CONFINE_H
+#define BASAL_WORKER_CONFINE_H
+
+#include "proto/confinement.h"
+
+#include <stdbool.h>
+
+struct confinement {
+    bool seccomp;
+    enum landlock_policy landlock_policy;
+    unsigned landlock_runtime_abi;
+    unsigned landlock_applied_abi;
+};
+
+struct confine_options {
+    enum landlock_policy landlock_policy;
+#ifdef BASAL_TEST_HOOKS
+    bool test_skip_seccomp; /* test builds only: proves Landlock alone is a layer */
+#endif
+};
+
+/* Runs the sequence; never returns unless the worker is confined. */
+struct confinement confine(const struct confine_options *options);
+
+/* Work that needs forbidden calls but must be done once before the filter: the time
+ * zone file, the allocator's first arena. Called by confine() before step 1. */
+void confine_preload(void);
+
+#endif

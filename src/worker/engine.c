@@ -1,0 +1,702 @@
+#include "worker/engine.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prelude_js.h" /* generated from src/worker/prelude.js by the Makefile */
+#include "proto/utf8.h"
+#include "worker/engine_internal.h"
+#include "worker/refuse.h"
+
+const uint8_t ENGINE_PRELUDE_SHA256[PROTO_DIGEST_BYTES] = {PRELUDE_JS_SHA256};
+
+/* The script is the body of this function; its line 1 is the wrapper's line 1. */
+static const char SCRIPT_HEAD[] = "(async function () {";
+static const char SCRIPT_TAIL[] = "\n})";
+static const char SCRIPT_NAME[] = "script.js";
+
+/* ------------------------------------------------------------------ text */
+
+size_t engine_clean_text(char *dst, size_t cap, const char *src, size_t len)
+{
+    static const char REPLACEMENT[] = "\xEF\xBF\xBD";
+    size_t out = 0;
+    for (size_t i = 0; i < len;) {
+        unsigned char lead = (unsigned char)src[i];
+        size_t need = lead < 0x80 ? 1 : (lead >> 5) == 6 ? 2 : (lead >> 4) == 14 ? 3
+                                   : (lead >> 3) == 30 ? 4 : 0;
+        const char *piece = REPLACEMENT;
+        size_t piece_len = sizeof REPLACEMENT - 1;
+        if (lead != 0 && need > 0 && need <= len - i &&
+            utf8_valid((const uint8_t *)src + i, need)) {
+            piece = src + i;
+            piece_len = need;
+            i += need;
+        } else {
+            i++;
+        }
+        if (piece_len > cap - out)
+            break;
+        memcpy(dst + out, piece, piece_len);
+        out += piece_len;
+    }
+    dst[out] = '\0';
+    return out;
+}
+
+/* Appends a JS string value's text to dst[*used..cap]. */
+static void append_value(JSContext *ctx, char *dst, size_t cap, size_t *used, JSValueConst value)
+{
+    size_t len = 0;
+    const char *text = JS_ToCStringLen(ctx, &len, value);
+    if (text == NULL) {
+        JS_FreeValue(ctx, JS_GetException(ctx));
+        return;
+    }
+    *used += engine_clean_text(dst + *used, cap - *used, text, len);
+    JS_FreeCString(ctx, text);
+}
+
+static void append_text(char *dst, size_t cap, size_t *used, const char *text)
+{
+    *used += engine_clean_text(dst + *used, cap - *used, text, strlen(text));
+}
+
+/* A property of a thrown value as a string, or JS_UNDEFINED. */
+static JSValue string_property(JSContext *ctx, JSValueConst obj, const char *name)
+{
+    JSValue value = JS_GetPropertyStr(ctx, obj, name);
+    if (JS_IsException(value)) {
+        JS_FreeValue(ctx, JS_GetException(ctx));
+        return JS_UNDEFINED;
+    }
+    if (!JS_IsString(value)) {
+        JS_FreeValue(ctx, value);
+        return JS_UNDEFINED;
+    }
+    return value;
+}
+
+void engine_describe_exception(JSContext *ctx, JSValueConst error, bool with_stack, char *dst,
+                               size_t cap)
+{
+    size_t used = 0;
+    dst[0] = '\0';
+    if (JS_IsError(ctx, error)) {
+        JSValue name = string_property(ctx, error, "name");
+        JSValue message = string_property(ctx, error, "message");
+        append_value(ctx, dst, cap, &used, JS_IsUndefined(name) ? JS_UNDEFINED : name);
+        if (JS_IsUndefined(name))
+            append_text(dst, cap, &used, "Error");
+        if (!JS_IsUndefined(message)) {
+            append_text(dst, cap, &used, ": ");
+            append_value(ctx, dst, cap, &used, message);
+        }
+        JS_FreeValue(ctx, name);
+        JS_FreeValue(ctx, message);
+        if (with_stack) {
+            JSValue stack = string_property(ctx, error, "stack");
+            if (!JS_IsUndefined(stack)) {
+                append_text(dst, cap, &used, "\n");
+                append_value(ctx, dst, cap, &used, stack);
+                while (used > 0 && dst[used - 1] == '\n')
+                    dst[--used] = '\0';
+            }
+            JS_FreeValue(ctx, stack);
+        }
+        return;
+    }
+    /* Anything else thrown: a string as it is, other values as JSON or as a string. */
+    JSValue shown = JS_IsString(error) || !JS_IsObject(error)
+                        ? JS_ToString(ctx, error)
+                        : JS_JSONStringify(ctx, error, JS_UNDEFINED, JS_UNDEFINED);
+    if (JS_IsException(shown) || JS_IsUndefined(shown)) {
+        JS_FreeValue(ctx, JS_GetException(ctx));
+        append_text(dst, cap, &used, "a thrown value that cannot be shown");
+        return;
+    }
+    append_text(dst, cap, &used, "uncaught ");
+    append_value(ctx, dst, cap, &used, shown);
+    JS_FreeValue(ctx, shown);
+}
+
+/* ------------------------------------------------------------------ outcomes */
+
+bool engine_stopping(struct engine *engine)
+{
+    return engine->decided || engine->budget.stop_requested ||
+           budget_state(&engine->budget) != BUDGET_OK;
+}
+
+static void decide(struct engine *engine, enum proto_outcome outcome)
+{
+    engine->decided = true;
+    budget_request_stop(&engine->budget);
+    memset(&engine->finished, 0, sizeof engine->finished);
+    engine->finished.outcome = outcome;
+}
+
+static void decide_budget(struct engine *engine, enum proto_budget which)
+{
+    decide(engine, PROTO_OUTCOME_BUDGET_EXHAUSTED);
+    engine->finished.exhausted = which;
+}
+
+static void vdecide_failed(struct engine *engine, const char *kind, const char *fmt, va_list args)
+{
+    char raw[PROTO_MAX_DETAIL_BYTES + 1];
+    int len = vsnprintf(raw, sizeof raw, fmt, args);
+    size_t raw_len = len < 0 ? 0 : (size_t)len < sizeof raw ? (size_t)len : sizeof raw - 1;
+    decide(engine, PROTO_OUTCOME_FAILED);
+    size_t detail_len = engine_clean_text(engine->detail, PROTO_MAX_DETAIL_BYTES, raw, raw_len);
+    engine->finished.failure_kind = proto_text_of(kind);
+    engine->finished.failure_detail.str = engine->detail;
+    engine->finished.failure_detail.len = detail_len;
+}
+
+void engine_fail(struct engine *engine, const char *kind, const char *fmt, ...)
+{
+    /* A budget already exhausted is what happened first: decide() reports it. */
+    if (!engine->decided && budget_state(&engine->budget) == BUDGET_OK) {
+        va_list args;
+        va_start(args, fmt);
+        vdecide_failed(engine, kind, fmt, args);
+        va_end(args);
+    }
+    budget_request_stop(&engine->budget);
+}
+
+static bool decide_if_budget(struct engine *engine)
+{
+    if (engine->decided)
+        return true;
+    switch (budget_state(&engine->budget)) {
+    case BUDGET_CPU_EXHAUSTED:
+        decide_budget(engine, PROTO_BUDGET_CPU);
+        return true;
+    case BUDGET_HEAP_EXHAUSTED:
+        decide_budget(engine, PROTO_BUDGET_MEMORY);
+        return true;
+    case BUDGET_OK:
+        break;
+    }
+    return false;
+}
+
+/* True if error is the engine's own InternalError with this message. */
+static bool is_internal_error(JSContext *ctx, JSValueConst error, const char *message)
+{
+    if (!JS_IsError(ctx, error))
+        return false;
+    JSValue name = string_property(ctx, error, "name");
+    JSValue text = string_property(ctx, error, "message");
+    bool match = false;
+    if (!JS_IsUndefined(name) && !JS_IsUndefined(text)) {
+        const char *name_str = JS_ToCString(ctx, name);
+        const char *text_str = JS_ToCString(ctx, text);
+        match = name_str && text_str && strcmp(name_str, "InternalError") == 0 &&
+                strcmp(text_str, message) == 0;
+        JS_FreeCString(ctx, name_str);
+        JS_FreeCString(ctx, text_str);
+    }
+    JS_FreeValue(ctx, name);
+    JS_FreeValue(ctx, text);
+    return match;
+}
+
+/* The script threw (or its result rejected) with `error`. */
+static void decide_thrown(struct engine *engine, JSValueConst error, const char *kind)
+{
+    JSContext *ctx = engine->ctx;
+    if (decide_if_budget(engine))
+        return;
+    /* Uncaught exhaustion of the stack or the heap is the budget's. QuickJS raises
+     * both as catchable errors; a script that catches one and completes is fine. */
+    if (is_internal_error(ctx, error, "stack overflow")) {
+        decide_budget(engine, PROTO_BUDGET_STACK);
+        return;
+    }
+    if (engine->budget.alloc_failures > 0 && is_internal_error(ctx, error, "out of memory")) {
+        decide_budget(engine, PROTO_BUDGET_MEMORY);
+        return;
+    }
+    char detail[PROTO_MAX_DETAIL_BYTES + 1];
+    engine_describe_exception(ctx, error, true, detail, PROTO_MAX_DETAIL_BYTES);
+    if (decide_if_budget(engine)) /* describing it ran script code (getters) */
+        return;
+    engine_fail(engine, kind, "%s", detail);
+}
+
+static void decide_result(struct engine *engine)
+{
+    JSContext *ctx = engine->ctx;
+    JSValue json = JS_JSONStringify(ctx, engine->result, JS_UNDEFINED, JS_UNDEFINED);
+    if (JS_IsException(json)) {
+        JSValue error = JS_GetException(ctx);
+        if (!decide_if_budget(engine)) {
+            char why[512];
+            engine_describe_exception(ctx, error, false, why, sizeof why - 1);
+            engine_fail(engine, FAIL_UNSERIALIZABLE, "the result cannot be written as JSON: %s",
+                        why);
+        }
+        JS_FreeValue(ctx, error);
+        return;
+    }
+    if (decide_if_budget(engine)) { /* toJSON methods are script code */
+        JS_FreeValue(ctx, json);
+        return;
+    }
+    if (JS_IsUndefined(json)) {
+        const char *what = JS_IsUndefined(engine->result)  ? "undefined"
+                           : JS_IsFunction(ctx, engine->result) ? "a function"
+                                                              : "a symbol";
+        engine_fail(engine, FAIL_UNSERIALIZABLE, "the result is %s, which JSON cannot represent",
+                    what);
+        return;
+    }
+    size_t len = 0;
+    const char *text = JS_ToCStringLen(ctx, &len, json);
+    JS_FreeValue(ctx, json);
+    if (text == NULL) {
+        JS_FreeValue(ctx, JS_GetException(ctx));
+        if (!decide_if_budget(engine))
+            decide_budget(engine, PROTO_BUDGET_MEMORY);
+        return;
+    }
+    uint32_t limit = engine->activation->budgets.max_value_bytes;
+    if (len > limit) {
+        JS_FreeCString(ctx, text);
+        engine_fail(engine, FAIL_RESULT_TOO_LARGE,
+                    "the result is %zu bytes of JSON, over the limit of %u", len, limit);
+        return;
+    }
+    if (!utf8_valid((const uint8_t *)text, len) || memchr(text, '\0', len) != NULL) {
+        JS_FreeCString(ctx, text);
+        engine_fail(engine, FAIL_UNSERIALIZABLE, "the result's JSON is not valid UTF-8");
+        return;
+    }
+    decide(engine, PROTO_OUTCOME_COMPLETED);
+    engine->value_cstr = text;
+    engine->finished.value.str = text;
+    engine->finished.value.len = len;
+}
+
+/* The activation's end, from whatever state the loop left it in. */
+static void decide_end(struct engine *engine)
+{
+    JSContext *ctx = engine->ctx;
+    if (decide_if_budget(engine))
+        return;
+    if (engine->result_state == RESULT_REJECTED) {
+        /* An uncaught budget error is the budget's even if the journal has more. */
+        if (is_internal_error(ctx, engine->result, "stack overflow") ||
+            (engine->budget.alloc_failures > 0 &&
+             is_internal_error(ctx, engine->result, "out of memory"))) {
+            decide_thrown(engine, engine->result, FAIL_SCRIPT_ERROR);
+            return;
+        }
+    }
+    char pending[PROTO_MAX_DETAIL_BYTES];
+    if (engine->result_state != RESULT_PENDING &&
+        bridge_prefix_pending(engine, pending, sizeof pending)) {
+        engine_fail(engine, FAIL_NONDETERMINISM, "%s", pending);
+        return;
+    }
+    if (engine->result_state == RESULT_REJECTED)
+        decide_thrown(engine, engine->result, FAIL_SCRIPT_ERROR);
+    else if (engine->result_state == RESULT_FULFILLED)
+        decide_result(engine);
+    else
+        engine_fail(engine, FAIL_ENGINE, "the activation ended without an outcome");
+}
+
+/* ------------------------------------------------------------------ lockdown helpers */
+
+static JSValue code_from_strings_disabled(JSContext *ctx, JSValueConst new_target, int argc,
+                                          JSValueConst *argv)
+{
+    (void)new_target;
+    (void)argc;
+    (void)argv;
+    return JS_ThrowTypeError(ctx, "code generation from strings is disabled");
+}
+
+/* basal.disableConstructor(prototype, name): prototype.constructor becomes a function
+ * of that name that throws, whose .prototype is prototype. */
+static JSValue js_disable_constructor(JSContext *ctx, JSValueConst this_val, int argc,
+                                      JSValueConst *argv)
+{
+    (void)this_val;
+    if (argc < 2 || !JS_IsObject(argv[0]))
+        return JS_ThrowTypeError(ctx, "disableConstructor(prototype, name)");
+    const char *name = JS_ToCString(ctx, argv[1]);
+    if (name == NULL)
+        return JS_EXCEPTION;
+    JSValue stand_in = JS_NewCFunction2(ctx, code_from_strings_disabled, name, 1,
+                                        JS_CFUNC_constructor_or_func, 0);
+    JS_FreeCString(ctx, name);
+    if (JS_IsException(stand_in))
+        return stand_in;
+    JS_SetConstructor(ctx, stand_in, argv[0]);
+    return stand_in;
+}
+
+/* The host-backed Date: the engine's Date, with the current time from the host. */
+static JSValue js_host_date(JSContext *ctx, JSValueConst new_target, int argc,
+                            JSValueConst *argv)
+{
+    struct engine *engine = JS_GetContextOpaque(ctx);
+    if (!JS_IsUndefined(new_target) && argc > 0)
+        return JS_CallConstructor2(ctx, engine->native_date, new_target, argc, argv);
+    JSValue now = bridge_now(ctx, JS_UNDEFINED, 0, NULL);
+    if (JS_IsException(now))
+        return now;
+    JSValue date;
+    if (!JS_IsUndefined(new_target)) {
+        date = JS_CallConstructor2(ctx, engine->native_date, new_target, 1,
+                                   (JSValueConst *)&now);
+        JS_FreeValue(ctx, now);
+        return date;
+    }
+    /* Date() called as a function: the current time as a string. */
+    date = JS_CallConstructor(ctx, engine->native_date, 1, (JSValueConst *)&now);
+    JS_FreeValue(ctx, now);
+    if (JS_IsException(date))
+        return date;
+    JSValue text = JS_Call(ctx, engine->date_to_string, date, 0, NULL);
+    JS_FreeValue(ctx, date);
+    return text;
+}
+
+/* basal.hostDate(EngineDate): keeps the engine's Date here, returns the stand-in. */
+static JSValue js_make_host_date(JSContext *ctx, JSValueConst this_val, int argc,
+                                 JSValueConst *argv)
+{
+    (void)this_val;
+    struct engine *engine = JS_GetContextOpaque(ctx);
+    if (argc < 1 || !JS_IsConstructor(ctx, argv[0]) || !JS_IsUndefined(engine->native_date))
+        return JS_ThrowTypeError(ctx, "hostDate(Date)");
+    JSValue prototype = JS_GetPropertyStr(ctx, argv[0], "prototype");
+    if (JS_IsException(prototype))
+        return prototype;
+    JSValue to_string = JS_GetPropertyStr(ctx, prototype, "toString");
+    JS_FreeValue(ctx, prototype);
+    if (JS_IsException(to_string))
+        return to_string;
+    engine->native_date = JS_DupValue(ctx, argv[0]);
+    engine->date_to_string = to_string;
+    return JS_NewCFunction2(ctx, js_host_date, "Date", 7, JS_CFUNC_constructor_or_func, 0);
+}
+
+static JSValue js_harden(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+    (void)this_val;
+    for (int i = 0; i < argc; i++) {
+        if (engine_harden(ctx, argv[i]) < 0)
+            return JS_EXCEPTION;
+    }
+    return JS_UNDEFINED;
+}
+
+static JSValue js_harden_bindings(JSContext *ctx, JSValueConst this_val, int argc,
+                                  JSValueConst *argv)
+{
+    (void)this_val;
+    if (argc < 1 || !JS_IsObject(argv[0]))
+        return JS_ThrowTypeError(ctx, "hardenBindings(object)");
+    return engine_harden_bindings(ctx, argv[0]) < 0 ? JS_EXCEPTION : JS_UNDEFINED;
+}
+
+static const JSCFunctionListEntry LOCKDOWN_HELPERS[] = {
+    JS_CFUNC_DEF("disableConstructor", 2, js_disable_constructor),
+    JS_CFUNC_DEF("hostDate", 1, js_make_host_date),
+    JS_CFUNC_DEF("now", 0, bridge_now),
+    JS_CFUNC_DEF("random", 0, bridge_random),
+    JS_CFUNC_DEF("harden", 0, js_harden),
+    JS_CFUNC_DEF("hardenBindings", 1, js_harden_bindings),
+};
+
+/* The prelude compiled once per process, by the first engine, before any script has
+ * run; later engines read this bytecode instead of parsing the source again (about
+ * 6 us against 80 us). JS_ReadObject is only ever given these bytes, which this
+ * process wrote itself: nothing a script controls reaches it. */
+static uint8_t *prelude_bytecode;
+static size_t prelude_bytecode_len;
+
+static JSValue load_prelude(JSContext *ctx)
+{
+    JSValue compiled;
+    if (prelude_bytecode != NULL) {
+        compiled = JS_ReadObject(ctx, prelude_bytecode, prelude_bytecode_len,
+                                 JS_READ_OBJ_BYTECODE);
+    } else {
+        compiled = JS_Eval(ctx, (const char *)PRELUDE_JS, sizeof PRELUDE_JS - 1, "prelude.js",
+                           JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_COMPILE_ONLY);
+        if (JS_IsException(compiled))
+            return compiled;
+        size_t len = 0;
+        uint8_t *bytes = JS_WriteObject(ctx, &len, compiled, JS_WRITE_OBJ_BYTECODE);
+        if (bytes != NULL) {
+            prelude_bytecode = malloc(len);
+            if (prelude_bytecode != NULL) {
+                memcpy(prelude_bytecode, bytes, len);
+                prelude_bytecode_len = len;
+            }
+            js_free(ctx, bytes);
+        } else {
+            JS_FreeValue(ctx, JS_GetException(ctx)); /* parse it again next time */
+        }
+    }
+    if (JS_IsException(compiled))
+        return compiled;
+    return JS_EvalFunction(ctx, compiled);
+}
+
+/* Runs the prelude (src/worker/prelude.js) with the helpers. */
+static int lockdown(struct engine *engine)
+{
+    JSContext *ctx = engine->ctx;
+    JSValue prelude = load_prelude(ctx);
+    if (JS_IsException(prelude))
+        return -1;
+    JSValue helpers = JS_NewObject(ctx);
+    if (JS_IsException(helpers)) {
+        JS_FreeValue(ctx, prelude);
+        return -1;
+    }
+    JS_SetPropertyFunctionList(ctx, helpers, LOCKDOWN_HELPERS,
+                               sizeof LOCKDOWN_HELPERS / sizeof LOCKDOWN_HELPERS[0]);
+    JSValue ret = JS_Call(ctx, prelude, JS_UNDEFINED, 1, (JSValueConst *)&helpers);
+    JS_FreeValue(ctx, helpers);
+    JS_FreeValue(ctx, prelude);
+    if (JS_IsException(ret))
+        return -1;
+    JS_FreeValue(ctx, ret);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ engine */
+
+void engine_free(struct engine *engine)
+{
+    if (engine == NULL)
+        return;
+    if (engine->ctx != NULL) {
+        JSContext *ctx = engine->ctx;
+        bridge_free(engine);
+        JS_FreeValue(ctx, engine->promise_then);
+        JS_FreeValue(ctx, engine->native_date);
+        JS_FreeValue(ctx, engine->date_to_string);
+        JS_FreeValue(ctx, engine->result);
+        if (engine->value_cstr != NULL)
+            JS_FreeCString(ctx, engine->value_cstr);
+        JS_FreeContext(ctx);
+    }
+    if (engine->rt != NULL)
+        JS_FreeRuntime(engine->rt);
+    free(engine);
+}
+
+struct engine *engine_prepare(enum engine_mode mode)
+{
+    struct engine *engine = calloc(1, sizeof *engine);
+    if (engine == NULL)
+        return NULL;
+    budget_init(&engine->budget);
+    engine->mode = mode;
+    engine->promise_then = JS_UNDEFINED;
+    engine->native_date = JS_UNDEFINED;
+    engine->date_to_string = JS_UNDEFINED;
+    engine->result = JS_UNDEFINED;
+    engine->rt = JS_NewRuntime2(&BUDGET_MALLOC_FUNCTIONS, &engine->budget);
+    if (engine->rt == NULL)
+        goto fail;
+    JS_SetInterruptHandler(engine->rt, budget_interrupt, &engine->budget);
+    /* No module loader is installed: import() rejects ("could not load module"). */
+    engine->ctx = JS_NewContext(engine->rt);
+    if (engine->ctx == NULL)
+        goto fail;
+    JSContext *ctx = engine->ctx;
+    JS_SetContextOpaque(ctx, engine);
+#ifdef BASAL_TEST_HOOKS
+    if (mode == ENGINE_PLAIN) {
+        /* What qjs --bignum adds, for QuickJS's own test_bignum.js. */
+        JS_AddIntrinsicBigFloat(ctx);
+        JS_AddIntrinsicBigDecimal(ctx);
+        JS_AddIntrinsicOperators(ctx);
+        JS_EnableBignumExt(ctx, 1);
+    }
+#endif
+    /* Primordials the engine uses after the script may have run. */
+    JSValue funcs[2];
+    JSValue promise = JS_NewPromiseCapability(ctx, funcs);
+    if (JS_IsException(promise))
+        goto fail_exception;
+    engine->promise_then = JS_GetPropertyStr(ctx, promise, "then");
+    JS_FreeValue(ctx, promise);
+    JS_FreeValue(ctx, funcs[0]);
+    JS_FreeValue(ctx, funcs[1]);
+    if (JS_IsException(engine->promise_then))
+        goto fail_exception;
+    if (mode == ENGINE_LOCKED && lockdown(engine) < 0)
+        goto fail_exception;
+    return engine;
+
+fail_exception: {
+    JSValue error = JS_GetException(engine->ctx);
+    char why[512];
+    engine_describe_exception(engine->ctx, error, true, why, sizeof why - 1);
+    JS_FreeValue(engine->ctx, error);
+    stderr_printf("ck-basal-worker: cannot prepare the engine: %s\n", why);
+}
+fail:
+    engine_free(engine);
+    return NULL;
+}
+
+/* The settlement of the script's promise. */
+static JSValue js_settled(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv,
+                          int magic)
+{
+    (void)this_val;
+    struct engine *engine = JS_GetContextOpaque(ctx);
+    if (engine->result_state == RESULT_PENDING) {
+        engine->result_state = (enum result_state)magic;
+        engine->result = argc > 0 ? JS_DupValue(ctx, argv[0]) : JS_UNDEFINED;
+    }
+    return JS_UNDEFINED;
+}
+
+/* Compiles the wrapped script, calls it and watches its promise with the intrinsic
+ * then (a script that replaces Promise.prototype.then changes nothing here). */
+static int start_script(struct engine *engine)
+{
+    JSContext *ctx = engine->ctx;
+    const struct proto_text *script = &engine->activation->script;
+    size_t len = sizeof SCRIPT_HEAD - 1 + script->len + sizeof SCRIPT_TAIL - 1;
+    char *text = malloc(len + 1);
+    if (text == NULL) {
+        engine_fail(engine, FAIL_ENGINE, "out of memory for a %zu-byte script", script->len);
+        return -1;
+    }
+    memcpy(text, SCRIPT_HEAD, sizeof SCRIPT_HEAD - 1);
+    if (script->len > 0)
+        memcpy(text + sizeof SCRIPT_HEAD - 1, script->str, script->len);
+    memcpy(text + sizeof SCRIPT_HEAD - 1 + script->len, SCRIPT_TAIL, sizeof SCRIPT_TAIL);
+    JSValue function = JS_Eval(ctx, text, len, SCRIPT_NAME, JS_EVAL_TYPE_GLOBAL);
+    free(text);
+    if (JS_IsException(function)) {
+        JSValue error = JS_GetException(ctx);
+        JSValue name = string_property(ctx, error, "name");
+        const char *name_str = JS_IsUndefined(name) ? NULL : JS_ToCString(ctx, name);
+        bool syntax = name_str != NULL && strcmp(name_str, "SyntaxError") == 0;
+        JS_FreeCString(ctx, name_str);
+        JS_FreeValue(ctx, name);
+        decide_thrown(engine, error, syntax ? FAIL_SYNTAX_ERROR : FAIL_SCRIPT_ERROR);
+        JS_FreeValue(ctx, error);
+        return -1;
+    }
+    JSValue returned = JS_Call(ctx, function, JS_UNDEFINED, 0, NULL);
+    JS_FreeValue(ctx, function);
+    bool threw = JS_IsException(returned);
+    if (threw)
+        returned = JS_GetException(ctx);
+
+    JSValue funcs[2];
+    JSValue promise = JS_NewPromiseCapability(ctx, funcs);
+    if (JS_IsException(promise)) {
+        JS_FreeValue(ctx, returned);
+        return -1; /* out of memory: decided by the budget */
+    }
+    JSValue ret = JS_Call(ctx, funcs[threw ? 1 : 0], JS_UNDEFINED, 1, (JSValueConst *)&returned);
+    JS_FreeValue(ctx, ret);
+    JS_FreeValue(ctx, returned);
+    JS_FreeValue(ctx, funcs[0]);
+    JS_FreeValue(ctx, funcs[1]);
+    JSValue handlers[2] = {
+        JS_NewCFunctionMagic(ctx, js_settled, "fulfilled", 1, JS_CFUNC_generic_magic,
+                             RESULT_FULFILLED),
+        JS_NewCFunctionMagic(ctx, js_settled, "rejected", 1, JS_CFUNC_generic_magic,
+                             RESULT_REJECTED),
+    };
+    ret = JS_Call(ctx, engine->promise_then, promise, 2, (JSValueConst *)handlers);
+    int rc = JS_IsException(ret) ? -1 : 0;
+    JS_FreeValue(ctx, ret);
+    JS_FreeValue(ctx, handlers[0]);
+    JS_FreeValue(ctx, handlers[1]);
+    JS_FreeValue(ctx, promise);
+    if (rc < 0)
+        JS_FreeValue(ctx, JS_GetException(ctx));
+    return rc;
+}
+
+/* Runs pending jobs until none is left, the script's promise settles or the
+ * activation must stop. */
+static void run_jobs(struct engine *engine)
+{
+    while (!engine_stopping(engine) && engine->result_state == RESULT_PENDING) {
+        JSContext *job_ctx = NULL;
+        int ran = JS_ExecutePendingJob(engine->rt, &job_ctx);
+        if (ran == 0)
+            return;
+        if (ran < 0) {
+            /* Only the promise machinery itself failing gets here (reactions turn
+             * exceptions into rejections): out of memory, or the interrupt. */
+            JSValue error = JS_GetException(job_ctx);
+            if (!engine_stopping(engine))
+                decide_thrown(engine, error, FAIL_SCRIPT_ERROR);
+            JS_FreeValue(engine->ctx, error);
+        }
+    }
+}
+
+static void run_loop(struct engine *engine)
+{
+    for (;;) {
+        run_jobs(engine);
+        if (engine_stopping(engine) || engine->result_state != RESULT_PENDING ||
+            budget_cpu_check(&engine->budget))
+            return;
+        int released = bridge_release_next(engine);
+        if (released < 0)
+            return;
+        if (released > 0 || bridge_apply_buffered(engine) > 0)
+            continue;
+        switch (bridge_waiting(engine)) {
+        case WAIT_LIVE:
+            bridge_wait(engine);
+            break;
+        case WAIT_LONG_RUNNING_ONLY:
+            if (!decide_if_budget(engine))
+                decide(engine, PROTO_OUTCOME_SUSPENDED);
+            return;
+        case WAIT_NOTHING:
+            if (!decide_if_budget(engine))
+                decide(engine, PROTO_OUTCOME_STALLED);
+            return;
+        }
+    }
+}
+
+bool engine_run(struct engine *engine, const struct proto_activate *activation,
+                const struct engine_io *io, struct proto_finished *out, char *refusal,
+                size_t cap)
+{
+    engine->activation = activation;
+    engine->io = io;
+    if (!bridge_begin(engine, refusal, cap)) {
+        bridge_free(engine);
+        engine->activation = NULL;
+        return false;
+    }
+    engine->used = true;
+    budget_start(&engine->budget, engine->rt, &activation->budgets);
+    if (bridge_install(engine) == 0 && start_script(engine) == 0)
+        run_loop(engine);
+    budget_cpu_check(&engine->budget);
+    decide_end(engine);
+    *out = engine->finished;
+    return true;
+}

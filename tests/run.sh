@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Runs the test suite and ends with exactly one summary line "N passed, N failed".
+#
+#   tests/run.sh                 every test program in build/test/tests/ and
+#                                build/asan/tests/, then every tests/*.sh
+#   tests/run.sh NAME...         only those: t_startup (both variants), test/t_startup
+#                                or asan/t_startup (one variant), or foo.sh
+#
+# Each test prints one line per check, "ok - <name>" or "not ok - <name>: <detail>";
+# this script counts them. A test program that exits non-zero (or dies, or times out)
+# without printing any "not ok" line, or that prints no check at all, counts as one
+# more failure of its own, so a crash can never pass silently. Exit status: 0 only if
+# nothing failed. Run `make test-build` first (make check does both).
+set -u
+
+cd "$(dirname "$0")/.." || exit 2
+
+# A safety net only: a test that hangs is killed and counted as failed.
+TEST_TIMEOUT=${TEST_TIMEOUT:-600}
+
+passed=0
+failed=0
+out=$(mktemp "${TMPDIR:-/tmp}/basal-run.XXXXXX") || exit 2
+trap 'rm -f "$out"' EXIT
+
+# run_one LABEL COMMAND...
+run_one() {
+    label=$1
+    shift
+    echo "== $label"
+    timeout --kill-after=10 "$TEST_TIMEOUT" "$@" >"$out"
+    status=$?
+    cat "$out"
+    ok=$(grep -c '^ok - ' "$out")
+    notok=$(grep -c '^not ok - ' "$out")
+    passed=$((passed + ok))
+    failed=$((failed + notok))
+    if [ "$status" -ne 0 ] && [ "$notok" -eq 0 ]; then
+        if [ "$status" -eq 124 ]; then
+            echo "not ok - $label: timed out after ${TEST_TIMEOUT}s"
+        elif [ "$status" -gt 128 ]; then
+            echo "not ok - $label: died by signal $((status - 128)) without reporting a failure"
+        else
+            echo "not ok - $label: exited $status without reporting a failure"
+        fi
+        failed=$((failed + 1))
+    elif [ "$ok" -eq 0 ] && [ "$notok" -eq 0 ]; then
+        echo "not ok - $label: made no check"
+        failed=$((failed + 1))
+    fi
+}
+
+missing() {
+    echo "not ok - $1: no such test (run make test-build?)"
+    failed=$((failed + 1))
+}
+
+run_program() {
+    if [ -x "$1" ]; then
+        run_one "$1" "$1"
+    else
+        missing "$1"
+    fi
+}
+
+run_script() {
+    if [ -f "$1" ]; then
+        run_one "$1" bash "$1"
+    else
+        missing "$1"
+    fi
+}
+
+if [ "$#" -eq 0 ]; then
+    found=0
+    for variant in test asan; do
+        for t in build/"$variant"/tests/t_*; do
+            [ -f "$t" ] || continue
+            case "$t" in *.o | *.d) continue ;; esac
+            found=1
+            run_program "$t"
+        done
+    done
+    for s in tests/*.sh; do
+        [ -f "$s" ] || continue
+        [ "$s" = tests/run.sh ] && continue
+        found=1
+        run_script "$s"
+    done
+    if [ "$found" -eq 0 ]; then
+        echo "not ok - run.sh: no test programs found (run make test-build)"
+        failed=$((failed + 1))
+    fi
+else
+    for name in "$@"; do
+        case "$name" in
+        *.sh)
+            case "$name" in
+            */*) run_script "$name" ;;
+            *) run_script "tests/$name" ;;
+            esac
+            ;;
+        test/* | asan/*)
+            run_program "build/${name%%/*}/tests/${name#*/}"
+            ;;
+        *)
+            run_program "build/test/tests/$name"
+            run_program "build/asan/tests/$name"
+            ;;
+        esac
+    done
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

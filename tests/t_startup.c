@@ -70,6 +70,9 @@ static const struct startup_case CASES[] = {
      {"--map-at-exec=shared"}, {NULL}, REFUSES, false},
     {"a writable+executable mapping present at startup", "writable-executable-mapping",
      "writable-executable-mapping", NULL, {"--map-at-exec=wx"}, {NULL}, REFUSES, false},
+    /* The stack is writable too: the specific token must win over the generic one. */
+    {"an executable [stack] mapping at startup", "executable-stack", "executable-stack", NULL,
+     {"--map-at-exec=exec-stack"}, {NULL}, REFUSES, false},
 
     /* Step 2 and 5: descriptors above stdio. */
     {"close_range failing with EPERM", "close-descriptors", "close-descriptors", NULL,
@@ -250,6 +253,27 @@ static void check_runs(const char *name, const struct argv_list *a, int min_filt
     proc_result_free(&r);
 }
 
+/* Whether some line of a /proc/<pid>/maps text has perms and, if label is not NULL,
+ * ends with label ("[stack]"). */
+static bool maps_has(const char *maps, const char *perms, const char *label)
+{
+    for (const char *line = maps; *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        size_t len = end != NULL ? (size_t)(end - line) : strlen(line);
+        const char *field = memchr(line, ' ', len); /* "start-end perms ..." */
+        size_t label_len = label != NULL ? strlen(label) : 0;
+        if (field != NULL && (size_t)(line + len - field) > strlen(perms) &&
+            strncmp(field + 1, perms, strlen(perms)) == 0 &&
+            (label == NULL || (len >= label_len &&
+                               strncmp(line + len - label_len, label, label_len) == 0)))
+            return true;
+        if (end == NULL)
+            break;
+        line = end + 1;
+    }
+    return false;
+}
+
 /* The launcher really delivers the conditions the kernel would otherwise hide: shown
  * on /bin/cat, a program that does not check anything itself. */
 static void check_launcher_controls(void)
@@ -273,23 +297,27 @@ static void check_launcher_controls(void)
         proc_result_free(&r);
     }
     const struct {
-        const char *option, *perms, *name;
+        const char *option, *perms, *label, *name;
     } maps[] = {
-    {"--map-at-exec=shared", "rw-s", "launcher control: --map-at-exec=shared maps a shared page"},
-    {"--map-at-exec=wx", "rwxp",
+    {"--map-at-exec=shared", "rw-s", NULL,
+     "launcher control: --map-at-exec=shared maps a shared page"},
+    {"--map-at-exec=wx", "rwxp", NULL,
      "launcher control: --map-at-exec=wx maps a writable+executable page"},
+    {"--map-at-exec=exec-stack", "rwxp", "[stack]",
+     "launcher control: --map-at-exec=exec-stack makes the [stack] mapping executable"},
     };
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) {
         const char *with[] = {launcher, maps[i].option, "--", "/bin/cat", "/proc/self/maps", NULL};
         const char *without[] = {launcher, "--", "/bin/cat", "/proc/self/maps", NULL};
         struct proc_result r = proc_run(with, NULL, 0, TIMEOUT_MS);
         struct proc_result plain = proc_run(without, NULL, 0, TIMEOUT_MS);
-        bool has = strstr(r.out, maps[i].perms) != NULL;
-        bool plain_has = strstr(plain.out, maps[i].perms) != NULL;
+        const char *label = maps[i].label != NULL ? maps[i].label : "";
+        bool has = maps_has(r.out, maps[i].perms, maps[i].label);
+        bool plain_has = maps_has(plain.out, maps[i].perms, maps[i].label);
         check(proc_exited_with(&r, 0) && has && proc_exited_with(&plain, 0) && !plain_has,
-              maps[i].name, "with the option: %s, %s line %s; without: %s line %s",
-              proc_describe(&r), maps[i].perms, has ? "present" : "missing", maps[i].perms,
-              plain_has ? "present" : "absent");
+              maps[i].name, "with the option: %s, %s %s line %s; without: %s %s line %s",
+              proc_describe(&r), maps[i].perms, label, has ? "present" : "missing",
+              maps[i].perms, label, plain_has ? "present" : "absent");
         proc_result_free(&r);
         proc_result_free(&plain);
     }

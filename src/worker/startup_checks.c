@@ -117,12 +117,14 @@ static void check_mappings(void)
         perms++;
         int writable = perms[1] == 'w';
         int executable = perms[2] == 'x';
+        /* An executable stack is writable too: name it first, it is the more
+         * specific finding. */
+        if (executable && strstr(line, "[stack") != NULL)
+            refuse_unconfined("executable-stack");
         if (writable && executable)
             refuse_unconfined("writable-executable-mapping");
         if (perms[3] == 's')
             refuse_unconfined("shared-mapping");
-        if (executable && strstr(line, "[stack") != NULL)
-            refuse_unconfined("executable-stack");
         if (end == NULL)
             break;
         line = end + 1;

@@ -32,11 +32,15 @@
  *                        both clear the flag when they exec a 64-bit ELF. So a helper
  *                        process ptrace-injects personality() into the new program at
  *                        the return from execve, before its first instruction runs.
- *   --map-at-exec=shared|wx
- *                        the same injection of an mmap into the new program: a
- *                        shared anonymous page, or a private read-write-execute page.
+ *   --map-at-exec=shared|wx|exec-stack
+ *                        the same injection into the new program: an mmap of a
+ *                        shared anonymous page, or of a private read-write-execute
+ *                        page; or (exec-stack) an mprotect making the program's whole
+ *                        [stack] mapping, found in its /proc/<pid>/maps, read-write-
+ *                        execute. exec-stack needs the real /proc, so it cannot be
+ *                        combined with --fake-proc (launch exits 125).
  *                        The injection is implemented for x86_64 only; elsewhere
- *                        these two options make launch exit 125 (a test then fails
+ *                        these options make launch exit 125 (a test then fails
  *                        visibly rather than passing without the condition).
  *   --drop-uid=N         setgroups({}), setresgid(N), setresuid(N) before exec
  *   --inject=SYSCALL:ERRNO[:ARG=VALUE|:ARG!=VALUE]...
@@ -82,7 +86,7 @@
 
 enum stdin_mode { IN_PIPE, IN_FILE, IN_FIFO, IN_FIFO_RDWR, IN_SOCKET, IN_PIPE_WRITE, IN_PIPE_RDWR };
 enum stdout_mode { OUT_PIPE, OUT_PIPE_READ, OUT_FILE };
-enum map_mode { MAP_NONE_AT_EXEC, MAP_SHARED_AT_EXEC, MAP_WX_AT_EXEC };
+enum map_mode { MAP_NONE_AT_EXEC, MAP_SHARED_AT_EXEC, MAP_WX_AT_EXEC, MAP_EXEC_STACK_AT_EXEC };
 
 struct plant {
     int fd;
@@ -136,7 +140,7 @@ static void usage(void)
 {
     die("usage: launch [--stdin=pipe|file|fifo|fifo-rdwr|socket|pipe-write|pipe-rdwr] "
         "[--stdout=pipe|pipe-read|file] [--stderr=pipe|pipe-read] [--plant-fd=N[:null|:socket]] "
-        "[--fake-proc] [--read-implies-exec] [--map-at-exec=shared|wx] [--drop-uid=N] "
+        "[--fake-proc] [--read-implies-exec] [--map-at-exec=shared|wx|exec-stack] [--drop-uid=N] "
         "[--inject=SYSCALL:ERRNO[:ARG=VALUE|:ARG!=VALUE]...] -- PROGRAM ARGS...");
 }
 
@@ -303,6 +307,8 @@ static void parse_args(int argc, char **argv, struct launch_opts *o)
             o->map_at_exec = MAP_SHARED_AT_EXEC;
         } else if (strcmp(a, "--map-at-exec=wx") == 0) {
             o->map_at_exec = MAP_WX_AT_EXEC;
+        } else if (strcmp(a, "--map-at-exec=exec-stack") == 0) {
+            o->map_at_exec = MAP_EXEC_STACK_AT_EXEC;
         } else if (strncmp(a, "--drop-uid=", 11) == 0) {
             uint64_t uid;
             if (!parse_u64(a + 11, &uid) || uid == 0 || uid > 0x7fffffff)
@@ -512,6 +518,7 @@ struct exec_injection {
     bool personality;
     unsigned long persona;
     enum map_mode map;
+    int proc_dir; /* MAP_EXEC_STACK_AT_EXEC: the launcher's /proc/<pid> directory */
 };
 
 #if defined(__x86_64__)
@@ -575,6 +582,65 @@ static long inject_syscall(pid_t pid, long nr, const unsigned long args[6])
     return result;
 }
 
+/* Finds the tracee's [stack] line in its maps (read through the /proc/<pid> directory
+ * the launcher opened, which stays the same task across its exec): its range and
+ * permissions ("rw-p"). Returns false if there is none. */
+static bool find_stack(pid_t target, int proc_dir, unsigned long *start, unsigned long *end,
+                       char perms[5])
+{
+    int fd = openat(proc_dir, "maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        helper_fail(target, "open /proc/<pid>/maps");
+    FILE *maps = fdopen(fd, "r");
+    if (maps == NULL)
+        helper_fail(target, "fdopen maps");
+    char *line = NULL;
+    size_t cap = 0;
+    bool found = false;
+    while (!found && getline(&line, &cap, maps) > 0) {
+        size_t len = strcspn(line, "\n");
+        line[len] = '\0';
+        const char *label = "[stack]";
+        if (len < strlen(label) || strcmp(line + len - strlen(label), label) != 0)
+            continue;
+        /* "start-end perms ..." */
+        char *next;
+        errno = 0;
+        *start = strtoul(line, &next, 16);
+        if (*next != '-')
+            continue;
+        *end = strtoul(next + 1, &next, 16);
+        if (errno != 0 || *next != ' ' || strlen(next + 1) < 4 || next[5] != ' ')
+            continue;
+        memcpy(perms, next + 1, 4);
+        perms[4] = '\0';
+        found = true;
+    }
+    free(line);
+    (void)fclose(maps);
+    return found;
+}
+
+static void make_stack_executable(pid_t target, int proc_dir)
+{
+    unsigned long start, end;
+    char perms[5];
+    if (!find_stack(target, proc_dir, &start, &end, perms)) {
+        errno = ENOENT;
+        helper_fail(target, "no [stack] line in the new program's maps");
+    }
+    unsigned long args[6] = {start, end - start, PROT_READ | PROT_WRITE | PROT_EXEC, 0, 0, 0};
+    long rc = inject_syscall(target, SYS_mprotect, args);
+    if (rc < 0) {
+        errno = (int)-rc;
+        helper_fail(target, "injected mprotect() of the stack");
+    }
+    if (!find_stack(target, proc_dir, &start, &end, perms) || strcmp(perms, "rwxp") != 0) {
+        errno = EPROTO;
+        helper_fail(target, "the [stack] mapping did not become rwxp");
+    }
+}
+
 /* The helper: traces the launcher (its parent) through its execve and injects the
  * requested calls at the return from execve, before the new program's first
  * instruction; then detaches and exits. */
@@ -632,7 +698,10 @@ __attribute__((noreturn)) static void exec_helper(pid_t target, int ready_fd,
             helper_fail(target, "READ_IMPLIES_EXEC did not stick");
         }
     }
-    if (inj->map != MAP_NONE_AT_EXEC) {
+    if (inj->map == MAP_EXEC_STACK_AT_EXEC) {
+        make_stack_executable(target, inj->proc_dir);
+        close(inj->proc_dir);
+    } else if (inj->map != MAP_NONE_AT_EXEC) {
         unsigned long prot = inj->map == MAP_SHARED_AT_EXEC
                                  ? PROT_READ | PROT_WRITE
                                  : PROT_READ | PROT_WRITE | PROT_EXEC;
@@ -671,6 +740,14 @@ static void start_exec_helper(const struct launch_opts *o)
     struct exec_injection inj;
     memset(&inj, 0, sizeof inj);
     inj.map = o->map_at_exec;
+    inj.proc_dir = -1;
+    if (inj.map == MAP_EXEC_STACK_AT_EXEC) {
+        /* /proc/self, not /proc/<getpid()>: under --pid-ns getpid() is the inner pid
+         * while /proc is the outer one. CLOEXEC: the program never sees it. */
+        inj.proc_dir = open("/proc/self", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (inj.proc_dir < 0)
+            die_errno("--map-at-exec=exec-stack: open /proc/self");
+    }
     if (o->read_implies_exec) {
         int persona = personality(0xffffffff);
         if (persona < 0)
@@ -690,6 +767,8 @@ static void start_exec_helper(const struct launch_opts *o)
         exec_helper(launcher, sync[1], &inj);
     }
     close(sync[1]);
+    if (inj.proc_dir >= 0)
+        close(inj.proc_dir);
     char byte;
     ssize_t n;
     do {

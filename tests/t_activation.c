@@ -25,6 +25,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* A JSON string's value, or "" if v is not a string (never NULL, for strcmp). */
+static const char *str_or_empty(const json_t *v)
+{
+    const char *s = json_string_value(v);
+    return s != NULL ? s : "";
+}
+
 /* ================================================================== part 1: stand-ins */
 
 struct mock {
@@ -244,12 +251,12 @@ static void test_ordering(void)
     json_t *echo = json_array_get(json_array_get(d, 0), 3);
     check(json_integer_value(json_array_get(json_array_get(d, 0), 1)) == PROTO_SETTLEMENT_FULFILLED &&
               json_is_array(echo) && json_array_size(echo) == 1 &&
-              strcmp(json_string_value(json_array_get(echo, 0)), "x") == 0,
+              strcmp(str_or_empty(json_array_get(echo, 0)), "x") == 0,
           "test host: test.echo fulfils with its arguments", "%s", text);
     json_t *rejection = json_array_get(json_array_get(d, 1), 3);
     check(json_integer_value(json_array_get(json_array_get(d, 1), 1)) == PROTO_SETTLEMENT_REJECTED &&
               json_is_string(json_object_get(rejection, "code")) &&
-              strcmp(json_string_value(json_object_get(rejection, "code")), "not_found") == 0 &&
+              strcmp(str_or_empty(json_object_get(rejection, "code")), "not_found") == 0 &&
               json_is_string(json_object_get(rejection, "message")),
           "test host: test.fail rejects with {code, message}", "%s", text);
     check(json_is_null(json_array_get(json_array_get(d, 2), 3)) && out.wall_ms >= 150,
@@ -261,7 +268,7 @@ static void test_ordering(void)
     free(text);
     check(json_integer_value(json_object_get(v, "id")) == 7 &&
               json_integer_value(json_object_get(v, "profile")) == PROTO_PROFILE_FLOW &&
-              strcmp(json_string_value(json_object_get(v, "script")), "return 42") == 0 &&
+              strcmp(str_or_empty(json_object_get(v, "script")), "return 42") == 0 &&
               json_integer_value(json_object_get(json_object_get(v, "trigger"), "t")) == 1 &&
               json_integer_value(json_object_get(v, "cpu")) == FLOW_CPU_MS &&
               json_integer_value(json_object_get(v, "heap")) == (json_int_t)FLOW_HEAP_BYTES &&
@@ -697,7 +704,7 @@ static void test_exec(void)
     r = exec_parent(args2);
     json_t *line = json_line(r.out, 0);
     check(proc_exited_with(&r, 0) && line != NULL &&
-              strcmp(json_string_value(json_object_get(line, "outcome")), "completed") == 0 &&
+              strcmp(str_or_empty(json_object_get(line, "outcome")), "completed") == 0 &&
               json_integer_value(json_object_get(json_object_get(line, "value"), "a")) == 1 &&
               json_integer_value(json_object_get(line, "pid")) > 0,
           "exec --json: one object per run with outcome, value and worker pid", "%s; out '%s'",
@@ -745,6 +752,28 @@ static void test_exec(void)
           proc_describe(&r), r.out);
     proc_result_free(&r);
 
+    /* A failure the script caused itself is a clean end: the worker is kept. */
+    const char *syntax = script_file("syntax.js", "return (;\n");
+    const char *args4b[] = {"--json", "exec", thrower, syntax, trivial, NULL};
+    r = exec_parent(args4b);
+    json_t *f0 = json_line(r.out, 0), *f1 = json_line(r.out, 1), *f2 = json_line(r.out, 2);
+    check(proc_exited_with(&r, 1) &&
+              strcmp(str_or_empty(json_object_get(f0, "kind")), "script_error") == 0 &&
+              strcmp(str_or_empty(json_object_get(f1, "kind")), "syntax_error") == 0 &&
+              strcmp(str_or_empty(json_object_get(f2, "outcome")), "completed") == 0 &&
+              json_integer_value(json_object_get(f0, "pid")) > 0 &&
+              json_integer_value(json_object_get(f1, "pid")) ==
+                  json_integer_value(json_object_get(f0, "pid")) &&
+              json_integer_value(json_object_get(f2, "pid")) ==
+                  json_integer_value(json_object_get(f0, "pid")),
+          "pool: a script error or syntax error is a clean end; the same worker serves the "
+          "next run [guard keep-on-clean-end]",
+          "%s; out '%s'", proc_describe(&r), r.out);
+    json_decref(f0);
+    json_decref(f1);
+    json_decref(f2);
+    proc_result_free(&r);
+
     const char *args5[] = {"exec", "/nonexistent/script.js", NULL};
     r = exec_parent(args5);
     check(proc_exited_with(&r, 2) && strstr(r.err, "cannot read script /nonexistent/script.js") &&
@@ -784,6 +813,39 @@ static void test_exec(void)
     check(proc_exited_with(&r, 0) && strcmp(r.out, "1\n2\n3\n") == 0,
           "exec: the test host's state lives in the parent across runs", "%s; '%s'",
           proc_describe(&r), r.out);
+    proc_result_free(&r);
+
+    /* Settlements are released one per Blocked, only while the worker waits, so a run
+     * that ends with calls still outstanding (a lost race, a call never awaited)
+     * leaves no Deliver behind in the worker's stdin: the next run on the same worker
+     * is clean. */
+    const char *race = script_file(
+        "race.js",
+        "ops.call('test', 'sleep', [5]);\n"
+        "return await Promise.race([ops.call('test', 'sleep', [300]),\n"
+        "                           ops.call('test', 'echo', ['fast'])]);\n");
+    const char *after = script_file("after.js", "return await ops.call('test', 'echo', 'next');\n");
+    const char *args11[] = {"--json", "exec", race, after, "--repeat", "2", NULL};
+    r = exec_parent(args11);
+    json_t *runs[4];
+    for (int i = 0; i < 4; i++)
+        runs[i] = json_line(r.out, i);
+    bool same_pid = true, completed = true;
+    for (int i = 0; i < 4; i++) {
+        completed = completed && runs[i] != NULL &&
+                    strcmp(str_or_empty(json_object_get(runs[i], "outcome")), "completed") == 0;
+        same_pid = same_pid && runs[i] != NULL &&
+                   json_integer_value(json_object_get(runs[i], "pid")) ==
+                       json_integer_value(json_object_get(runs[0], "pid"));
+    }
+    check(proc_exited_with(&r, 0) && completed && same_pid &&
+              strcmp(str_or_empty(json_object_get(runs[0], "message")), "[\"fast\"]") == 0 &&
+              strcmp(str_or_empty(json_object_get(runs[3], "message")), "[\"next\"]") == 0,
+          "exec: runs ending with host calls outstanding leave nothing behind; the same worker "
+          "serves the next runs cleanly [guard deliver-only-when-blocked]",
+          "%s; out '%s'", proc_describe(&r), r.out);
+    for (int i = 0; i < 4; i++)
+        json_decref(runs[i]);
     proc_result_free(&r);
 
     const char *stall = script_file("stall.js", "await new Promise(() => {});\nreturn 1;\n");

@@ -271,10 +271,11 @@ static bool needed_has(const struct elf_view *v, const char *lib)
     return strstr(v->needed, lib) != NULL;
 }
 
-/* The libraries the worker may need: the C library, libm, libseccomp, the loader. */
+/* The libraries the worker may need: the C library, libm, libseccomp, libcrypto (for
+ * SHA-256 of host-call arguments), the loader. */
 static bool needed_only_allowed(const struct elf_view *v, char *extra, size_t cap)
 {
-    static const char *const allowed[] = {"libc.so.6", "libm.so.6", "libseccomp.so.2",
+    static const char *const allowed[] = {"libc.so.6", "libm.so.6", "libseccomp.so.2", "libcrypto.so.3",
                                           "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1"};
     extra[0] = '\0';
     char copy[sizeof v->needed];

@@ -238,9 +238,11 @@ const char *activation_signal_name(int sig)
     return name;
 }
 
-/* Failure kinds a script causes by itself, on an intact engine. */
+/* Failure kinds a script (or its trigger) causes by itself, on an intact engine. The
+ * worker's own "engine_error" and "protocol_error" are not among them. */
 static const char *const SCRIPT_FAILURE_KINDS[] = {
-    "script_error", "unserializable_result", "result_too_large", "nondeterminism",
+    "script_error",     "syntax_error",   "unserializable_result",
+    "result_too_large", "nondeterminism", "invalid_trigger",
 };
 
 bool activation_keeps_worker(const struct activation_outcome *out)
@@ -264,7 +266,10 @@ bool activation_keeps_worker(const struct activation_outcome *out)
 
 void activation_describe(const struct activation_outcome *out, char *buf, size_t cap)
 {
-    const char *detail = out->detail != NULL ? out->detail : "";
+    /* One line: a detail's first line only (a script error's stack follows it). */
+    char detail[512];
+    snprintf(detail, sizeof detail, "%s", out->detail != NULL ? out->detail : "");
+    detail[strcspn(detail, "\r\n")] = '\0';
     switch (out->status) {
     case ACTIVATION_COMPLETED:
         snprintf(buf, cap, "%s", out->value != NULL ? out->value : "null");
@@ -276,7 +281,7 @@ void activation_describe(const struct activation_outcome *out, char *buf, size_t
         for (char *c = kind; *c != '\0'; c++)
             if (*c == '_')
                 *c = ' ';
-        if (*detail != '\0')
+        if (detail[0] != '\0')
             snprintf(buf, cap, "%s: %s", kind, detail);
         else
             snprintf(buf, cap, "%s", kind);
@@ -610,10 +615,6 @@ static bool is_pending(const struct run *r, uint32_t position)
 
 static bool on_blocked(struct run *r, const struct proto_positions *awaited)
 {
-    if (r->blocked) {
-        protocol_error(r, "Blocked twice without a Deliver between");
-        return false;
-    }
     if (r->pending_count == 0) {
         protocol_error(r, "Blocked with no host call outstanding");
         return false;

@@ -144,12 +144,13 @@ const char *activation_status_name(enum activation_status status);
 
 /* True if the activation ended cleanly and its worker may serve the same flow again:
  * completed, stalled, suspended, or failed with a kind the script itself caused
- * (script_error, unserializable_result, result_too_large, nondeterminism). Budget
- * exhaustion, deadline, crash, protocol error and any other failure kind retire it. */
+ * (script_error, syntax_error, unserializable_result, result_too_large, nondeterminism,
+ * invalid_trigger). Budget exhaustion, deadline, crash, protocol error and any other
+ * failure kind (the worker's engine_error, protocol_error) retire it. */
 bool activation_keeps_worker(const struct activation_outcome *out);
 
 /* The outcome in words, one line: the JSON value, "budget exhausted: cpu",
- * "worker crashed: SIGSEGV", "deadline", "script error: <detail>", ... */
+ * "worker crashed: SIGSEGV", "deadline", "script error: <detail's first line>", ... */
 void activation_describe(const struct activation_outcome *out, char *buf, size_t cap);
 
 /* "SIGSEGV" for 11; "signal N" if unknown. Static storage. */

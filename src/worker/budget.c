@@ -3,14 +3,15 @@
 #include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* QuickJS's default allocator counts each block as its usable size plus this. */
 #define BUDGET_MALLOC_OVERHEAD 8u
 
-static size_t block_size(const void *ptr)
+static size_t block_size(void *ptr)
 {
-    return malloc_usable_size((void *)(uintptr_t)ptr) + BUDGET_MALLOC_OVERHEAD;
+    return malloc_usable_size(ptr) + BUDGET_MALLOC_OVERHEAD;
 }
 
 size_t budget_heap_slack(size_t heap_limit)
@@ -87,7 +88,11 @@ static void *budget_realloc(JSMallocState *state, void *ptr, size_t size)
 
 static size_t budget_usable_size(const void *ptr)
 {
-    return malloc_usable_size((void *)(uintptr_t)ptr);
+    /* QuickJS passes a const pointer to a block it owns; malloc_usable_size takes a
+     * plain one and only reads the block's header. */
+    void *block;
+    memcpy(&block, &ptr, sizeof block);
+    return malloc_usable_size(block);
 }
 
 const JSMallocFunctions BUDGET_MALLOC_FUNCTIONS = {

@@ -30,10 +30,10 @@
 
 #include "proto/message.h"
 
-/* The stack QuickJS may use, whatever an Activate asks for: at least 64 KiB, at most
- * 6 MiB of the main thread's 8 MiB, leaving room for native recursion QuickJS does
- * not check and for the worker's own frames. */
-#define BUDGET_STACK_MIN (64u << 10)
+/* The stack QuickJS may use, whatever an Activate asks for: at least 16 KiB (0 would
+ * mean no limit to QuickJS), at most 6 MiB of the main thread's 8 MiB, leaving room
+ * for native recursion QuickJS does not check and for the worker's own frames. */
+#define BUDGET_STACK_MIN (16u << 10)
 #define BUDGET_STACK_MAX (6u << 20)
 
 enum budget_exhausted {

@@ -124,6 +124,12 @@ void engine_describe_exception(JSContext *ctx, JSValueConst error, bool with_sta
 
 /* ------------------------------------------------------------------ outcomes */
 
+size_t engine_value_limit(const struct engine *engine)
+{
+    uint32_t limit = engine->activation->budgets.max_value_bytes;
+    return limit == 0 || limit > PROTO_MAX_JSON_BYTES ? PROTO_MAX_JSON_BYTES : limit;
+}
+
 bool engine_stopping(struct engine *engine)
 {
     return engine->decided || engine->budget.stop_requested ||
@@ -144,7 +150,8 @@ static void decide_budget(struct engine *engine, enum proto_budget which)
     engine->finished.exhausted = which;
 }
 
-static void vdecide_failed(struct engine *engine, const char *kind, const char *fmt, va_list args)
+__attribute__((format(printf, 3, 0))) static void
+vdecide_failed(struct engine *engine, const char *kind, const char *fmt, va_list args)
 {
     char raw[PROTO_MAX_DETAIL_BYTES + 1];
     int len = vsnprintf(raw, sizeof raw, fmt, args);
@@ -265,11 +272,11 @@ static void decide_result(struct engine *engine)
             decide_budget(engine, PROTO_BUDGET_MEMORY);
         return;
     }
-    uint32_t limit = engine->activation->budgets.max_value_bytes;
+    size_t limit = engine_value_limit(engine);
     if (len > limit) {
         JS_FreeCString(ctx, text);
         engine_fail(engine, FAIL_RESULT_TOO_LARGE,
-                    "the result is %zu bytes of JSON, over the limit of %u", len, limit);
+                    "the result is %zu bytes of JSON, over the limit of %zu", len, limit);
         return;
     }
     if (!utf8_valid((const uint8_t *)text, len) || memchr(text, '\0', len) != NULL) {
@@ -692,8 +699,9 @@ bool engine_run(struct engine *engine, const struct proto_activate *activation,
         return false;
     }
     engine->used = true;
+    int rc = bridge_install_api(engine);
     budget_start(&engine->budget, engine->rt, &activation->budgets);
-    if (bridge_install(engine) == 0 && start_script(engine) == 0)
+    if (rc == 0 && bridge_install_trigger(engine) == 0 && start_script(engine) == 0)
         run_loop(engine);
     budget_cpu_check(&engine->budget);
     decide_end(engine);

@@ -77,6 +77,7 @@ struct bridge {
     size_t buffered_cap;
 
     /* live calls: sent, not delivered */
+    uint32_t live_low; /* no live call below this position */
     size_t live_outstanding;
     size_t live_long_running;
     uint64_t blocked_version; /* bumped by every new live async call and delivery */
@@ -127,6 +128,10 @@ void engine_fail(struct engine *engine, const char *kind, const char *fmt, ...)
  * exhausted or the engine asked it to stop. */
 bool engine_stopping(struct engine *engine);
 
+/* The largest argument or result JSON: the Activate's max_value_bytes (0: no limit),
+ * never above what a protocol text can carry. */
+size_t engine_value_limit(const struct engine *engine);
+
 /* Copies src[0..len) into dst (capacity cap + 1) as valid UTF-8 without NUL, replacing
  * what is not by U+FFFD and cutting at a character boundary; returns the length. */
 size_t engine_clean_text(char *dst, size_t cap, const char *src, size_t len);
@@ -149,11 +154,15 @@ int engine_harden_bindings(JSContext *ctx, JSValueConst obj);
 
 /* ---- host_bridge.c ---- */
 
-/* Installs the global API for the profile (flow: kv, fs, net, git, ops, sink, now,
- * random, step; codemode: tools, console; both: trigger, parsed from the Activate).
- * Test builds add __basalTestForbiddenSyscall, and print/console.log on stderr in
- * the plain context. -1 after engine_fail on failure. */
-int bridge_install(struct engine *engine);
+/* Installs the profile's global API (flow: kv, fs, net, git, ops, sink, now, random,
+ * step; codemode: tools, console), every value created and frozen now. Test builds add
+ * __basalTestForbiddenSyscall, and print/console.log on stderr in the plain context.
+ * Runs before the heap budget applies. -1 after engine_fail on failure. */
+int bridge_install_api(struct engine *engine);
+
+/* Parses the Activate's trigger (empty: null), freezes it and installs it as the
+ * read-only global `trigger`. -1 after engine_fail (invalid_trigger) on failure. */
+int bridge_install_trigger(struct engine *engine);
 
 /* Starts the bridge for engine->activation: indexes its prefix by position and by
  * delivery order. False, with the reason in refusal (the Activate is refused, nothing

@@ -18,24 +18,24 @@ enum api_slot {
 };
 
 const struct host_api HOST_APIS[] = {
-    [KV_GET] = {"kv", "get", "kv.get", 1, false, false},
-    [KV_SET] = {"kv", "set", "kv.set", 2, false, false},
-    [KV_DELETE] = {"kv", "delete", "kv.delete", 1, false, false},
-    [FS_READ] = {"fs", "read", "fs.read", 2, false, false},
-    [FS_LIST] = {"fs", "list", "fs.list", 1, false, false},
-    [FS_STAT] = {"fs", "stat", "fs.stat", 1, false, false},
-    [FS_WRITE] = {"fs", "write", "fs.write", 2, false, false},
-    [NET_FETCH] = {"net", "fetch", "net.fetch", 2, false, false},
-    [GIT_LOG] = {"git", "log", "git.log", 2, false, false},
-    [GIT_REV_PARSE] = {"git", "revParse", "git.revParse", 2, false, false},
-    [GIT_DESCRIBE_TAGS] = {"git", "describeTags", "git.describeTags", 2, false, false},
-    [GIT_SHOW] = {"git", "show", "git.show", 3, false, false},
-    [GIT_DIFF] = {"git", "diff", "git.diff", 4, false, false},
-    [OPS_CALL] = {"ops", "call", "ops.call", 3, false, false},
-    [SINK_EMIT] = {"sink", "emit", "sink.emit", 2, false, false},
-    [NOW] = {NULL, "now", "now", 0, true, false},
-    [RANDOM] = {NULL, "random", "random", 0, true, false},
-    [TOOLS_CALL] = {"tools", "call", "tool.call", 2, false, true},
+    [KV_GET] = {"kv.get", 1, false},
+    [KV_SET] = {"kv.set", 2, false},
+    [KV_DELETE] = {"kv.delete", 1, false},
+    [FS_READ] = {"fs.read", 2, false},
+    [FS_LIST] = {"fs.list", 1, false},
+    [FS_STAT] = {"fs.stat", 1, false},
+    [FS_WRITE] = {"fs.write", 2, false},
+    [NET_FETCH] = {"net.fetch", 2, false},
+    [GIT_LOG] = {"git.log", 2, false},
+    [GIT_REV_PARSE] = {"git.revParse", 2, false},
+    [GIT_DESCRIBE_TAGS] = {"git.describeTags", 2, false},
+    [GIT_SHOW] = {"git.show", 3, false},
+    [GIT_DIFF] = {"git.diff", 4, false},
+    [OPS_CALL] = {"ops.call", 3, false},
+    [SINK_EMIT] = {"sink.emit", 2, false},
+    [NOW] = {"now", 0, true},
+    [RANDOM] = {"random", 0, true},
+    [TOOLS_CALL] = {"tool.call", 2, false},
 };
 const unsigned HOST_API_COUNT = API_SLOTS;
 
@@ -63,35 +63,43 @@ static void send_host_call(struct engine *engine, uint32_t position, const char 
 
 /* ------------------------------------------------------------------ calls and slots */
 
-/* The next position, for a call of `api`; -1 with an exception if out of memory. */
-static int new_position(struct engine *engine, unsigned api, uint32_t *position)
+/* Makes room for one more call; -1 with an exception if out of memory. Positions are
+ * taken only once nothing can fail, so a position is never skipped. */
+static int reserve_call(struct engine *engine)
 {
     struct bridge *bridge = &engine->bridge;
-    if (bridge->call_count == bridge->call_cap) {
-        if (bridge->call_cap >= UINT32_MAX / 2) {
-            JS_ThrowRangeError(engine->ctx, "too many host calls");
-            return -1;
-        }
-        uint32_t cap = bridge->call_cap ? bridge->call_cap * 2 : 64;
-        struct call *grown = js_realloc_rt(engine->rt, bridge->calls, (size_t)cap * sizeof *grown);
-        if (grown == NULL) {
-            JS_ThrowOutOfMemory(engine->ctx);
-            return -1;
-        }
-        bridge->calls = grown;
-        bridge->call_cap = cap;
+    if (bridge->call_count < bridge->call_cap)
+        return 0;
+    if (bridge->call_cap >= UINT32_MAX / 2) {
+        JS_ThrowRangeError(engine->ctx, "too many host calls");
+        return -1;
     }
-    *position = bridge->call_count++;
-    struct call *call = &bridge->calls[*position];
+    uint32_t cap = bridge->call_cap ? bridge->call_cap * 2 : 64;
+    struct call *grown = js_realloc_rt(engine->rt, bridge->calls, (size_t)cap * sizeof *grown);
+    if (grown == NULL) {
+        JS_ThrowOutOfMemory(engine->ctx);
+        return -1;
+    }
+    bridge->calls = grown;
+    bridge->call_cap = cap;
+    return 0;
+}
+
+/* The next position, for a call of `api` (after reserve_call). */
+static uint32_t next_position(struct engine *engine, unsigned api)
+{
+    struct bridge *bridge = &engine->bridge;
+    uint32_t position = bridge->call_count++;
+    struct call *call = &bridge->calls[position];
     call->slot = NO_SLOT;
     call->state = CALL_SETTLED;
     call->api = (uint8_t)api;
     call->long_running = false;
-    return 0;
+    return position;
 }
 
 /* Keeps the resolving functions of a pending async call (takes them over). */
-static int take_slot(struct engine *engine, JSValue funcs[2], uint32_t *slot)
+static int take_slot(struct engine *engine, const JSValue funcs[2], uint32_t *slot)
 {
     struct bridge *bridge = &engine->bridge;
     if (bridge->free_slot == NO_SLOT) {
@@ -191,28 +199,35 @@ static JSValue local_host_error(JSContext *ctx, const char *code, const char *me
     return host_error(ctx, data);
 }
 
-/* Settles the pending call at `position` with a parsed value (taken over). */
+/* Settles the pending call at `position` with a parsed value (taken over). The call's
+ * bookkeeping is finished before any JS runs: building the error or resolving may run
+ * script code (a getter), which may make host calls and move the call table. */
 static void settle(struct engine *engine, uint32_t position, bool rejected, JSValue value)
 {
     JSContext *ctx = engine->ctx;
     struct bridge *bridge = &engine->bridge;
     struct call *call = &bridge->calls[position];
     struct pending_slot *slot = &bridge->slots[call->slot];
+    JSValue funcs[2] = {slot->resolve, slot->reject};
+    slot->resolve = JS_UNDEFINED;
+    slot->reject = JS_UNDEFINED;
+    release_slot(engine, call->slot);
+    call->slot = NO_SLOT;
+    call->state = CALL_SETTLED;
+
     JSValue arg = rejected ? host_error(ctx, value) : value;
     if (JS_IsException(arg)) {
         /* Out of memory building the error: reject with what was thrown. */
         arg = JS_GetException(ctx);
         rejected = true;
     }
-    JSValue ret = JS_Call(ctx, rejected ? slot->reject : slot->resolve, JS_UNDEFINED, 1,
-                          (JSValueConst *)&arg);
+    JSValue ret = JS_Call(ctx, funcs[rejected ? 1 : 0], JS_UNDEFINED, 1, (JSValueConst *)&arg);
     if (JS_IsException(ret))
         JS_FreeValue(ctx, JS_GetException(ctx));
     JS_FreeValue(ctx, ret);
     JS_FreeValue(ctx, arg);
-    release_slot(engine, call->slot);
-    call->slot = NO_SLOT;
-    call->state = CALL_SETTLED;
+    JS_FreeValue(ctx, funcs[0]);
+    JS_FreeValue(ctx, funcs[1]);
 }
 
 /* ------------------------------------------------------------------ the prefix */
@@ -511,9 +526,9 @@ int bridge_apply_buffered(struct engine *engine)
         bridge->buffered_head = bridge->buffered_count = 0;
         return 0;
     }
-    struct buffered_deliver *next = &bridge->buffered[bridge->buffered_head++];
-    settle(engine, next->position, next->rejected, next->value);
-    next->value = JS_UNDEFINED;
+    struct buffered_deliver next = bridge->buffered[bridge->buffered_head];
+    bridge->buffered[bridge->buffered_head++].value = JS_UNDEFINED;
+    settle(engine, next.position, next.rejected, next.value); /* may buffer more */
     return 1;
 }
 
@@ -529,13 +544,23 @@ static void send_blocked(struct engine *engine)
 {
     struct bridge *bridge = &engine->bridge;
     size_t count = bridge->live_outstanding - bridge->live_long_running;
+    if (count > PROTO_MAX_LIST_ENTRIES) {
+        engine_fail(engine, FAIL_ENGINE, "%zu host calls awaited at once, over the %u a "
+                                         "Blocked can carry",
+                    count, PROTO_MAX_LIST_ENTRIES);
+        return;
+    }
     uint32_t *positions = malloc((count ? count : 1) * sizeof *positions);
     if (positions == NULL) {
         engine_fail(engine, FAIL_ENGINE, "out of memory listing %zu awaited calls", count);
         return;
     }
+    while (bridge->live_low < bridge->call_count &&
+           bridge->calls[bridge->live_low].state != CALL_LIVE)
+        bridge->live_low++;
     size_t found = 0;
-    for (uint32_t position = 0; position < bridge->call_count && found < count; position++) {
+    for (uint32_t position = bridge->live_low; position < bridge->call_count && found < count;
+         position++) {
         const struct call *call = &bridge->calls[position];
         if (call->state == CALL_LIVE && !call->long_running && !HOST_APIS[call->api].sync)
             positions[found++] = position;
@@ -660,33 +685,29 @@ static JSValue host_call_async(JSContext *ctx, JSValueConst this_val, int argc,
     const char *args = args_json(ctx, api, argc, argv, &len);
     if (args == NULL)
         return reject_pending(engine, promise, funcs);
-    uint32_t limit = engine->activation->budgets.max_value_bytes;
+    size_t limit = engine_value_limit(engine);
     if (len > limit) {
         char message[160];
         (void)snprintf(message, sizeof message,
-                       "the arguments of %s are %zu bytes of JSON, over the limit of %u",
+                       "the arguments of %s are %zu bytes of JSON, over the limit of %zu",
                        api->kind, len, limit);
         JS_FreeCString(ctx, args);
         return reject_with(ctx, promise, funcs, local_host_error(ctx, "too_large", message));
     }
-    uint32_t position;
-    if (new_position(engine, (unsigned)magic, &position) < 0) {
+    uint32_t slot;
+    if (reserve_call(engine) < 0 || take_slot(engine, funcs, &slot) < 0) {
         JS_FreeCString(ctx, args);
         return reject_pending(engine, promise, funcs);
     }
+    uint32_t position = next_position(engine, (unsigned)magic);
     struct call *call = &bridge->calls[position];
+    call->slot = slot; /* the slot owns the resolving functions now */
     int64_t recorded = engine->activation->prefix_count ? prefix_lookup(engine, position) : -1;
     if (recorded >= 0 &&
         !matches_prefix(engine, position, prefix_entry(engine, (uint32_t)recorded), api->kind,
                         args, len)) {
         JS_FreeCString(ctx, args);
-        JS_FreeValue(ctx, funcs[0]);
-        JS_FreeValue(ctx, funcs[1]);
-        return promise;
-    }
-    if (take_slot(engine, funcs, &call->slot) < 0) {
-        JS_FreeCString(ctx, args);
-        return reject_pending(engine, promise, funcs);
+        return promise; /* never settles: the activation ends as nondeterminism */
     }
     if (recorded >= 0) {
         call->state = CALL_REPLAY;
@@ -745,9 +766,9 @@ static JSValue host_call_sync(JSContext *ctx, unsigned api_index)
     if (engine_stopping(engine))
         return JS_ThrowInternalError(ctx, "the activation is ending");
     static const char NO_ARGS[] = "[]";
-    uint32_t position;
-    if (new_position(engine, api_index, &position) < 0)
+    if (reserve_call(engine) < 0)
         return JS_EXCEPTION;
+    uint32_t position = next_position(engine, api_index);
     JSValue value;
     bool rejected = false;
     int64_t recorded = engine->activation->prefix_count ? prefix_lookup(engine, position) : -1;
@@ -1027,92 +1048,102 @@ static const JSCFunctionListEntry TEST_PLAIN_GLOBALS[] = {
 };
 #endif
 
-/* Installs a list on the global object; without the hardening patch, creates and
- * freezes its values now (with it, they are created frozen when first used). */
+/* Installs a list on the global object and creates its values at once: QuickJS
+ * creates the values of a function list lazily, and creating one later, when the
+ * heap budget may be spent, can abort the process (it cannot report a failure to
+ * allocate the names of an object's functions). Without the hardening patch the
+ * values are frozen here; with it they were created frozen. */
 static int install_list(struct engine *engine, JSValueConst global,
                         const JSCFunctionListEntry *list, int count)
 {
     JSContext *ctx = engine->ctx;
-    (void)ctx;
     JS_SetPropertyFunctionList(ctx, global, list, count);
+    for (int i = 0; i < count; i++) {
+        JSValue value = JS_GetPropertyStr(ctx, global, list[i].name);
+        int rc = JS_IsException(value) ? -1 : 0;
 #ifndef JS_HAVE_HARDEN_REACHABLE
-    if (engine->mode == ENGINE_LOCKED) {
-        for (int i = 0; i < count; i++) {
-            JSValue value = JS_GetPropertyStr(ctx, global, list[i].name);
-            int rc = JS_IsException(value) ? -1 : engine_harden(ctx, value);
-            JS_FreeValue(ctx, value);
-            if (rc < 0)
-                return -1;
-        }
-    }
+        if (rc == 0 && engine->mode == ENGINE_LOCKED)
+            rc = engine_harden(ctx, value);
 #endif
+        JS_FreeValue(ctx, value);
+        if (rc < 0)
+            return -1;
+    }
     return 0;
 }
 
-int bridge_install(struct engine *engine)
+/* An exception from installing, as Finished(failed, engine_error). */
+static void install_failed(struct engine *engine, const char *what)
+{
+    if (engine_stopping(engine))
+        return;
+    JSValue error = JS_GetException(engine->ctx);
+    char why[256];
+    engine_describe_exception(engine->ctx, error, false, why, sizeof why - 1);
+    JS_FreeValue(engine->ctx, error);
+    engine_fail(engine, FAIL_ENGINE, "installing %s failed: %s", what, why);
+}
+
+int bridge_install_api(struct engine *engine)
 {
     JSContext *ctx = engine->ctx;
-    const struct proto_activate *activation = engine->activation;
     JSValue global = JS_GetGlobalObject(ctx);
-    int rc = -1;
-    bool codemode = activation->profile == PROTO_PROFILE_CODEMODE;
-    int installed;
+    bool codemode = engine->activation->profile == PROTO_PROFILE_CODEMODE;
+    int rc;
 #ifdef BASAL_TEST_HOOKS
     if (engine->mode == ENGINE_PLAIN)
         codemode = false; /* the plain context gets the flow's API, and print */
 #endif
     if (codemode)
-        installed = install_list(engine, global, CODEMODE_GLOBALS,
-                                 sizeof CODEMODE_GLOBALS / sizeof CODEMODE_GLOBALS[0]);
+        rc = install_list(engine, global, CODEMODE_GLOBALS,
+                          sizeof CODEMODE_GLOBALS / sizeof CODEMODE_GLOBALS[0]);
     else
-        installed = install_list(engine, global, FLOW_GLOBALS,
-                                 sizeof FLOW_GLOBALS / sizeof FLOW_GLOBALS[0]);
+        rc = install_list(engine, global, FLOW_GLOBALS, sizeof FLOW_GLOBALS / sizeof FLOW_GLOBALS[0]);
 #ifdef BASAL_TEST_HOOKS
-    if (installed == 0)
-        installed = install_list(engine, global, TEST_GLOBALS,
-                                 sizeof TEST_GLOBALS / sizeof TEST_GLOBALS[0]);
-    if (installed == 0 && engine->mode == ENGINE_PLAIN)
-        installed = install_list(engine, global, TEST_PLAIN_GLOBALS,
-                                 sizeof TEST_PLAIN_GLOBALS / sizeof TEST_PLAIN_GLOBALS[0]);
+    if (rc == 0)
+        rc = install_list(engine, global, TEST_GLOBALS, sizeof TEST_GLOBALS / sizeof TEST_GLOBALS[0]);
+    if (rc == 0 && engine->mode == ENGINE_PLAIN)
+        rc = install_list(engine, global, TEST_PLAIN_GLOBALS,
+                          sizeof TEST_PLAIN_GLOBALS / sizeof TEST_PLAIN_GLOBALS[0]);
 #endif
-    if (installed < 0)
-        goto describe;
+    JS_FreeValue(ctx, global);
+    if (rc < 0)
+        install_failed(engine, "the script's API");
+    return rc;
+}
 
-    /* The trigger: parsed with the engine's own JSON parser, frozen, read-only. */
+int bridge_install_trigger(struct engine *engine)
+{
+    JSContext *ctx = engine->ctx;
+    const struct proto_text *text = &engine->activation->trigger;
     JSValue trigger = JS_NULL;
-    if (activation->trigger.len > 0) {
-        trigger = JS_ParseJSON(ctx, activation->trigger.str, activation->trigger.len, "trigger");
+    if (text->len > 0) {
+        trigger = JS_ParseJSON(ctx, text->str, text->len, "trigger");
         if (JS_IsException(trigger)) {
             if (engine_stopping(engine))
-                goto out;
+                return -1; /* out of memory: the budget's outcome */
             JSValue error = JS_GetException(ctx);
             char why[256];
             engine_describe_exception(ctx, error, false, why, sizeof why - 1);
             JS_FreeValue(ctx, error);
             engine_fail(engine, FAIL_INVALID_TRIGGER, "the trigger is not JSON: %s", why);
-            goto out;
+            return -1;
         }
     }
     if (engine->mode == ENGINE_LOCKED && JS_IsObject(trigger) && engine_harden(ctx, trigger) < 0) {
         JS_FreeValue(ctx, trigger);
-        goto describe;
+        install_failed(engine, "the trigger");
+        return -1;
     }
-    if (JS_DefinePropertyValueStr(ctx, global, "trigger", trigger,
-                                  API_READ_ONLY | JS_PROP_THROW) < 0)
-        goto describe;
-    rc = 0;
-    goto out;
-describe:
-    if (!engine_stopping(engine)) {
-        JSValue error = JS_GetException(ctx);
-        char why[256];
-        engine_describe_exception(ctx, error, false, why, sizeof why - 1);
-        JS_FreeValue(ctx, error);
-        engine_fail(engine, FAIL_ENGINE, "installing the script's API failed: %s", why);
-    }
-out:
+    JSValue global = JS_GetGlobalObject(ctx);
+    int rc = JS_DefinePropertyValueStr(ctx, global, "trigger", trigger,
+                                       API_READ_ONLY | JS_PROP_THROW);
     JS_FreeValue(ctx, global);
-    return rc;
+    if (rc < 0) {
+        install_failed(engine, "the trigger");
+        return -1;
+    }
+    return 0;
 }
 
 void bridge_free(struct engine *engine)

@@ -21,14 +21,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* One host function of the API. */
+/* One host call of the API (the functions that make it are in host_bridge.c's
+ * function lists, which give their JS names). */
 struct host_api {
-    const char *object; /* the global object it lives on, or NULL for a global function */
-    const char *name;   /* the property name */
-    const char *kind;   /* the HostCall kind */
-    uint8_t arity;      /* arguments sent, at most */
-    bool sync;          /* now/random: returns a value, blocks on a live call */
-    bool codemode;      /* codemode's API (else the flow's) */
+    const char *kind; /* the HostCall kind */
+    uint8_t arity;    /* arguments sent, at most */
+    bool sync;        /* now/random: returns a value, blocks on a live call */
 };
 
 extern const struct host_api HOST_APIS[];

@@ -13,7 +13,6 @@
 #include "lib/harness.h"
 #include "proto/channel.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -626,40 +625,6 @@ static void test_words(void)
 
 /* ================================================================== part 2: ck-basal exec */
 
-static char tmpdir[] = "/tmp/basal-activation-XXXXXX";
-
-/* Removes the temporary directory and the files directly in it. */
-static void remove_tmpdir(void)
-{
-    DIR *dir = opendir(tmpdir);
-    if (dir != NULL) {
-        const struct dirent *entry;
-        while ((entry = readdir(dir)) != NULL) {
-            if (entry->d_name[0] == '.')
-                continue;
-            char path[600];
-            snprintf(path, sizeof path, "%s/%s", tmpdir, entry->d_name);
-            unlink(path);
-        }
-        closedir(dir);
-    }
-    rmdir(tmpdir);
-}
-
-static const char *script_file(const char *name, const char *text)
-{
-    static char paths[16][300];
-    static int next;
-    char *path = paths[next++ % 16];
-    snprintf(path, sizeof paths[0], "%s/%s", tmpdir, name);
-    FILE *f = fopen(path, "we");
-    if (f == NULL)
-        return "/nonexistent";
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
-
 static struct proc_result exec_parent(const char *const args[])
 {
     const char *argv[32];
@@ -692,7 +657,7 @@ static void test_exec(void)
     if (!require_binary(harness_test_parent(), "exec: ck-basal test build present") ||
         !require_binary(harness_test_worker(), "exec: ck-basal-worker test build present"))
         return;
-    const char *trivial = script_file("trivial.js", "return {a: 1, b: [true, null, 'x']};\n");
+    const char *trivial = harness_tmp_file("trivial.js", "return {a: 1, b: [true, null, 'x']};\n");
     const char *args1[] = {"exec", trivial, NULL};
     struct proc_result r = exec_parent(args1);
     check(proc_exited_with(&r, 0) && output_has_line(r.out, "{\"a\":1,\"b\":[true,null,\"x\"]}"),
@@ -713,7 +678,7 @@ static void test_exec(void)
     proc_result_free(&r);
 
     /* The flow API reaches the test host's calls as ops.call("test", op, args). */
-    const char *calls = script_file(
+    const char *calls = harness_tmp_file(
         "calls.js",
         "const T = (op, ...args) => ops.call('test', op, args);\n"
         "const t0 = now();\n"
@@ -743,7 +708,7 @@ static void test_exec(void)
     json_decref(line);
     proc_result_free(&r);
 
-    const char *thrower = script_file("throws.js", "throw new TypeError('boom');\n");
+    const char *thrower = harness_tmp_file("throws.js", "throw new TypeError('boom');\n");
     const char *args4[] = {"exec", thrower, NULL};
     r = exec_parent(args4);
     check(proc_exited_with(&r, 1) && output_has_line_prefix(r.out, "script error: ") &&
@@ -753,7 +718,7 @@ static void test_exec(void)
     proc_result_free(&r);
 
     /* A failure the script caused itself is a clean end: the worker is kept. */
-    const char *syntax = script_file("syntax.js", "return (;\n");
+    const char *syntax = harness_tmp_file("syntax.js", "return (;\n");
     const char *args4b[] = {"--json", "exec", thrower, syntax, trivial, NULL};
     r = exec_parent(args4b);
     json_t *f0 = json_line(r.out, 0), *f1 = json_line(r.out, 1), *f2 = json_line(r.out, 2);
@@ -795,8 +760,8 @@ static void test_exec(void)
     proc_result_free(&r);
 
     /* Several scripts, repeated, through one pool: one line each, in order. */
-    const char *one = script_file("one.js", "return 1;\n");
-    const char *two = script_file("two.js", "return 2;\n");
+    const char *one = harness_tmp_file("one.js", "return 1;\n");
+    const char *two = harness_tmp_file("two.js", "return 2;\n");
     const char *args8[] = {"exec", one, two, "--repeat", "2", NULL};
     r = exec_parent(args8);
     check(proc_exited_with(&r, 0) && strcmp(r.out, "1\n1\n2\n2\n") == 0,
@@ -807,7 +772,7 @@ static void test_exec(void)
     /* The host lives in the parent for the whole exec: the counter continues across
      * runs while the worker keeps nothing. */
     const char *counter =
-        script_file("counter.js", "return await ops.call('test', 'counter');\n");
+        harness_tmp_file("counter.js", "return await ops.call('test', 'counter');\n");
     const char *args9[] = {"exec", counter, "--repeat", "3", NULL};
     r = exec_parent(args9);
     check(proc_exited_with(&r, 0) && strcmp(r.out, "1\n2\n3\n") == 0,
@@ -819,12 +784,12 @@ static void test_exec(void)
      * that ends with calls still outstanding (a lost race, a call never awaited)
      * leaves no Deliver behind in the worker's stdin: the next run on the same worker
      * is clean. */
-    const char *race = script_file(
+    const char *race = harness_tmp_file(
         "race.js",
         "ops.call('test', 'sleep', [5]);\n"
         "return await Promise.race([ops.call('test', 'sleep', [300]),\n"
         "                           ops.call('test', 'echo', ['fast'])]);\n");
-    const char *after = script_file("after.js", "return await ops.call('test', 'echo', 'next');\n");
+    const char *after = harness_tmp_file("after.js", "return await ops.call('test', 'echo', 'next');\n");
     const char *args11[] = {"--json", "exec", race, after, "--repeat", "2", NULL};
     r = exec_parent(args11);
     json_t *runs[4];
@@ -848,7 +813,7 @@ static void test_exec(void)
         json_decref(runs[i]);
     proc_result_free(&r);
 
-    const char *stall = script_file("stall.js", "await new Promise(() => {});\nreturn 1;\n");
+    const char *stall = harness_tmp_file("stall.js", "await new Promise(() => {});\nreturn 1;\n");
     const char *args10[] = {"exec", stall, NULL};
     r = exec_parent(args10);
     check(proc_exited_with(&r, 1) && output_has_line(r.out, "stalled"),
@@ -891,11 +856,9 @@ int main(void)
     test_words();
     test_host_free(the_host);
 
-    if (mkdtemp(tmpdir) == NULL) {
-        fail("exec: temporary directory", "%s", strerror(errno));
+    if (harness_tmpdir("activation") == NULL)
         return harness_finish();
-    }
     test_exec();
-    remove_tmpdir();
+    harness_remove_tmpdir();
     return harness_finish();
 }

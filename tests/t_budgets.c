@@ -6,7 +6,6 @@
  * Each check names the guard it proves. */
 #include "lib/harness.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <signal.h>
@@ -14,40 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static char tmpdir[] = "/tmp/basal-budgets-XXXXXX";
-
-/* Removes the temporary directory and the files directly in it. */
-static void remove_tmpdir(void)
-{
-    DIR *dir = opendir(tmpdir);
-    if (dir != NULL) {
-        const struct dirent *entry;
-        while ((entry = readdir(dir)) != NULL) {
-            if (entry->d_name[0] == '.')
-                continue;
-            char path[600];
-            snprintf(path, sizeof path, "%s/%s", tmpdir, entry->d_name);
-            unlink(path);
-        }
-        closedir(dir);
-    }
-    rmdir(tmpdir);
-}
-
-static const char *script_file(const char *name, const char *text)
-{
-    static char paths[32][300];
-    static int next;
-    char *path = paths[next++ % 32];
-    snprintf(path, sizeof paths[0], "%s/%s", tmpdir, name);
-    FILE *f = fopen(path, "we");
-    if (f == NULL)
-        return "/nonexistent";
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
 
 /* One exec: its runs (JSON objects, in order) and its health (or NULL). */
 struct exec_result {
@@ -180,20 +145,20 @@ static void expect_budget(const char *name, const char *script, const char *budg
 static void test_cpu(void)
 {
     const char *cpu100[] = {"--cpu-ms", "100", NULL};
-    expect_budget("a tight loop", script_file("loop.js", "for (;;) {}\n"), "cpu", cpu100, 100);
+    expect_budget("a tight loop", harness_tmp_file("loop.js", "for (;;) {}\n"), "cpu", cpu100, 100);
     expect_budget("a tight loop inside try/catch",
-                  script_file("loop_try.js",
+                  harness_tmp_file("loop_try.js",
                               "for (;;) { try { for (;;) {} } catch (e) {} finally { } }\n"
                               "return 'escaped';\n"),
                   "cpu", cpu100, 100);
     expect_budget("a tight loop after an awaited host call",
-                  script_file("loop_after_call.js",
+                  harness_tmp_file("loop_after_call.js",
                               "await ops.call('test', 'sleep', [20]);\n"
                               "await ops.call('test', 'echo', [1]);\nfor (;;) {}\n"),
                   "cpu", cpu100, 100);
 
     /* Waiting on the parent is not CPU: 600 ms of host waits inside 50 ms of CPU. */
-    const char *sleeper = script_file(
+    const char *sleeper = harness_tmp_file(
         "sleeps.js",
         "for (let i = 0; i < 6; i++) await ops.call('test', 'sleep', [100]);\nreturn 'slept';\n");
     const char *args[] = {sleeper, "--cpu-ms", "50", NULL};
@@ -210,20 +175,20 @@ static void test_memory_and_stack(void)
 {
     const char *heap2m[] = {"--heap-bytes", "2097152", NULL};
     expect_budget("allocating 32 MiB (in 64 KiB pieces) under a 2 MiB heap",
-                  script_file("alloc.js",
+                  harness_tmp_file("alloc.js",
                               "const keep = [];\n"
                               "for (let i = 0; i < 512; i++) keep.push(new Uint8Array(1 << 16));\n"
                               "return keep.length;\n"),
                   "memory", heap2m, 0);
     expect_budget("filling a 2 MiB heap with small objects",
-                  script_file("alloc_small.js",
+                  harness_tmp_file("alloc_small.js",
                               "const keep = [];\n"
                               "for (let i = 0; i < 4000000; i++) keep.push({i});\n"
                               "return keep.length;\n"),
                   "memory", heap2m, 0);
     const char *stack64k[] = {"--stack-bytes", "65536", NULL};
     expect_budget("deep recursion under a 64 KiB stack",
-                  script_file("recurse.js",
+                  harness_tmp_file("recurse.js",
                               "function down(n) { return down(n + 1) + 1; }\nreturn down(0);\n"),
                   "stack", stack64k, 0);
 }
@@ -232,14 +197,14 @@ static void test_memory_and_stack(void)
  * activation of the same flow runs on the same pid and sees nothing of the last one. */
 static void test_caught_oom_keeps_worker(void)
 {
-    const char *catcher = script_file(
+    const char *catcher = harness_tmp_file(
         "catch_oom.js",
         "globalThis.leftover = 'from the first run';\n"
         "let caught = 'no';\n"
         "try { const big = new Uint8Array(32 << 20); caught = 'allocated ' + big.length; }\n"
         "catch (e) { caught = 'caught'; }\n"
         "return caught;\n");
-    const char *looker = script_file(
+    const char *looker = harness_tmp_file(
         "look.js", "return [typeof globalThis.leftover, typeof leftover];\n");
     const char *args[] = {catcher, looker, "--heap-bytes", "2097152", NULL};
     struct exec_result e = run_exec(args);
@@ -262,7 +227,7 @@ static void test_caught_oom_keeps_worker(void)
  * engine: it ends as cpu or at the wall deadline, and the parent carries on either way. */
 static void test_regexp(void)
 {
-    const char *regexp = script_file(
+    const char *regexp = harness_tmp_file(
         "regexp.js", "return /(a+)+$/.test('a'.repeat(40) + 'b');\n");
     const char *args[] = {regexp, ok_script, "--cpu-ms", "200", "--deadline-ms", "2000", NULL};
     struct exec_result e = run_exec(args);
@@ -283,7 +248,7 @@ static void test_regexp(void)
 
 static void test_deadline_and_sigsys(void)
 {
-    const char *spin = script_file("spin.js", "for (;;) {}\n");
+    const char *spin = harness_tmp_file("spin.js", "for (;;) {}\n");
     const char *args[] = {spin, ok_script, "--cpu-ms", "60000", "--deadline-ms", "500", NULL};
     struct exec_result e = run_exec(args);
     check(e.run_count == 2 && strcmp(field(&e, 0, "outcome"), "deadline") == 0 &&
@@ -301,7 +266,7 @@ static void test_deadline_and_sigsys(void)
           "pool: the run after a deadline kill gets a new worker", "%s", describe(&e));
     exec_free(&e);
 
-    const char *forbidden = script_file("forbidden.js",
+    const char *forbidden = harness_tmp_file("forbidden.js",
                                         "await ops.call('test', 'echo', ['before']);\n"
                                         "__basalTestForbiddenSyscall();\nreturn 'survived';\n");
     const char *args2[] = {forbidden, ok_script, NULL};
@@ -333,7 +298,7 @@ static void test_deadline_and_sigsys(void)
  * parent alive. */
 static void test_segv(void)
 {
-    const char *nested = script_file(
+    const char *nested = harness_tmp_file(
         "nested_json.js",
         "let a = [];\nfor (let i = 0; i < 100000; i++) a = [a];\n"
         "return JSON.stringify(a).length;\n");
@@ -357,7 +322,7 @@ static void test_segv(void)
           "pool: the next activation after the crash gets a new worker", "%s", describe(&e));
     exec_free(&e);
 
-    const char *proxies = script_file(
+    const char *proxies = harness_tmp_file(
         "proxies.js",
         "let p = [];\nfor (let i = 0; i < 500000; i++) p = new Proxy(p, {});\n"
         "return Array.isArray(p);\n");
@@ -383,17 +348,15 @@ int main(void)
     if (!require_binary(harness_test_parent(), "budgets: ck-basal test build present") ||
         !require_binary(harness_test_worker(), "budgets: ck-basal-worker test build present"))
         return harness_finish();
-    if (mkdtemp(tmpdir) == NULL) {
-        fail("budgets: temporary directory", "%s", strerror(errno));
+    if (harness_tmpdir("budgets") == NULL)
         return harness_finish();
-    }
-    ok_script = script_file("ok.js", "return 'ok';\n");
+    ok_script = harness_tmp_file("ok.js", "return 'ok';\n");
     test_cpu();
     test_memory_and_stack();
     test_caught_oom_keeps_worker();
     test_regexp();
     test_deadline_and_sigsys();
     test_segv();
-    remove_tmpdir();
+    harness_remove_tmpdir();
     return harness_finish();
 }

@@ -33,42 +33,10 @@
 #define LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
 #endif
 
-struct result_line {
-    bool present;
-    long rc;
-    int err;
-};
-
-static struct result_line parse_result(const char *err, const char *name)
-{
-    struct result_line out = {false, 0, 0};
-    char prefix[96];
-    snprintf(prefix, sizeof prefix, "result %s rc=", name);
-    const char *p = strstr(err, prefix);
-    /* A whole-line match only: "result" at the start of the text or after a newline. */
-    while (p != NULL && p != err && p[-1] != '\n')
-        p = strstr(p + 1, prefix);
-    if (p == NULL)
-        return out;
-    char *end;
-    errno = 0;
-    long rc = strtol(p + strlen(prefix), &end, 10);
-    if (errno != 0 || strncmp(end, " errno=", 7) != 0)
-        return out;
-    const char *num = end + 7;
-    long e = strtol(num, &end, 10);
-    if (errno != 0 || end == num || (*end != '\n' && *end != '\0') || e < 0 || e > 4095)
-        return out;
-    out.present = true;
-    out.rc = rc;
-    out.err = (int)e;
-    return out;
-}
-
 /* Runs the test worker's probe with extra arguments; fills the parsed result line and,
  * if pid is not NULL, the worker's pid (the create probe names its file after it). */
 static struct proc_result run_probe_pid(const char *probe, const char *extra1,
-                                        const char *extra2, struct result_line *res, pid_t *pid)
+                                        const char *extra2, struct probe_result *res, pid_t *pid)
 {
     char arg[96];
     snprintf(arg, sizeof arg, "--confinement-probe=%s", probe);
@@ -88,12 +56,12 @@ static struct proc_result run_probe_pid(const char *probe, const char *extra1,
             *pid = p.pid;
         r = proc_finish(&p, NULL, 0, RUN_TIMEOUT_MS);
     }
-    *res = parse_result(r.err, probe);
+    *res = probe_result_parse(r.err, probe);
     return r;
 }
 
 static struct proc_result run_probe(const char *probe, const char *extra1, const char *extra2,
-                                    struct result_line *res)
+                                    struct probe_result *res)
 {
     return run_probe_pid(probe, extra1, extra2, res, NULL);
 }
@@ -186,7 +154,7 @@ static void check_release_rejects_switch(void)
 static void check_fs(const char *probe, const char *what, bool creates)
 {
     char name[256];
-    struct result_line ctl, ll;
+    struct probe_result ctl, ll;
 
     struct proc_result control = run_probe(probe, "--no-sandbox", NULL, &ctl);
     snprintf(name, sizeof name, "control: %s succeeds unconfined (rc >= 0)", what);
@@ -264,7 +232,7 @@ static void check_tcp(void)
     /* Landlock alone first: the listener must see nothing. A loopback connect that
      * succeeded would be in the accept queue before the probe printed its result,
      * so looking (without waiting) after the worker exited is conclusive. */
-    struct result_line ll;
+    struct probe_result ll;
     struct proc_result layer = run_probe("connect-tcp", port_arg, "--test-skip-seccomp", &ll);
     bool leaked = pending_connection(listener, 0);
     check(proc_exited_with(&layer, 0) && ll.present && ll.rc == -1 && ll.err == EACCES && !leaked,
@@ -281,7 +249,7 @@ static void check_tcp(void)
     }
 
     /* The control: unconfined, the same connect reaches our listener. */
-    struct result_line ctl;
+    struct probe_result ctl;
     struct proc_result control = run_probe("connect-tcp", port_arg, "--no-sandbox", &ctl);
     bool queued = pending_connection(listener, ACCEPT_TIMEOUT_MS);
     int conn = queued ? accept4(listener, NULL, NULL, SOCK_CLOEXEC) : -1;
@@ -306,7 +274,7 @@ static void check_tcp(void)
  * since it is the kernel's behaviour, not the worker's; seccomp kills stat (t_probes). */
 static void note_stat_gap(void)
 {
-    struct result_line res;
+    struct probe_result res;
     struct proc_result r = run_probe("stat", "--test-skip-seccomp", NULL, &res);
     if (res.present)
         harness_note("Landlock alone lets stat through (rc=%ld errno=%d): the gap seccomp closes",

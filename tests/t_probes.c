@@ -148,38 +148,6 @@ static void check_unknown_probe_refused(const char *worker)
     proc_result_free(&r);
 }
 
-struct result_line {
-    bool present;
-    long rc;
-    int err;
-};
-
-static struct result_line parse_result(const char *err, const char *name)
-{
-    struct result_line out = {false, 0, 0};
-    char prefix[96];
-    snprintf(prefix, sizeof prefix, "result %s rc=", name);
-    const char *p = strstr(err, prefix);
-    /* A whole-line match only: "result" at the start of the text or after a newline. */
-    while (p != NULL && p != err && p[-1] != '\n')
-        p = strstr(p + 1, prefix);
-    if (p == NULL)
-        return out;
-    char *end;
-    errno = 0;
-    long rc = strtol(p + strlen(prefix), &end, 10);
-    if (errno != 0 || strncmp(end, " errno=", 7) != 0)
-        return out;
-    const char *num = end + 7;
-    long e = strtol(num, &end, 10);
-    if (errno != 0 || end == num || (*end != '\n' && *end != '\0') || e < 0 || e > 4095)
-        return out;
-    out.present = true;
-    out.rc = rc;
-    out.err = (int)e;
-    return out;
-}
-
 static void run_probe(const char *worker, const struct required_probe *probe)
 {
     char arg[128], ready[128], result_prefix[128], name[384];
@@ -190,7 +158,7 @@ static void run_probe(const char *worker, const struct required_probe *probe)
     /* The control: unconfined, the attempt reaches the kernel and returns. */
     const char *control_argv[] = {worker, arg, "--no-sandbox", NULL};
     struct proc_result control = proc_run(control_argv, NULL, 0, RUN_TIMEOUT_MS);
-    struct result_line res = parse_result(control.err, probe->name);
+    struct probe_result res = probe_result_parse(control.err, probe->name);
     bool is_int80 = strcmp(probe->name, "int80-getpid") == 0;
     bool is_x32 = strcmp(probe->name, "x32-getpid") == 0;
     bool control_ok = proc_exited_with(&control, 0) && output_has_line(control.err, ready) &&

@@ -19,47 +19,12 @@
  * (and at a few of the new-Error one), at -O2; with the patch, at none. */
 #include "lib/harness.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static char tmpdir[] = "/tmp/basal-qjs-patches-XXXXXX";
-
-/* Removes the temporary directory and the files directly in it. */
-static void remove_tmpdir(void)
-{
-    DIR *dir = opendir(tmpdir);
-    if (dir != NULL) {
-        const struct dirent *entry;
-        while ((entry = readdir(dir)) != NULL) {
-            if (entry->d_name[0] == '.')
-                continue;
-            char path[600];
-            snprintf(path, sizeof path, "%s/%s", tmpdir, entry->d_name);
-            unlink(path);
-        }
-        closedir(dir);
-    }
-    rmdir(tmpdir);
-}
-
-static const char *script_file(const char *name, const char *text)
-{
-    static char paths[8][300];
-    static int next;
-    char *path = paths[next++ % 8];
-    snprintf(path, sizeof paths[0], "%s/%s", tmpdir, name);
-    FILE *f = fopen(path, "we");
-    if (f == NULL)
-        return "/nonexistent";
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
 
 static const char *str_field(json_t *obj, const char *name)
 {
@@ -121,7 +86,7 @@ static void test_backtrace_oom(void)
 {
     const char *paths[SCRIPTS];
     for (int i = 0; i < SCRIPTS; i++)
-        paths[i] = script_file(sweep_scripts[i].file, sweep_scripts[i].text);
+        paths[i] = harness_tmp_file(sweep_scripts[i].file, sweep_scripts[i].text);
 
     int sizes = 0, bad_execs = 0;
     char bad_exec_detail[800] = "";
@@ -225,11 +190,9 @@ int main(void)
         !require_binary(harness_test_worker(),
                         "quickjs patches: ck-basal-worker test build present"))
         return harness_finish();
-    if (mkdtemp(tmpdir) == NULL) {
-        fail("quickjs patches: temporary directory", "%s", strerror(errno));
+    if (harness_tmpdir("qjs-patches") == NULL)
         return harness_finish();
-    }
     test_backtrace_oom();
-    remove_tmpdir();
+    harness_remove_tmpdir();
     return harness_finish();
 }

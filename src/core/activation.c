@@ -116,36 +116,12 @@ void worker_conn_free(struct worker_conn *w)
 
 /* Waits up to timeout_ms for the worker to exit on its own, then SIGKILLs it; reaps
  * it either way. Does not close its pipes. */
-static struct worker_end reap_within(struct worker_conn *w, int timeout_ms)
+static struct worker_end reap_worker_within(struct worker_conn *w, int timeout_ms)
 {
     struct worker_end end = {0, false};
     if (w->proc.pid <= 0)
         return end;
-    int pidfd = (int)syscall(SYS_pidfd_open, w->proc.pid, 0);
-    if (pidfd >= 0) {
-        long long deadline = monotonic_ms() + timeout_ms;
-        for (;;) {
-            long long left = deadline - monotonic_ms();
-            if (left <= 0)
-                break;
-            struct pollfd p = {pidfd, POLLIN, 0};
-            int rc = poll(&p, 1, (int)left);
-            if (rc > 0 || (rc < 0 && errno != EINTR))
-                break;
-        }
-        close(pidfd);
-    }
-    int status = 0;
-    pid_t done;
-    while ((done = waitpid(w->proc.pid, &status, WNOHANG)) < 0 && errno == EINTR) {
-    }
-    if (done != w->proc.pid) {
-        kill(w->proc.pid, SIGKILL);
-        end.killed = true;
-        while (waitpid(w->proc.pid, &status, 0) < 0 && errno == EINTR) {
-        }
-    }
-    end.wait_status = status;
+    end.wait_status = reap_within(w->proc.pid, timeout_ms, &end.killed);
     w->proc.pid = -1;
     return end;
 }
@@ -183,7 +159,7 @@ struct worker_end worker_conn_shutdown(struct worker_conn *w, int timeout_ms)
         }
     }
     close_fd(&w->proc.to_worker);
-    struct worker_end end = reap_within(w, timeout_ms);
+    struct worker_end end = reap_worker_within(w, timeout_ms);
     worker_conn_drain_log(w);
     worker_conn_free(w);
     return end;
@@ -409,7 +385,7 @@ static void worker_gone(struct run *r, const char *how)
     close_fd(&r->w->proc.to_worker);
     long long left = r->deadline_ms - monotonic_ms();
     int wait_ms = left < DEATH_REAP_MS ? (left > 0 ? (int)left : 0) : DEATH_REAP_MS;
-    struct worker_end end = reap_within(r->w, wait_ms);
+    struct worker_end end = reap_worker_within(r->w, wait_ms);
     keep_log(r);
     worker_conn_free(r->w);
     r->out->worker_ended = true;

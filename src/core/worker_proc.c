@@ -194,13 +194,10 @@ static long long now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int worker_finish(struct worker_proc *proc, int timeout_ms)
+int reap_within(pid_t pid, int timeout_ms, bool *killed)
 {
-    close_fd(&proc->to_worker);
-    if (proc->pid <= 0)
-        return reap(proc);
-    /* pidfd lets us wait with a timeout without signals or sleeps. */
-    int pidfd = (int)syscall(SYS_pidfd_open, proc->pid, 0);
+    *killed = false;
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (pidfd >= 0) {
         long long deadline = now_ms() + timeout_ms;
         for (;;) {
@@ -215,13 +212,28 @@ int worker_finish(struct worker_proc *proc, int timeout_ms)
         close(pidfd);
     }
     int status = 0;
-    pid_t done = waitpid(proc->pid, &status, WNOHANG);
-    if (done == proc->pid) {
-        proc->pid = -1;
-        (void)reap(proc);
-        return status;
+    pid_t done;
+    while ((done = waitpid(pid, &status, WNOHANG)) < 0 && errno == EINTR) {
     }
-    return worker_kill(proc);
+    if (done != pid) {
+        kill(pid, SIGKILL);
+        *killed = true;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+    }
+    return status;
+}
+
+int worker_finish(struct worker_proc *proc, int timeout_ms)
+{
+    close_fd(&proc->to_worker);
+    if (proc->pid <= 0)
+        return reap(proc);
+    bool killed;
+    int status = reap_within(proc->pid, timeout_ms, &killed);
+    proc->pid = -1;
+    (void)reap(proc);
+    return status;
 }
 
 size_t worker_read_log(struct worker_proc *proc, char *buf, size_t cap)

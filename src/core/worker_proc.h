@@ -8,6 +8,7 @@
 
 #include "proto/confinement.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -55,6 +56,11 @@ int worker_kill_keep_log(struct worker_proc *proc, char *log, size_t cap);
 /* Closes the worker's stdin and reaps it, killing it if it has not exited within
  * timeout_ms. Returns the wait status. */
 int worker_finish(struct worker_proc *proc, int timeout_ms);
+
+/* Waits up to timeout_ms (pidfd and poll: no signals, no sleeps) for pid to exit on
+ * its own, then SIGKILLs it; reaps it either way. Returns the wait status and sets
+ * *killed when the kill was needed. */
+int reap_within(pid_t pid, int timeout_ms, bool *killed);
 
 /* Reads whatever the worker wrote on stderr without blocking (up to cap-1 bytes,
  * NUL-terminated). Returns the number of bytes. */

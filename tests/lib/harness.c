@@ -947,3 +947,80 @@ bool wait_blocked_reading_stdin(pid_t pid, int min_filters, int timeout_ms, char
     close(pidfd);
     return ready;
 }
+
+/* ---- temporary files ------------------------------------------------------------ */
+
+static char tmp_dir_path[256];
+
+const char *harness_tmpdir(const char *name)
+{
+    snprintf(tmp_dir_path, sizeof tmp_dir_path, "/tmp/basal-%s-XXXXXX", name);
+    if (mkdtemp(tmp_dir_path) == NULL) {
+        fail("harness: temporary directory", "mkdtemp: %s", strerror(errno));
+        tmp_dir_path[0] = '\0';
+        return NULL;
+    }
+    return tmp_dir_path;
+}
+
+const char *harness_tmp_file(const char *file, const char *text)
+{
+    static char ring[16][384];
+    static unsigned next;
+    char *path = ring[next++ % 16];
+    snprintf(path, sizeof ring[0], "%s/%s", tmp_dir_path, file);
+    FILE *f = fopen(path, "we");
+    if (f == NULL)
+        return "/nonexistent";
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+void harness_remove_tmpdir(void)
+{
+    if (tmp_dir_path[0] == '\0')
+        return;
+    DIR *dir = opendir(tmp_dir_path);
+    if (dir != NULL) {
+        const struct dirent *entry;
+        while ((entry = readdir(dir)) != NULL) {
+            if (entry->d_name[0] == '.')
+                continue;
+            char path[640];
+            snprintf(path, sizeof path, "%s/%s", tmp_dir_path, entry->d_name);
+            unlink(path);
+        }
+        closedir(dir);
+    }
+    rmdir(tmp_dir_path);
+    tmp_dir_path[0] = '\0';
+}
+
+/* ---- confinement probes ---------------------------------------------------------- */
+
+struct probe_result probe_result_parse(const char *err_text, const char *name)
+{
+    struct probe_result out = {false, 0, 0};
+    char prefix[96];
+    snprintf(prefix, sizeof prefix, "result %s rc=", name);
+    const char *p = strstr(err_text, prefix);
+    /* A whole-line match only: "result" at the start of the text or after a newline. */
+    while (p != NULL && p != err_text && p[-1] != '\n')
+        p = strstr(p + 1, prefix);
+    if (p == NULL)
+        return out;
+    char *end;
+    errno = 0;
+    long rc = strtol(p + strlen(prefix), &end, 10);
+    if (errno != 0 || strncmp(end, " errno=", 7) != 0)
+        return out;
+    const char *num = end + 7;
+    long e = strtol(num, &end, 10);
+    if (errno != 0 || end == num || (*end != '\n' && *end != '\0') || e < 0 || e > 4095)
+        return out;
+    out.present = true;
+    out.rc = rc;
+    out.err = (int)e;
+    return out;
+}

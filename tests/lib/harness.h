@@ -186,6 +186,27 @@ bool output_has_line_prefix(const char *text, const char *prefix);
 int fd_write_all(int fd, const void *buf, size_t len, int timeout_ms);
 int fd_read_exact(int fd, void *buf, size_t len, int timeout_ms);
 
+/* ---- confinement probes ---------------------------------------------------------- */
+
+/* The line "result NAME rc=<rc> errno=<errno>" a probe prints if its attempt returns. */
+struct probe_result {
+    bool present; /* the whole line is there and well formed */
+    long rc;
+    int err;
+};
+struct probe_result probe_result_parse(const char *err_text, const char *name);
+
+/* ---- temporary files ------------------------------------------------------------ */
+
+/* Makes a fresh directory /tmp/basal-<name>-XXXXXX; the path is in static storage.
+ * NULL (with a "not ok" line) on failure. One per test program. */
+const char *harness_tmpdir(const char *name);
+/* Writes text to <harness_tmpdir>/<file> and returns the path (a ring of 16 static
+ * buffers), or "/nonexistent" if it cannot be written (the run then fails visibly). */
+const char *harness_tmp_file(const char *file, const char *text);
+/* Removes the directory made by harness_tmpdir and the files directly in it. */
+void harness_remove_tmpdir(void);
+
 /* ---- /proc views ----------------------------------------------------------------- */
 
 /* Reads a whole file (e.g. /proc/<pid>/status) into a malloc'd NUL-terminated

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/uio.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -413,16 +414,20 @@ static enum send_result send_msg(struct run *r, const struct proto_msg *msg)
     size_t total = sizeof header + w->out.len;
     size_t done = 0;
     while (done < total) {
-        const uint8_t *from;
-        size_t len;
+        /* Header and payload in one writev: the worker wakes once per frame, not
+         * once for the header and again for the payload. */
+        struct iovec iov[2];
+        int count = 0;
         if (done < sizeof header) {
-            from = header + done;
-            len = sizeof header - done;
-        } else {
-            from = w->out.data + (done - sizeof header);
-            len = total - done;
+            iov[count].iov_base = header + done;
+            iov[count++].iov_len = sizeof header - done;
         }
-        ssize_t n = write(w->proc.to_worker, from, len);
+        size_t payload_done = done < sizeof header ? 0 : done - sizeof header;
+        if (w->out.len > payload_done) {
+            iov[count].iov_base = w->out.data + payload_done;
+            iov[count++].iov_len = w->out.len - payload_done;
+        }
+        ssize_t n = writev(w->proc.to_worker, iov, count);
         if (n > 0) {
             done += (size_t)n;
             continue;

@@ -2,6 +2,7 @@
 #include "worker/serve.h"
 
 #include <stdio.h>
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -26,13 +27,41 @@ static const char *state_name(enum serve_state state)
 static struct wire_buf in_buf, out_buf;
 static enum serve_state current = AWAITING_HELLO;
 
-/* Sends msg on stdout; a failure means the parent is gone (or a message we built is
- * invalid, a bug), so the worker ends. */
+/* Frames encoded but not yet written. An async HostCall waits here until the worker
+ * next reads or sends anything else (its Blocked, typically), so the parent wakes
+ * once for "call, then blocked" instead of twice. Nothing is ever read while frames
+ * wait: every read flushes first, so the parent always has what it must answer. */
+static struct wire_buf pending;
+#define PENDING_FLUSH_BYTES ((size_t)64 * 1024)
+
+/* Writes the waiting frames; a failure means the parent is gone, so the worker ends. */
+static void flush_pending(void)
+{
+    size_t done = 0;
+    while (done < pending.len) {
+        ssize_t n = write(1, pending.data + done, pending.len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            _exit(WORKER_EXIT_PROTOCOL);
+        done += (size_t)n;
+    }
+    wire_buf_reset(&pending);
+}
+
+/* Sends msg on stdout (an async HostCall may wait for the next flush); a message we
+ * built that does not encode is a bug, and the worker ends. */
 static void send_msg(const struct proto_msg *msg)
 {
-    if (proto_encode(msg, &out_buf) != PROTO_OK ||
-        frame_write(1, out_buf.data, out_buf.len) != FRAME_OK)
+    uint8_t header[PROTO_FRAME_HEADER_BYTES];
+    if (proto_encode(msg, &out_buf) != PROTO_OK || out_buf.len > PROTO_MAX_FRAME)
         _exit(WORKER_EXIT_PROTOCOL);
+    frame_header_encode((uint32_t)out_buf.len, header);
+    if (!wire_put_raw(&pending, header, sizeof header) ||
+        !wire_put_raw(&pending, out_buf.data, out_buf.len))
+        _exit(WORKER_EXIT_PROTOCOL);
+    if (msg->tag != PROTO_HOST_CALL || pending.len >= PENDING_FLUSH_BYTES)
+        flush_pending();
 }
 
 static void send_refused(enum proto_refusal reason, const char *detail)
@@ -59,6 +88,7 @@ static void refuse_unexpected(unsigned tag)
  * returned. */
 static bool read_msg(struct proto_msg *msg)
 {
+    flush_pending();
     enum frame_result got = frame_read(0, &in_buf);
     if (got == FRAME_EOF)
         _exit(0);

@@ -4,13 +4,15 @@
 #define BASAL_CLI_COMMANDS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #define EXIT_OK 0
 #define EXIT_REFUSED 1
 #define EXIT_USAGE 2
 
 struct cli_globals {
-    bool json; /* machine output */
+    bool json;        /* machine output */
+    const char *home; /* --home DIR, or NULL for the default data home */
 };
 
 struct cli_command {
@@ -22,5 +24,11 @@ struct cli_command {
 int cmd_worker_check(const struct cli_globals *globals, int argc, char **argv);
 int cmd_exec(const struct cli_globals *globals, int argc, char **argv);
 int cmd_health(const struct cli_globals *globals, int argc, char **argv);
+int cmd_setup(const struct cli_globals *globals, int argc, char **argv);
+
+/* The data home: --home if given, else the default (core/datahome.h). Writes it into
+ * out; returns 0, or -1 with a one-line reason in err. */
+int cli_data_home(const struct cli_globals *globals, char *out, size_t cap, char *err,
+                  size_t err_cap);
 
 #endif

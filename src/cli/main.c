@@ -6,6 +6,9 @@
 #include <string.h>
 
 static const struct cli_command COMMANDS[] = {
+    {"setup", " create or check the data home (owner-only) and the store; report what the "
+              "kernel offers",
+     cmd_setup},
     {"worker-check", "[--landlock=required|optional]  start a confined worker, check its "
                      "Welcome and the kernel's view of it, and show the result",
      cmd_worker_check},
@@ -22,21 +25,29 @@ static const struct cli_command COMMANDS[] = {
 
 static void print_help(FILE *out)
 {
-    fprintf(out, "usage: ck-basal [--json] COMMAND [ARGS]\n"
+    fprintf(out, "usage: ck-basal [--json] [--home DIR] COMMAND [ARGS]\n"
                  "       ck-basal --version | --help\n\ncommands:\n");
     for (size_t i = 0; i < COMMAND_COUNT; i++)
         fprintf(out, "  %s %s\n", COMMANDS[i].name, COMMANDS[i].synopsis);
     fprintf(out, "\noptions:\n  --json     machine-readable output\n"
+                 "  --home DIR the data home (default $XDG_DATA_HOME/cortexkit/basal,\n"
+                 "             else ~/.local/share/cortexkit/basal)\n"
                  "\nexit status: 0 ok, 1 refused or failed, 2 usage\n");
 }
 
 int main(int argc, char **argv)
 {
-    struct cli_globals globals = {false};
+    struct cli_globals globals = {false, NULL};
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             globals.json = true;
+        } else if (strcmp(argv[i], "--home") == 0) {
+            if (i + 1 >= argc || argv[i + 1][0] == '\0') {
+                fprintf(stderr, "ck-basal: --home needs a directory\n");
+                return EXIT_USAGE;
+            }
+            globals.home = argv[++i];
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             print_help(stdout);
             return EXIT_OK;

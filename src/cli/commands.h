@@ -25,6 +25,7 @@ int cmd_worker_check(const struct cli_globals *globals, int argc, char **argv);
 int cmd_exec(const struct cli_globals *globals, int argc, char **argv);
 int cmd_health(const struct cli_globals *globals, int argc, char **argv);
 int cmd_setup(const struct cli_globals *globals, int argc, char **argv);
+int cmd_flow(const struct cli_globals *globals, int argc, char **argv);
 
 /* The data home: --home if given, else the default (core/datahome.h). Writes it into
  * out; returns 0, or -1 with a one-line reason in err. */

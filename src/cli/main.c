@@ -9,6 +9,10 @@ static const struct cli_command COMMANDS[] = {
     {"setup", " create or check the data home (owner-only) and the store; report what the "
               "kernel offers",
      cmd_setup},
+    {"flow", "install DIR | approve ID --version N --code-hash HEX | list | disable ID | "
+             "enable ID\n      install a flow (pending), approve a version by its code hash, "
+             "list flows, switch one off or on",
+     cmd_flow},
     {"worker-check", "[--landlock=required|optional]  start a confined worker, check its "
                      "Welcome and the kernel's view of it, and show the result",
      cmd_worker_check},

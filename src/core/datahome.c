@@ -1,24 +1,13 @@
 #include "core/datahome.h"
+#include "core/error_line.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t cap, const char *fmt, ...)
-{
-    if (err != NULL && cap > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, cap, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 int datahome_default(char *out, size_t cap, char *err, size_t err_cap)
 {
@@ -31,10 +20,10 @@ int datahome_default(char *out, size_t cap, char *err, size_t err_cap)
     else if (home != NULL && home[0] != '\0')
         n = snprintf(out, cap, "%s/.local/share/" DATAHOME_SUFFIX, home);
     else
-        return fail(err, err_cap, "no data home: neither XDG_DATA_HOME nor HOME is set "
+        return error_line(err, err_cap, "no data home: neither XDG_DATA_HOME nor HOME is set "
                                   "(pass --home DIR)");
     if (n < 0 || (size_t)n >= cap)
-        return fail(err, err_cap, "data home path too long");
+        return error_line(err, err_cap, "data home path too long");
     return 0;
 }
 
@@ -43,7 +32,7 @@ static int make_parents(const char *path, char *err, size_t cap)
 {
     char *copy = strdup(path);
     if (copy == NULL)
-        return fail(err, cap, "out of memory");
+        return error_line(err, cap, "out of memory");
     int rc = 0;
     char *slash = strrchr(copy, '/');
     if (slash != NULL && slash != copy) {
@@ -54,7 +43,7 @@ static int make_parents(const char *path, char *err, size_t cap)
                 continue;
             *p = '\0';
             if (mkdir(copy, 0700) != 0 && errno != EEXIST)
-                rc = fail(err, cap, "cannot create directory %s: %s", copy, strerror(errno));
+                rc = error_line(err, cap, "cannot create directory %s: %s", copy, strerror(errno));
             if (end)
                 break;
             *p = '/';
@@ -70,20 +59,20 @@ int datahome_prepare(const char *path, bool create, struct datahome_report *repo
     struct datahome_report rep = {false, false, 0};
     umask(0077);
     if (path == NULL || path[0] == '\0')
-        return fail(err, err_cap, "data home path is empty");
+        return error_line(err, err_cap, "data home path is empty");
 
     if (create) {
         struct stat st;
         if (lstat(path, &st) != 0) {
             if (errno != ENOENT)
-                return fail(err, err_cap, "cannot inspect data home %s: %s", path,
+                return error_line(err, err_cap, "cannot inspect data home %s: %s", path,
                             strerror(errno));
             if (make_parents(path, err, err_cap) != 0)
                 return -1;
             if (mkdir(path, 0700) == 0)
                 rep.created = true;
             else if (errno != EEXIST)
-                return fail(err, err_cap, "cannot create data home %s: %s", path,
+                return error_line(err, err_cap, "cannot create data home %s: %s", path,
                             strerror(errno));
         }
     }
@@ -93,20 +82,20 @@ int datahome_prepare(const char *path, bool create, struct datahome_report *repo
         int e = errno;
         struct stat st;
         if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
-            return fail(err, err_cap, "data home %s is a symbolic link: refused (use the "
+            return error_line(err, err_cap, "data home %s is a symbolic link: refused (use the "
                                       "real directory)", path);
         if (e == ENOTDIR)
-            return fail(err, err_cap, "data home %s is not a directory", path);
+            return error_line(err, err_cap, "data home %s is not a directory", path);
         if (e == ENOENT)
-            return fail(err, err_cap, "data home %s does not exist (run ck-basal setup)", path);
-        return fail(err, err_cap, "cannot open data home %s: %s", path, strerror(e));
+            return error_line(err, err_cap, "data home %s does not exist (run ck-basal setup)", path);
+        return error_line(err, err_cap, "cannot open data home %s: %s", path, strerror(e));
     }
     struct stat st;
     int rc = 0;
     if (fstat(fd, &st) != 0) {
-        rc = fail(err, err_cap, "cannot inspect data home %s: %s", path, strerror(errno));
+        rc = error_line(err, err_cap, "cannot inspect data home %s: %s", path, strerror(errno));
     } else if (st.st_uid != geteuid()) {
-        rc = fail(err, err_cap, "data home %s is owned by uid %u, not by this user (uid %u): "
+        rc = error_line(err, err_cap, "data home %s is owned by uid %u, not by this user (uid %u): "
                                 "refused", path, (unsigned)st.st_uid, (unsigned)geteuid());
     } else {
         rep.prior_mode = st.st_mode & 07777;
@@ -114,7 +103,7 @@ int datahome_prepare(const char *path, bool create, struct datahome_report *repo
             rep.prior_mode = 0700;
         if ((st.st_mode & 07777) != 0700) {
             if (fchmod(fd, 0700) != 0)
-                rc = fail(err, err_cap, "cannot narrow data home %s to 0700: %s", path,
+                rc = error_line(err, err_cap, "cannot narrow data home %s to 0700: %s", path,
                           strerror(errno));
             else if (!rep.created && (rep.prior_mode & ~0700U) != 0)
                 rep.narrowed = true;

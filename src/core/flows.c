@@ -1,5 +1,6 @@
 /* The flow registry: see core/flows.h. */
 #include "core/flows.h"
+#include "core/error_line.h"
 
 #include "core/store.h"
 #include "proto/message.h"
@@ -8,28 +9,12 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <sqlite3.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-__attribute__((format(printf, 3, 4))) static int refuse(char *err, size_t cap,
-                                                          const char *fmt, ...)
-{
-    if (err != NULL && cap > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, cap, fmt, ap);
-        va_end(ap);
-        for (char *p = err; *p != '\0'; p++) /* one line, whatever was formatted */
-            if (*p == '\n' || *p == '\r')
-                *p = ' ';
-    }
-    return -1;
-}
 
 static int64_t now_ms(void)
 {
@@ -67,16 +52,16 @@ static int read_bounded(const char *path, const char *label, size_t cap, struct 
     memset(out, 0, sizeof *out);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
-        return refuse(err, err_cap, "%s: cannot open %s: %s", label, path, strerror(errno));
+        return error_line(err, err_cap, "%s: cannot open %s: %s", label, path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return refuse(err, err_cap, "%s: %s is not a regular file", label, path);
+        return error_line(err, err_cap, "%s: %s is not a regular file", label, path);
     }
     char *buf = malloc(cap + 2);
     if (buf == NULL) {
         close(fd);
-        return refuse(err, err_cap, "%s: out of memory", label);
+        return error_line(err, err_cap, "%s: out of memory", label);
     }
     size_t len = 0;
     while (len < cap + 1) {
@@ -87,7 +72,7 @@ static int read_bounded(const char *path, const char *label, size_t cap, struct 
             int e = errno;
             free(buf);
             close(fd);
-            return refuse(err, err_cap, "%s: cannot read %s: %s", label, path, strerror(e));
+            return error_line(err, err_cap, "%s: cannot read %s: %s", label, path, strerror(e));
         }
         if (r == 0)
             break;
@@ -96,7 +81,7 @@ static int read_bounded(const char *path, const char *label, size_t cap, struct 
     close(fd);
     if (len > cap) {
         free(buf);
-        return refuse(err, err_cap, "%s: more than the %zu bytes allowed", label, cap);
+        return error_line(err, err_cap, "%s: more than the %zu bytes allowed", label, cap);
     }
     buf[len] = '\0';
     out->bytes = buf;
@@ -111,27 +96,27 @@ static int prepare(struct store *s, const char *sql, sqlite3_stmt **st, char *er
 {
     if (sqlite3_prepare_v2(store_db(s), sql, -1, st, NULL) != SQLITE_OK) {
         *st = NULL;
-        return refuse(err, err_cap, "store: %s", sqlite3_errmsg(store_db(s)));
+        return error_line(err, err_cap, "store: %s", sqlite3_errmsg(store_db(s)));
     }
     return 0;
 }
 
 static int db_fail(struct store *s, char *err, size_t err_cap)
 {
-    return refuse(err, err_cap, "store: %s", sqlite3_errmsg(store_db(s)));
+    return error_line(err, err_cap, "store: %s", sqlite3_errmsg(store_db(s)));
 }
 
 static int begin(struct store *s, char *err, size_t err_cap)
 {
     if (store_begin(s) != 0)
-        return refuse(err, err_cap, "store: cannot begin a transaction: %s", store_errmsg(s));
+        return error_line(err, err_cap, "store: cannot begin a transaction: %s", store_errmsg(s));
     return 0;
 }
 
 static int commit(struct store *s, char *err, size_t err_cap)
 {
     if (store_commit(s) != 0) {
-        refuse(err, err_cap, "store: cannot commit: %s", store_errmsg(s));
+        error_line(err, err_cap, "store: cannot commit: %s", store_errmsg(s));
         store_rollback(s);
         return -1;
     }
@@ -223,7 +208,7 @@ static int load_version(struct store *s, const char *id, int64_t version,
         out->approved = state != NULL && strcmp(state, "approved") == 0;
         if (column_blob(st, 0, &out->script) != 0 || column_blob(st, 1, &out->manifest) != 0) {
             stored_version_free(out);
-            refuse(err, err_cap, "out of memory");
+            error_line(err, err_cap, "out of memory");
         } else {
             found = 1;
         }
@@ -249,7 +234,7 @@ static int install_locked(struct store *s, const char *id, int64_t version, cons
     if (max_version(s, id, false, &top, err, err_cap) != 0)
         return -1;
     if (version <= top)
-        return refuse(err, err_cap,
+        return error_line(err, err_cap,
                       "manifest.version: %" PRId64 " is not above version %" PRId64
                       " already installed for flow '%s'",
                       version, top, id);
@@ -292,7 +277,7 @@ int flows_install(struct store *s, const void *script, size_t script_len,
     if (script_validate(script, script_len, err, err_cap) != 0)
         return -1;
     if (manifest_len > MANIFEST_MAX_BYTES)
-        return refuse(err, err_cap, "manifest: more than the %u bytes allowed",
+        return error_line(err, err_cap, "manifest: more than the %u bytes allowed",
                       MANIFEST_MAX_BYTES);
     struct manifest m;
     if (manifest_parse(manifest, manifest_len, &m, err, err_cap) != 0)
@@ -301,7 +286,7 @@ int flows_install(struct store *s, const void *script, size_t script_len,
     out->version = m.version;
     manifest_free(&m);
     if (code_hash_hex(script, script_len, manifest, manifest_len, out->code_hash) != 0)
-        return refuse(err, err_cap, "code hash: libcrypto failed");
+        return error_line(err, err_cap, "code hash: libcrypto failed");
     if (begin(s, err, err_cap) != 0)
         return -1;
     if (install_locked(s, out->id, out->version, script, script_len, manifest, manifest_len,
@@ -320,16 +305,16 @@ int flows_install_dir(struct store *s, const char *dir, struct flow_installed *o
     struct flow_blob script, manifest;
     struct stat st;
     if (stat(dir, &st) != 0)
-        return refuse(err, err_cap, "%s: %s", dir, strerror(errno));
+        return error_line(err, err_cap, "%s: %s", dir, strerror(errno));
     if (!S_ISDIR(st.st_mode))
-        return refuse(err, err_cap, "%s: not a directory", dir);
+        return error_line(err, err_cap, "%s: not a directory", dir);
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, FLOWS_SCRIPT_FILE) >= sizeof path)
-        return refuse(err, err_cap, "%s: path too long", dir);
+        return error_line(err, err_cap, "%s: path too long", dir);
     if (read_bounded(path, FLOWS_SCRIPT_FILE, PROTO_MAX_SCRIPT_BYTES, &script, err, err_cap) != 0)
         return -1;
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, FLOWS_MANIFEST_FILE) >= sizeof path) {
         flows_blob_free(&script);
-        return refuse(err, err_cap, "%s: path too long", dir);
+        return error_line(err, err_cap, "%s: path too long", dir);
     }
     if (read_bounded(path, "manifest", MANIFEST_MAX_BYTES, &manifest, err, err_cap) != 0) {
         flows_blob_free(&script);
@@ -351,34 +336,34 @@ static int approve_locked(struct store *s, const char *id, int64_t version, cons
     if (exists < 0)
         return -1;
     if (!exists)
-        return refuse(err, err_cap, "unknown flow '%s'", id);
+        return error_line(err, err_cap, "unknown flow '%s'", id);
     struct stored_version v;
     int found = load_version(s, id, version, &v, err, err_cap);
     if (found < 0)
         return -1;
     if (!found)
-        return refuse(err, err_cap, "flow '%s' has no version %" PRId64, id, version);
+        return error_line(err, err_cap, "flow '%s' has no version %" PRId64, id, version);
     int rc = -1;
     char again[CODE_HASH_HEX_LEN + 1];
     int64_t approved_top = 0;
     if (v.approved) {
-        refuse(err, err_cap, "flow '%s' version %" PRId64 " is already approved", id, version);
+        error_line(err, err_cap, "flow '%s' version %" PRId64 " is already approved", id, version);
     } else if (strcmp(hash, v.code_hash) != 0) {
-        refuse(err, err_cap,
+        error_line(err, err_cap,
                "--code-hash %s does not match the code hash of flow '%s' version %" PRId64,
                hash, id, version);
     } else if (code_hash_hex(v.script.bytes, v.script.len, v.manifest.bytes, v.manifest.len,
                              again) != 0) {
-        refuse(err, err_cap, "code hash: libcrypto failed");
+        error_line(err, err_cap, "code hash: libcrypto failed");
     } else if (strcmp(again, v.code_hash) != 0) {
-        refuse(err, err_cap,
+        error_line(err, err_cap,
                "flow '%s' version %" PRId64 ": the stored script and manifest no longer hash to "
                "its recorded code hash (altered in the store)",
                id, version);
     } else if (max_version(s, id, true, &approved_top, err, err_cap) != 0) {
         /* err set */
     } else if (approved_top > version) {
-        refuse(err, err_cap,
+        error_line(err, err_cap,
                "flow '%s' version %" PRId64 " is below the approved version %" PRId64, id,
                version, approved_top);
     } else {
@@ -411,7 +396,7 @@ static int approve_locked(struct store *s, const char *id, int64_t version, cons
     if (step != SQLITE_DONE)
         return db_fail(s, err, err_cap);
     if (sqlite3_changes(store_db(s)) != 1)
-        return refuse(err, err_cap, "flow '%s' version %" PRId64 " changed while approving", id,
+        return error_line(err, err_cap, "flow '%s' version %" PRId64 " changed while approving", id,
                       version);
     return 0;
 }
@@ -420,11 +405,11 @@ int flows_approve(struct store *s, const char *id, int64_t version, const char *
                   char *err, size_t err_cap)
 {
     if (!manifest_id_valid(id))
-        return refuse(err, err_cap, "unknown flow '%.80s' (not a flow id)", id);
+        return error_line(err, err_cap, "unknown flow '%.80s' (not a flow id)", id);
     if (version < 1)
-        return refuse(err, err_cap, "--version: %" PRId64 " is not a version (>= 1)", version);
+        return error_line(err, err_cap, "--version: %" PRId64 " is not a version (>= 1)", version);
     if (!code_hash_hex_valid(code_hash))
-        return refuse(err, err_cap,
+        return error_line(err, err_cap,
                       "--code-hash: '%.80s' is not 64 lowercase hexadecimal characters",
                       code_hash);
     if (begin(s, err, err_cap) != 0)
@@ -440,13 +425,13 @@ int flows_set_enabled(struct store *s, const char *id, bool enabled, char *err,
                       size_t err_cap)
 {
     if (!manifest_id_valid(id))
-        return refuse(err, err_cap, "unknown flow '%.80s' (not a flow id)", id);
+        return error_line(err, err_cap, "unknown flow '%.80s' (not a flow id)", id);
     if (begin(s, err, err_cap) != 0)
         return -1;
     int exists = flow_lookup(s, id, NULL, err, err_cap);
     if (exists <= 0) {
         if (exists == 0)
-            refuse(err, err_cap, "unknown flow '%s'", id);
+            error_line(err, err_cap, "unknown flow '%s'", id);
         store_rollback(s);
         return -1;
     }
@@ -495,7 +480,7 @@ int flows_list(struct store *s, struct flow_summary **out, size_t *count, char *
             if (grown == NULL) {
                 free(rows);
                 sqlite3_finalize(st);
-                return refuse(err, err_cap, "out of memory");
+                return error_line(err, err_cap, "out of memory");
             }
             rows = grown;
             cap = ncap;
@@ -535,9 +520,9 @@ static int runnable_check(struct store *s, const char *id, int64_t *version,
     if (exists < 0)
         return -1;
     if (!exists)
-        return refuse(err, err_cap, "unknown flow '%s'", id);
+        return error_line(err, err_cap, "unknown flow '%s'", id);
     if (!enabled)
-        return refuse(err, err_cap, "flow '%s' is disabled (ck-basal flow enable %s)", id, id);
+        return error_line(err, err_cap, "flow '%s' is disabled (ck-basal flow enable %s)", id, id);
     sqlite3_stmt *st;
     if (prepare(s, "SELECT version, code_hash FROM approvals WHERE flow_id = ?1"
                    " ORDER BY version DESC LIMIT 1", &st, err, err_cap) != 0)
@@ -553,7 +538,7 @@ static int runnable_check(struct store *s, const char *id, int64_t *version,
     }
     sqlite3_finalize(st);
     if (rc == SQLITE_DONE)
-        return refuse(err, err_cap, "flow '%s' has no approved version", id);
+        return error_line(err, err_cap, "flow '%s' has no approved version", id);
     if (rc != SQLITE_ROW)
         return db_fail(s, err, err_cap);
     struct stored_version sv;
@@ -561,18 +546,18 @@ static int runnable_check(struct store *s, const char *id, int64_t *version,
     if (found < 0)
         return -1;
     if (!found)
-        return refuse(err, err_cap, "flow '%s': approved version %" PRId64 " is missing", id, v);
+        return error_line(err, err_cap, "flow '%s': approved version %" PRId64 " is missing", id, v);
     char again[CODE_HASH_HEX_LEN + 1];
     int ok = -1;
     if (!sv.approved || strcmp(sv.code_hash, approved) != 0)
-        refuse(err, err_cap,
+        error_line(err, err_cap,
                "flow '%s' version %" PRId64 ": its recorded code hash is not the approved one",
                id, v);
     else if (code_hash_hex(sv.script.bytes, sv.script.len, sv.manifest.bytes, sv.manifest.len,
                            again) != 0)
-        refuse(err, err_cap, "code hash: libcrypto failed");
+        error_line(err, err_cap, "code hash: libcrypto failed");
     else if (strcmp(again, approved) != 0)
-        refuse(err, err_cap,
+        error_line(err, err_cap,
                "flow '%s' version %" PRId64 ": the stored script and manifest hash to %s, "
                "not the approved %s",
                id, v, again, approved);
@@ -596,7 +581,7 @@ int flows_runnable(struct store *s, const char *id, int64_t *version,
     memset(script, 0, sizeof *script);
     memset(manifest, 0, sizeof *manifest);
     if (!manifest_id_valid(id))
-        return refuse(err, err_cap, "unknown flow '%.80s' (not a flow id)", id);
+        return error_line(err, err_cap, "unknown flow '%.80s' (not a flow id)", id);
     /* One read transaction, so every check sees the same state. */
     if (sqlite3_exec(store_db(s), "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
         return db_fail(s, err, err_cap);

@@ -1,11 +1,11 @@
 #include "core/store.h"
+#include "core/error_line.h"
 
 #include "core/store_schema.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <sqlite3.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,17 +21,6 @@ struct store {
     bool companions_narrowed; /* -wal/-shm chmod'ed after a write */
 };
 
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t cap, const char *fmt, ...)
-{
-    if (err != NULL && cap > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, cap, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* Creates the database file owner-only (or checks an existing one): a regular file,
  * not a link, owned by this user, narrowed to 0600. */
 static int prepare_file(const char *path, bool *created, char *err, size_t cap)
@@ -42,19 +31,19 @@ static int prepare_file(const char *path, bool *created, char *err, size_t cap)
         fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         if (errno == ELOOP)
-            return fail(err, cap, "store %s is a symbolic link: refused", path);
-        return fail(err, cap, "cannot open store %s: %s", path, strerror(errno));
+            return error_line(err, cap, "store %s is a symbolic link: refused", path);
+        return error_line(err, cap, "cannot open store %s: %s", path, strerror(errno));
     }
     struct stat st;
     int rc = 0;
     if (fstat(fd, &st) != 0)
-        rc = fail(err, cap, "cannot inspect store %s: %s", path, strerror(errno));
+        rc = error_line(err, cap, "cannot inspect store %s: %s", path, strerror(errno));
     else if (!S_ISREG(st.st_mode))
-        rc = fail(err, cap, "store %s is not a regular file", path);
+        rc = error_line(err, cap, "store %s is not a regular file", path);
     else if (st.st_uid != geteuid())
-        rc = fail(err, cap, "store %s is not owned by this user: refused", path);
+        rc = error_line(err, cap, "store %s is not owned by this user: refused", path);
     else if ((st.st_mode & 07777) != 0600 && fchmod(fd, 0600) != 0)
-        rc = fail(err, cap, "cannot narrow store %s to 0600: %s", path, strerror(errno));
+        rc = error_line(err, cap, "cannot narrow store %s to 0600: %s", path, strerror(errno));
     close(fd);
     if (rc != 0 && *created)
         unlink(path);
@@ -123,7 +112,7 @@ static int migrate(struct store *s, char *err, size_t cap)
         snprintf(bump, sizeof bump, "PRAGMA user_version = %d", v);
         int found = -1;
         if (exec_sql(s, "BEGIN IMMEDIATE") != 0)
-            return fail(err, cap, "store %s: cannot start migration to schema version %d: %s",
+            return error_line(err, cap, "store %s: cannot start migration to schema version %d: %s",
                         s->path, v, sqlite3_errmsg(s->db));
         /* Another process may have migrated since we looked. */
         if (read_user_version(s, &found) != 0 || found >= v) {
@@ -132,25 +121,25 @@ static int migrate(struct store *s, char *err, size_t cap)
                 v = found;
                 s->version = found;
                 if (found > STORE_SCHEMA_VERSION)
-                    return fail(err, cap, "store %s has schema version %d, newer than this "
+                    return error_line(err, cap, "store %s has schema version %d, newer than this "
                                           "build's %d: use a newer ck-basal", s->path, found,
                                 STORE_SCHEMA_VERSION);
                 continue;
             }
-            return fail(err, cap, "store %s: cannot read its schema version", s->path);
+            return error_line(err, cap, "store %s: cannot read its schema version", s->path);
         }
         if (exec_sql(s, store_schema_migration(v)) != 0 || exec_sql(s, bump) != 0) {
             char msg[256];
             snprintf(msg, sizeof msg, "%s", sqlite3_errmsg(s->db));
             exec_sql(s, "ROLLBACK");
-            return fail(err, cap, "store %s: migration to schema version %d failed: %s",
+            return error_line(err, cap, "store %s: migration to schema version %d failed: %s",
                         s->path, v, msg);
         }
         if (exec_sql(s, "COMMIT") != 0) {
             char msg[256];
             snprintf(msg, sizeof msg, "%s", sqlite3_errmsg(s->db));
             exec_sql(s, "ROLLBACK");
-            return fail(err, cap, "store %s: migration to schema version %d failed to commit: "
+            return error_line(err, cap, "store %s: migration to schema version %d failed to commit: "
                                   "%s", s->path, v, msg);
         }
         s->version = v;
@@ -164,10 +153,10 @@ int store_open(const char *home, struct store **out, char *err, size_t err_cap)
     *out = NULL;
     struct store *s = calloc(1, sizeof *s);
     if (s == NULL)
-        return fail(err, err_cap, "out of memory");
+        return error_line(err, err_cap, "out of memory");
     if (asprintf(&s->path, "%s/" STORE_FILE, home) < 0) {
         free(s);
-        return fail(err, err_cap, "out of memory");
+        return error_line(err, err_cap, "out of memory");
     }
     if (prepare_file(s->path, &s->created, err, err_cap) != 0)
         goto failed;
@@ -176,7 +165,7 @@ int store_open(const char *home, struct store **out, char *err, size_t err_cap)
                                  SQLITE_OPEN_EXRESCODE,
                              NULL);
     if (rc != SQLITE_OK) {
-        fail(err, err_cap, "cannot open store %s: %s", s->path,
+        error_line(err, err_cap, "cannot open store %s: %s", s->path,
              s->db != NULL ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
         goto failed;
     }
@@ -185,13 +174,13 @@ int store_open(const char *home, struct store **out, char *err, size_t err_cap)
 
     /* Read the version before changing anything (even the journal mode). */
     if (read_user_version(s, &s->version) != 0) {
-        fail(err, err_cap, "store %s is not a readable SQLite database: %s", s->path,
+        error_line(err, err_cap, "store %s is not a readable SQLite database: %s", s->path,
              sqlite3_errmsg(s->db));
         goto failed;
     }
     s->version_at_open = s->version;
     if (s->version > STORE_SCHEMA_VERSION) {
-        fail(err, err_cap, "store %s has schema version %d, newer than this build's %d: use a "
+        error_line(err, err_cap, "store %s has schema version %d, newer than this build's %d: use a "
                            "newer ck-basal", s->path, s->version, STORE_SCHEMA_VERSION);
         goto failed;
     }
@@ -199,7 +188,7 @@ int store_open(const char *home, struct store **out, char *err, size_t err_cap)
         !pragma_is(s, "PRAGMA journal_mode = WAL", "wal") ||
         exec_sql(s, "PRAGMA synchronous = FULL") != 0 ||
         !pragma_is(s, "PRAGMA foreign_keys", "1") || !pragma_is(s, "PRAGMA synchronous", "2")) {
-        fail(err, err_cap, "store %s: cannot set WAL, synchronous=FULL and foreign keys: %s",
+        error_line(err, err_cap, "store %s: cannot set WAL, synchronous=FULL and foreign keys: %s",
              s->path, sqlite3_errmsg(s->db));
         goto failed;
     }

@@ -163,10 +163,13 @@ build/bench/%: build/release/obj/bench/%.o $(call objs,release,$(BENCH_MODULES))
 
 bench-build: all $(BENCH_BINS)
 
-# Builds the release binaries and the benchmarks, runs them (about 1-2 minutes) and
-# writes docs/benchmarks.md.
+# Builds the release binaries and the benchmarks, runs them (about half a minute) and
+# writes docs/benchmarks.md; then the comparison with other ways to run the same
+# scripts (about 40 s; installs quickjs-emscripten and bubblewrap if missing) writes
+# docs/benchmarks-contenders.md.
 bench: bench-build
 	bench/run.sh
+	bench/contenders/run.sh
 
 # A longer fuzz run than the suite's smoke run: make fuzz FUZZ_SECONDS=3600
 fuzz:

@@ -36,9 +36,18 @@ fi
 # (no "| head" under pipefail: the writer's SIGPIPE would end the script)
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 mem=$(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)
+# shellcheck disable=SC1091
 os=$(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-unknown}")
-virt=$(systemd-detect-virt 2>/dev/null || true)
-[ "$virt" = none ] && virt=""
+vm=$(systemd-detect-virt --vm 2>/dev/null || true)
+ct=$(systemd-detect-virt --container 2>/dev/null || true)
+virt=""
+[ -n "$vm" ] && [ "$vm" != none ] && virt="VM ($vm)"
+[ -n "$ct" ] && [ "$ct" != none ] && virt="${virt:+$virt, }container ($ct)"
+# How an idle CPU sleeps decides what waking a process on it costs (see the findings).
+idle=$(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo unknown)
+if [ -r /sys/module/haltpoll/parameters/guest_halt_poll_ns ]; then
+  idle="$idle, guest_halt_poll_ns=$(cat /sys/module/haltpoll/parameters/guest_halt_poll_ns)"
+fi
 glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null || echo unknown)
 cc=$(${CC:-cc} --version 2>/dev/null || echo unknown)
 cc=${cc%%$'\n'*}
@@ -53,7 +62,7 @@ fi
   echo "Reproduce with \`make bench\` (runs \`bench/run.sh\`, which runs \`build/bench/basal_bench\`)."
   echo
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-  echo "- machine: $cpu, $(nproc) CPUs, $mem${virt:+, virtualization: $virt}"
+  echo "- machine: $cpu, $(nproc) CPUs, $mem${virt:+, $virt}; cpuidle: $idle"
   echo "- system: $os, kernel $(uname -r), $glibc, $cc"
   echo "- basal: $rev; release build (\`build/bin\`), Landlock policy required"
   echo "- load average (1, 5, 15 min): $load_before before the run, $load_after after"

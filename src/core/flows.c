@@ -1,5 +1,6 @@
 /* The flow registry: see core/flows.h. */
 #include "core/flows.h"
+#include "core/bounded_file.h"
 #include "core/error_line.h"
 
 #include "core/store.h"
@@ -44,49 +45,12 @@ static int blob_copy(struct flow_blob *b, const void *bytes, size_t len)
     return 0;
 }
 
-/* Reads a regular file of at most cap bytes into *out; a larger file is refused
- * without reading all of it. label names the file in errors. */
+/* Reads a regular file of at most cap bytes into *out (see bounded_file.h). */
 static int read_bounded(const char *path, const char *label, size_t cap, struct flow_blob *out,
                         char *err, size_t err_cap)
 {
     memset(out, 0, sizeof *out);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0)
-        return error_line(err, err_cap, "%s: cannot open %s: %s", label, path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return error_line(err, err_cap, "%s: %s is not a regular file", label, path);
-    }
-    char *buf = malloc(cap + 2);
-    if (buf == NULL) {
-        close(fd);
-        return error_line(err, err_cap, "%s: out of memory", label);
-    }
-    size_t len = 0;
-    while (len < cap + 1) {
-        ssize_t r = read(fd, buf + len, cap + 1 - len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int e = errno;
-            free(buf);
-            close(fd);
-            return error_line(err, err_cap, "%s: cannot read %s: %s", label, path, strerror(e));
-        }
-        if (r == 0)
-            break;
-        len += (size_t)r;
-    }
-    close(fd);
-    if (len > cap) {
-        free(buf);
-        return error_line(err, err_cap, "%s: more than the %zu bytes allowed", label, cap);
-    }
-    buf[len] = '\0';
-    out->bytes = buf;
-    out->len = len;
-    return 0;
+    return read_bounded_file(path, label, cap, &out->bytes, &out->len, err, err_cap);
 }
 
 /* ---- statements ---------------------------------------------------------------- */

@@ -1,5 +1,6 @@
 /* Manifest parsing and validation (basal.md section 6; docs/manifest.md). */
 #include "core/manifest.h"
+#include "core/bounded_file.h"
 
 #include "core/activation.h"
 #include "proto/utf8.h"
@@ -935,46 +936,12 @@ int manifest_parse(const char *json, size_t len, struct manifest *out, char *err
 
 int manifest_load_file(const char *path, struct manifest *out, char *err, size_t err_cap)
 {
-    struct ctx c = {err, err_cap};
-    char shown[SHOW_CAP];
-    struct stat st;
     memset(out, 0, sizeof *out);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return fail(&c, "manifest", "cannot open %s: %s", show(path, true, shown, sizeof shown),
-                    strerror(errno));
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return fail(&c, "manifest", "%s is not a regular file",
-                    show(path, true, shown, sizeof shown));
-    }
-    char *buf = malloc(MANIFEST_MAX_BYTES + 1);
-    if (buf == NULL) {
-        close(fd);
-        return fail(&c, "manifest", "out of memory");
-    }
-    size_t len = 0;
-    while (len < MANIFEST_MAX_BYTES + 1) {
-        ssize_t r = read(fd, buf + len, MANIFEST_MAX_BYTES + 1 - len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int e = errno;
-            free(buf);
-            close(fd);
-            return fail(&c, "manifest", "cannot read %s: %s",
-                        show(path, true, shown, sizeof shown), strerror(e));
-        }
-        if (r == 0)
-            break;
-        len += (size_t)r;
-    }
-    close(fd);
-    int rc;
-    if (len > MANIFEST_MAX_BYTES)
-        rc = fail(&c, "manifest", "more than the %u bytes allowed", MANIFEST_MAX_BYTES);
-    else
-        rc = manifest_parse(buf, len, out, err, err_cap);
+    char *buf;
+    size_t len;
+    if (read_bounded_file(path, "manifest", MANIFEST_MAX_BYTES, &buf, &len, err, err_cap) != 0)
+        return -1;
+    int rc = manifest_parse(buf, len, out, err, err_cap);
     free(buf);
     return rc;
 }

@@ -8,3 +8,6 @@ scripts/install-deps.sh
 make -j"$(nproc)" all >/dev/null
 echo "== ck-basal worker-check: start ck-basal-worker, confine it, check its Welcome =="
 build/bin/ck-basal worker-check
+echo
+echo "== ck-basal exec examples/demo.js: a script in a confined, pooled worker =="
+build/bin/ck-basal exec examples/demo.js

@@ -820,10 +820,10 @@ static int parse_root(struct ctx *c, json_t *root, struct manifest *m)
     const char *s;
     long long n;
 
-    m->limits.cpu_ms = FLOW_CPU_MS;
-    m->limits.heap_bytes = FLOW_HEAP_BYTES;
-    m->limits.stack_bytes = FLOW_STACK_BYTES;
-    m->limits.max_value_bytes = FLOW_MAX_VALUE_BYTES;
+    /* The flow profile's budgets, from the one place that defines them. */
+    struct activation_request flow_defaults;
+    activation_request_defaults(&flow_defaults, PROTO_PROFILE_FLOW);
+    m->limits = flow_defaults.budgets;
     m->deadline_s = MANIFEST_DEADLINE_DEFAULT_S;
     m->concurrency = 1;
 

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -253,13 +254,60 @@ static const char *uid_ok(const struct outcome *o)
     return strcmp(o->uid_line, "65534\t65534\t65534\t65534") == 0 ? "" : " (not uid 65534!)";
 }
 
+/* A byte-for-byte copy of the release worker in a directory uid 65534 can reach: the
+ * checkout may live under a 0700 directory (mktemp -d), where a worker that dropped to
+ * uid 65534 could not be executed at all. */
+static const char *reachable_copy(const char *worker)
+{
+    const char *dir = harness_tmpdir("nondumpable");
+    if (dir == NULL || chmod(dir, 0755) != 0)
+        return NULL;
+    char *bytes = NULL;
+    FILE *in = fopen(worker, "re");
+    if (in == NULL)
+        return NULL;
+    size_t cap = 0, len = 0;
+    for (;;) {
+        if (len == cap) {
+            cap = cap ? cap * 2 : 1 << 20;
+            char *grown = realloc(bytes, cap);
+            if (grown == NULL) {
+                free(bytes);
+                fclose(in);
+                return NULL;
+            }
+            bytes = grown;
+        }
+        size_t n = fread(bytes + len, 1, cap - len, in);
+        if (n == 0)
+            break;
+        len += n;
+    }
+    fclose(in);
+    static char path[512];
+    snprintf(path, sizeof path, "%s/ck-basal-worker", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+    bool written = fd >= 0 && write(fd, bytes, len) == (ssize_t)len;
+    if (fd >= 0)
+        close(fd);
+    free(bytes);
+    return written && chmod(path, 0755) == 0 ? path : NULL;
+}
+
 int main(void)
 {
     const char *launcher = harness_launcher();
-    const char *worker = harness_release_worker();
+    const char *release = harness_release_worker();
     if (!require_binary(launcher, "nondumpable: the launcher is built") ||
-        !require_binary(worker, "nondumpable: the release worker is built"))
+        !require_binary(release, "nondumpable: the release worker is built"))
         return harness_finish();
+    const char *worker = reachable_copy(release);
+    if (worker == NULL) {
+        fail("nondumpable: copy the release worker where uid 65534 can execute it", "%s",
+             strerror(errno));
+        harness_remove_tmpdir();
+        return harness_finish();
+    }
     int scope = yama_scope();
     harness_note("Yama ptrace_scope: %d (-1: no Yama, -2: unreadable); the prober is the "
                  "target's parent",
@@ -299,5 +347,6 @@ int main(void)
           "nondumpable: the worker probed was confined (Seccomp 2) and exits 0 at EOF",
           "%s; Seccomp %ld; wait status 0x%x", w.ran ? "ran" : w.why, w.dumpable_seccomp,
           (unsigned)w.rep.target_status);
+    harness_remove_tmpdir();
     return harness_finish();
 }

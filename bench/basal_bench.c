@@ -675,7 +675,7 @@ static int recorder_call(void *self, const struct host_call *call, struct host_s
     return 0;
 }
 
-static const struct host_ops RECORDER_OPS = {recorder_call};
+static const struct host_ops RECORDER_OPS = {.call = recorder_call};
 
 /* ------------------------------------------------------------------ output */
 

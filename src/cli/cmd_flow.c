@@ -14,7 +14,8 @@
 #include <string.h>
 
 #define FLOW_USAGE "usage: ck-basal flow install DIR | approve ID --version N --code-hash HEX | " \
-                   "list | disable ID | enable ID"
+                   "list | disable ID | enable ID | reconcile RUN POSITION --observed JSON | " \
+                   "--not-applied | --cancel"
 
 static int usage(const char *what)
 {
@@ -28,27 +29,16 @@ static int refused(const char *sub, const char *err)
     return EXIT_REFUSED;
 }
 
-/* Opens the store of an existing data home (ck-basal setup makes it). */
 static int open_store(const struct cli_globals *g, const char *sub, struct store **st)
 {
-    char home[PATH_MAX], err[512];
-    *st = NULL;
-    if (cli_data_home(g, home, sizeof home, err, sizeof err) != 0 ||
-        datahome_prepare(home, false, NULL, err, sizeof err) != 0 ||
-        store_open(home, st, err, sizeof err) != 0) {
-        refused(sub, err);
-        return -1;
-    }
-    return 0;
+    char home[PATH_MAX], what[32];
+    snprintf(what, sizeof what, "flow %s", sub);
+    return cli_open_store(g, what, st, home);
 }
 
 static void print_json(json_t *o)
 {
-    char *text = json_dumps(o, JSON_COMPACT);
-    if (text != NULL)
-        puts(text);
-    free(text);
-    json_decref(o);
+    cli_print_json(o);
 }
 
 static int flow_install(const struct cli_globals *g, int argc, char **argv)
@@ -246,6 +236,8 @@ int cmd_flow(const struct cli_globals *globals, int argc, char **argv)
         return flow_toggle(globals, argc - 1, argv + 1, false);
     if (strcmp(sub, "enable") == 0)
         return flow_toggle(globals, argc - 1, argv + 1, true);
+    if (strcmp(sub, "reconcile") == 0)
+        return cmd_flow_reconcile(globals, argc - 1, argv + 1);
     fprintf(stderr, "ck-basal flow: unknown subcommand '%.40s' (%s)\n", sub, FLOW_USAGE);
     return EXIT_USAGE;
 }

@@ -1,45 +1,48 @@
-/* ck-basal health: the pool's health as JSON.
- *
- * Until the store exists (the next issue stores health counters), there is no
- * long-running pool to ask: this prints the health of this process's own pool, which
- * is empty, so every counter is 0. `ck-basal exec --health` prints the health of the
- * pool that served its runs. The format is the same (docs/operations.md). */
+/* ck-basal health: the health the store has accumulated (core/health_store.h), as JSON:
+ * runs by state, activations by outcome overall and per flow, the worker counters of
+ * every process that drove runs, and the confinement counter. No pool outlives a
+ * command, so the pool gauges are 0; `ck-basal exec --health` shows a live pool's. */
 #include "cli/commands.h"
-#include "core/health.h"
-#include "core/pool.h"
+#include "core/health_store.h"
+#include "core/store.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 int cmd_health(const struct cli_globals *globals, int argc, char **argv)
 {
-    struct pool_config cfg;
-    pool_config_defaults(&cfg);
+    enum landlock_policy policy = LANDLOCK_POLICY_REQUIRED;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--landlock=required") == 0) {
-            cfg.policy = LANDLOCK_POLICY_REQUIRED;
+            policy = LANDLOCK_POLICY_REQUIRED;
         } else if (strcmp(argv[i], "--landlock=optional") == 0) {
-            cfg.policy = LANDLOCK_POLICY_OPTIONAL;
+            policy = LANDLOCK_POLICY_OPTIONAL;
         } else {
             fprintf(stderr, "ck-basal health: unknown argument '%s' "
                             "(expected --landlock=required or --landlock=optional)\n", argv[i]);
             return EXIT_USAGE;
         }
     }
-    struct pool *pool = pool_new(&cfg);
-    if (pool == NULL) {
+    struct store *st;
+    char home[PATH_MAX], err[512];
+    if (cli_open_store(globals, "health", &st, home) != 0)
+        return EXIT_REFUSED;
+    json_t *h = health_store_json(st, policy, err, sizeof err);
+    store_close(st);
+    if (h == NULL) {
+        fprintf(stderr, "ck-basal health: %s\n", err);
+        return EXIT_REFUSED;
+    }
+    char *text = json_dumps(h, globals->json ? JSON_COMPACT : JSON_INDENT(2));
+    json_decref(h);
+    if (text == NULL) {
         fprintf(stderr, "ck-basal health: out of memory\n");
         return EXIT_REFUSED;
     }
-    json_t *h = health_to_json(pool_health(pool));
-    char *text = h != NULL ? json_dumps(h, globals->json ? JSON_COMPACT : JSON_INDENT(2)) : NULL;
-    bool printed = text != NULL;
-    if (printed)
-        puts(text);
+    puts(text);
     free(text);
-    json_decref(h);
-    pool_free(pool);
-    return printed ? EXIT_OK : EXIT_REFUSED;
+    return EXIT_OK;
 }

@@ -26,10 +26,31 @@ int cmd_exec(const struct cli_globals *globals, int argc, char **argv);
 int cmd_health(const struct cli_globals *globals, int argc, char **argv);
 int cmd_setup(const struct cli_globals *globals, int argc, char **argv);
 int cmd_flow(const struct cli_globals *globals, int argc, char **argv);
+int cmd_run(const struct cli_globals *globals, int argc, char **argv);
+int cmd_recover(const struct cli_globals *globals, int argc, char **argv);
+int cmd_runs(const struct cli_globals *globals, int argc, char **argv);
+int cmd_journal(const struct cli_globals *globals, int argc, char **argv);
+/* flow reconcile (dispatched by cmd_flow). */
+int cmd_flow_reconcile(const struct cli_globals *globals, int argc, char **argv);
 
 /* The data home: --home if given, else the default (core/datahome.h). Writes it into
  * out; returns 0, or -1 with a one-line reason in err. */
 int cli_data_home(const struct cli_globals *globals, char *out, size_t cap, char *err,
                   size_t err_cap);
+
+struct store;
+
+/* Opens the store of an existing data home (ck-basal setup makes it) into *st and the
+ * home's path into home (PATH_MAX bytes). On failure prints "ck-basal WHAT: reason"
+ * on stderr and returns -1. */
+int cli_open_store(const struct cli_globals *globals, const char *what, struct store **st,
+                   char *home);
+
+/* Prints o compactly on one line and releases it (a json_t *). */
+void cli_print_json(void *o);
+
+/* A run id or position as an operator writes it: decimal digits only, within
+ * [min, max]. */
+bool cli_parse_int(const char *text, long long min, long long max, long long *out);
 
 #endif

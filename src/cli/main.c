@@ -10,9 +10,20 @@ static const struct cli_command COMMANDS[] = {
               "kernel offers",
      cmd_setup},
     {"flow", "install DIR | approve ID --version N --code-hash HEX | list | disable ID | "
-             "enable ID\n      install a flow (pending), approve a version by its code hash, "
-             "list flows, switch one off or on",
+             "enable ID\n       | reconcile RUN POSITION --observed JSON | --not-applied | --cancel\n"
+             "      install a flow (pending), approve a version by its code hash, list flows,\n"
+             "      switch one off or on, settle a mutation in doubt (then resume the run)",
      cmd_flow},
+    {"run", "ID [--trigger JSON] [--trigger-id TEXT] [--landlock=required|optional]\n"
+            "      admit a manual run of flow ID and drive it to its end here; print its result",
+     cmd_run},
+    {"recover", "[--landlock=required|optional]  drive every run a dead process left running"
+                " or pending to its end",
+     cmd_recover},
+    {"runs", "[FLOW]  list runs (all, or of one flow) with their states", cmd_runs},
+    {"journal", "RUN  every host call of a run: position, kind, args, class, outcome, "
+                "delivery order",
+     cmd_journal},
     {"worker-check", "[--landlock=required|optional]  start a confined worker, check its "
                      "Welcome and the kernel's view of it, and show the result",
      cmd_worker_check},
@@ -21,8 +32,8 @@ static const struct cli_command COMMANDS[] = {
              "       [--flow ID] [--repeat N] [--landlock=required|optional] [--health]\n"
              "      run scripts through one worker pool with the test host; print each result",
      cmd_exec},
-    {"health", "[--landlock=required|optional]  the pool's health as JSON (this process's "
-               "pool: empty until the store exists)",
+    {"health", "[--landlock=required|optional]  health from the store as JSON: runs by state,"
+               " activations by\n      outcome, worker counters, confinement",
      cmd_health},
 };
 #define COMMAND_COUNT (sizeof COMMANDS / sizeof COMMANDS[0])

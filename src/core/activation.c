@@ -308,6 +308,9 @@ struct pending {
     uint32_t position;
     long long due_ms;
     struct host_settlement settlement;
+    char *kind; /* the call's, for the host's delivered() */
+    char *args;
+    size_t args_len;
 };
 
 struct run {
@@ -470,7 +473,8 @@ static bool send_or_end(struct run *r, const struct proto_msg *msg, const char *
     return false;
 }
 
-static bool deliver(struct run *r, uint32_t position, const struct host_settlement *s)
+static bool deliver(struct run *r, uint32_t position, const char *kind, const char *args,
+                    size_t args_len, const struct host_settlement *s)
 {
     struct proto_msg msg;
     memset(&msg, 0, sizeof msg);
@@ -481,6 +485,10 @@ static bool deliver(struct run *r, uint32_t position, const struct host_settleme
     msg.deliver.delivery_order = r->next_order;
     if (!send_or_end(r, &msg, "Deliver"))
         return false;
+    if (r->host->ops->delivered != NULL) {
+        struct host_call call = {position, kind, args, args_len};
+        r->host->ops->delivered(r->host->self, &call, s, r->next_order);
+    }
     r->next_order++;
     r->out->deliveries++;
     return true;
@@ -556,15 +564,18 @@ static bool on_host_call(struct run *r, const struct proto_host_call *hc)
     if (kind != NULL && args != NULL)
         settle(r, hc, kind, args, &s, &delay);
     bool sync = kind != NULL && host_kind_is_sync(kind);
-    free(kind);
-    free(args);
-    if (s.value == NULL) {
+    if (s.value == NULL || kind == NULL || args == NULL) {
+        free(kind);
+        free(args);
+        host_settlement_free(&s);
         protocol_error(r, "out of memory settling a host call");
         return false;
     }
     if (sync) {
         /* The engine is waiting for this one answer. */
-        bool ok = deliver(r, hc->position, &s);
+        bool ok = deliver(r, hc->position, kind, args, hc->args.len, &s);
+        free(kind);
+        free(args);
         host_settlement_free(&s);
         return ok;
     }
@@ -572,6 +583,8 @@ static bool on_host_call(struct run *r, const struct proto_host_call *hc)
         size_t cap = r->pending_cap == 0 ? 16 : r->pending_cap * 2;
         struct pending *grown = realloc(r->pending, cap * sizeof *grown);
         if (grown == NULL) {
+            free(kind);
+            free(args);
             host_settlement_free(&s);
             protocol_error(r, "out of memory keeping a host call");
             return false;
@@ -583,6 +596,9 @@ static bool on_host_call(struct run *r, const struct proto_host_call *hc)
     p->position = hc->position;
     p->due_ms = monotonic_ms() + delay;
     p->settlement = s;
+    p->kind = kind;
+    p->args = args;
+    p->args_len = hc->args.len;
     return true;
 }
 
@@ -629,8 +645,10 @@ static bool release_due(struct run *r)
     struct pending p = r->pending[i];
     r->pending[i] = r->pending[--r->pending_count];
     r->blocked = false;
-    bool ok = deliver(r, p.position, &p.settlement);
+    bool ok = deliver(r, p.position, p.kind, p.args, p.args_len, &p.settlement);
     host_settlement_free(&p.settlement);
+    free(p.kind);
+    free(p.args);
     return ok;
 }
 
@@ -838,8 +856,11 @@ void activation_run(struct worker_conn *w, const struct activation_request *req,
         if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0)
             running = read_frames(&r);
     }
-    for (size_t i = 0; i < r.pending_count; i++)
+    for (size_t i = 0; i < r.pending_count; i++) {
         host_settlement_free(&r.pending[i].settlement);
+        free(r.pending[i].kind);
+        free(r.pending[i].args);
+    }
     free(r.pending);
     out->wall_ms = monotonic_ms() - r.started_ms;
 }

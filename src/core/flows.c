@@ -475,7 +475,7 @@ int flows_list(struct store *s, struct flow_summary **out, size_t *count, char *
 
 /* ---- runnable --------------------------------------------------------------------- */
 
-static int runnable_check(struct store *s, const char *id, int64_t *version,
+static int runnable_check(struct store *s, const char *id, int64_t want, int64_t *version,
                           struct flow_blob *script, struct flow_blob *manifest, char *err,
                           size_t err_cap)
 {
@@ -489,9 +489,11 @@ static int runnable_check(struct store *s, const char *id, int64_t *version,
         return error_line(err, err_cap, "flow '%s' is disabled (ck-basal flow enable %s)", id, id);
     sqlite3_stmt *st;
     if (prepare(s, "SELECT version, code_hash FROM approvals WHERE flow_id = ?1"
-                   " ORDER BY version DESC LIMIT 1", &st, err, err_cap) != 0)
+                   " AND (?2 = 0 OR version = ?2) ORDER BY version DESC LIMIT 1", &st, err,
+                err_cap) != 0)
         return -1;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, want);
     int rc = sqlite3_step(st);
     int64_t v = 0;
     char approved[CODE_HASH_HEX_LEN + 1] = "";
@@ -501,6 +503,8 @@ static int runnable_check(struct store *s, const char *id, int64_t *version,
         snprintf(approved, sizeof approved, "%s", h != NULL ? h : "");
     }
     sqlite3_finalize(st);
+    if (rc == SQLITE_DONE && want != 0)
+        return error_line(err, err_cap, "flow '%s' version %" PRId64 " is not approved", id, want);
     if (rc == SQLITE_DONE)
         return error_line(err, err_cap, "flow '%s' has no approved version", id);
     if (rc != SQLITE_ROW)
@@ -541,6 +545,13 @@ int flows_runnable(struct store *s, const char *id, int64_t *version,
                    struct flow_blob *script, struct flow_blob *manifest, char *err,
                    size_t err_cap)
 {
+    return flows_runnable_version(s, id, 0, version, script, manifest, err, err_cap);
+}
+
+int flows_runnable_version(struct store *s, const char *id, int64_t want, int64_t *version,
+                           struct flow_blob *script, struct flow_blob *manifest, char *err,
+                           size_t err_cap)
+{
     *version = 0;
     memset(script, 0, sizeof *script);
     memset(manifest, 0, sizeof *manifest);
@@ -549,7 +560,7 @@ int flows_runnable(struct store *s, const char *id, int64_t *version,
     /* One read transaction, so every check sees the same state. */
     if (sqlite3_exec(store_db(s), "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
         return db_fail(s, err, err_cap);
-    int rc = runnable_check(s, id, version, script, manifest, err, err_cap);
+    int rc = runnable_check(s, id, want, version, script, manifest, err, err_cap);
     sqlite3_exec(store_db(s), "COMMIT", NULL, NULL, NULL);
     return rc;
 }

@@ -89,4 +89,11 @@ int flows_runnable(struct store *s, const char *id, int64_t *version,
                    struct flow_blob *script, struct flow_blob *manifest, char *err,
                    size_t err_cap);
 
+/* The same check for one version (want >= 1; 0 means the highest approved): a run
+ * admitted at a version is resumed at that version, and only while its approval
+ * still holds. */
+int flows_runnable_version(struct store *s, const char *id, int64_t want, int64_t *version,
+                           struct flow_blob *script, struct flow_blob *manifest, char *err,
+                           size_t err_cap);
+
 #endif

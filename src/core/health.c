@@ -38,17 +38,22 @@ static struct health_flow *flow_entry(struct health *h, const char *flow)
     return f;
 }
 
-void health_record_run(struct health *h, const char *flow, const struct activation_outcome *out)
+void health_count_runs(struct health *h, const char *flow, enum activation_status status,
+                       unsigned long long n)
 {
-    unsigned status = (unsigned)out->status;
-    if (status == 0 || status > ACTIVATION_STATUS_COUNT)
+    if ((unsigned)status == 0 || (unsigned)status > ACTIVATION_STATUS_COUNT)
         return;
-    h->runs[status]++;
+    h->runs[status] += n;
     if (flow != NULL) {
         struct health_flow *f = flow_entry(h, flow);
         if (f != NULL)
-            f->runs[status]++;
+            f->runs[status] += n;
     }
+}
+
+void health_record_run(struct health *h, const char *flow, const struct activation_outcome *out)
+{
+    health_count_runs(h, flow, out->status, 1);
 }
 
 void health_record_death(struct health *h, int term_signal)

@@ -44,6 +44,10 @@ void health_free(struct health *h);
 /* Counts a run of flow (may be NULL) by its outcome. */
 void health_record_run(struct health *h, const char *flow, const struct activation_outcome *out);
 
+/* Counts n runs of flow (may be NULL) that ended with status. */
+void health_count_runs(struct health *h, const char *flow, enum activation_status status,
+                       unsigned long long n);
+
 /* Counts an accepted worker that died on its own: crashed, and sigsys_deaths if (and
  * only if) the signal that ended it was SIGSYS (term_signal 0: it exited). */
 void health_record_death(struct health *h, int term_signal);

@@ -227,7 +227,7 @@ bool manifest_id_valid(const char *id)
 }
 
 /* module, op, event and sink names: 1-63 of [a-z0-9_.-], starting with [a-z0-9]. */
-static bool name_valid(const char *s)
+bool manifest_name_valid(const char *s)
 {
     size_t n = strlen(s);
     if (n == 0 || n > MANIFEST_NAME_MAX)
@@ -457,7 +457,7 @@ static int want_name(struct ctx *c, json_t *v, const char *path, char **out)
     const char *s;
     if (want_string(c, v, path, MANIFEST_NAME_MAX, &s) != 0)
         return -1;
-    if (!name_valid(s)) {
+    if (!manifest_name_valid(s)) {
         char shown[SHOW_CAP];
         return fail(c, path, "%s is not a name (1-63 of [a-z0-9_.-], starting with a-z or 0-9)",
                     show(s, true, shown, sizeof shown));

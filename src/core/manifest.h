@@ -136,6 +136,8 @@ void manifest_free(struct manifest *m);
 
 /* Field forms, exposed for the commands that take them from an operator. */
 bool manifest_id_valid(const char *id);
+/* Module, op, event and sink names: 1-63 of [a-z0-9_.-], starting with [a-z0-9]. */
+bool manifest_name_valid(const char *s);
 /* A lowercase DNS name (labels 1-63 of [a-z0-9-], not starting or ending with '-',
  * total <= 253, no trailing dot) that is not an IP literal. */
 bool manifest_host_valid(const char *host);

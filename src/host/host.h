@@ -52,6 +52,12 @@ struct host_ops {
      * with io_error itself. */
     int (*call)(void *self, const struct host_call *call, struct host_settlement *out,
                 long long *delay_ms);
+    /* Optional (NULL: not told). Called after a settlement went to the worker as
+     * Deliver with delivery_order: the settlement the worker actually saw, which may be
+     * the driver's own rejection (too_large, the call limit) instead of the host's, for
+     * a call the host may never have been asked (then call() was not called for it). */
+    void (*delivered)(void *self, const struct host_call *call,
+                      const struct host_settlement *seen, uint32_t delivery_order);
 };
 
 struct host {

@@ -260,7 +260,7 @@ static int test_host_call(void *self, const struct host_call *call, struct host_
     return rc;
 }
 
-static const struct host_ops TEST_HOST_OPS = {test_host_call};
+static const struct host_ops TEST_HOST_OPS = {.call = test_host_call};
 
 struct host test_host_interface(struct test_host *th)
 {

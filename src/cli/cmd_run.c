@@ -1,0 +1,291 @@
+/* ck-basal run ID [--trigger JSON] and ck-basal recover: drive runs to their end in
+ * this process (core/run_driver.h). */
+#include "cli/commands.h"
+#include "core/reconcile.h"
+#include "core/run_driver.h"
+#include "core/runs.h"
+#include "core/store.h"
+#include "proto/utf8.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RUN_USAGE "usage: ck-basal run ID [--trigger JSON] [--trigger-id TEXT] " \
+                  "[--landlock=required|optional]"
+#define RECOVER_USAGE "usage: ck-basal recover [--landlock=required|optional]"
+#define TRIGGER_MAX_BYTES (64u << 10)
+
+/* Prints how a run ended; returns the exit status it means. */
+static int report(const struct cli_globals *g, const struct run_report *rep)
+{
+    if (g->json) {
+        json_t *o = json_object();
+        json_object_set_new(o, "run", json_integer(rep->run_id));
+        json_object_set_new(o, "flow", json_string(rep->flow_id));
+        json_object_set_new(o, "state", json_string(run_state_name(rep->state)));
+        json_t *result = rep->result != NULL ? json_loads(rep->result, JSON_DECODE_ANY, NULL) : NULL;
+        json_object_set_new(o, "result", result != NULL ? result : json_null());
+        json_object_set_new(o, "error", rep->error != NULL ? json_string(rep->error) : json_null());
+        json_object_set_new(o, "host_calls", json_integer(rep->host_calls));
+        json_object_set_new(o, "replayed", json_integer(rep->replayed));
+        json_object_set_new(o, "wall_ms", json_integer(rep->wall_ms));
+        cli_print_json(o);
+    } else {
+        printf("run %" PRId64 " of flow %s: %s\n", rep->run_id, rep->flow_id,
+               run_state_name(rep->state));
+        if (rep->result != NULL)
+            printf("result: %s\n", rep->result);
+        if (rep->error != NULL)
+            printf("error: %s\n", rep->error);
+    }
+    return rep->state == RUN_SUCCEEDED ? EXIT_OK : EXIT_REFUSED;
+}
+
+static bool parse_landlock(const char *arg, struct pool_config *cfg)
+{
+    if (strcmp(arg, "--landlock=required") == 0)
+        cfg->policy = LANDLOCK_POLICY_REQUIRED;
+    else if (strcmp(arg, "--landlock=optional") == 0)
+        cfg->policy = LANDLOCK_POLICY_OPTIONAL;
+    else
+        return false;
+    return true;
+}
+
+/* An operator's JSON argument as compact JSON text (malloc'd), or NULL with a reason
+ * printed as "ck-basal WHAT: OPTION ...". */
+static char *json_argument(const char *what, const char *option, const char *text)
+{
+    size_t len = strlen(text);
+    if (len > TRIGGER_MAX_BYTES) {
+        fprintf(stderr, "ck-basal %s: %s is %zu bytes, over %u\n", what, option, len,
+                TRIGGER_MAX_BYTES);
+        return NULL;
+    }
+    if (!utf8_valid((const uint8_t *)text, len)) {
+        fprintf(stderr, "ck-basal %s: %s is not valid UTF-8\n", what, option);
+        return NULL;
+    }
+    json_error_t e;
+    json_t *v = json_loads(text, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &e);
+    if (v == NULL) {
+        fprintf(stderr, "ck-basal %s: %s is not JSON: %s (column %d)\n", what, option, e.text,
+                e.column);
+        return NULL;
+    }
+    char *out = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    json_decref(v);
+    if (out == NULL)
+        fprintf(stderr, "ck-basal %s: out of memory\n", what);
+    return out;
+}
+
+struct session {
+    struct store *store;
+    char home[PATH_MAX];
+    struct pool_config cfg;
+    struct run_driver driver;
+};
+
+static int session_open(const struct cli_globals *g, const char *what, struct session *s)
+{
+    if (cli_open_store(g, what, &s->store, s->home) != 0)
+        return -1;
+    memset(&s->driver, 0, sizeof s->driver);
+    s->cfg.spares = 0; /* one run at a time: no spare to keep warm */
+    s->driver.store = s->store;
+    s->driver.home = s->home;
+    s->driver.pool = pool_new(&s->cfg);
+    if (s->driver.pool == NULL) {
+        fprintf(stderr, "ck-basal %s: out of memory\n", what);
+        store_close(s->store);
+        return -1;
+    }
+    return 0;
+}
+
+static void session_close(struct session *s)
+{
+    pool_free(s->driver.pool);
+    store_close(s->store);
+}
+
+int cmd_run(const struct cli_globals *g, int argc, char **argv)
+{
+    struct session s;
+    pool_config_defaults(&s.cfg);
+    const char *id = NULL, *trigger_text = NULL, *trigger_id = NULL;
+    for (int i = 0; i < argc; i++) {
+        if ((strcmp(argv[i], "--trigger") == 0 || strcmp(argv[i], "--trigger-id") == 0) &&
+            i + 1 < argc) {
+            if (strcmp(argv[i], "--trigger") == 0)
+                trigger_text = argv[++i];
+            else
+                trigger_id = argv[++i];
+        } else if (parse_landlock(argv[i], &s.cfg)) {
+            continue;
+        } else if (argv[i][0] == '-' || id != NULL) {
+            fprintf(stderr, "ck-basal run: unexpected argument '%s' (%s)\n", argv[i], RUN_USAGE);
+            return EXIT_USAGE;
+        } else {
+            id = argv[i];
+        }
+    }
+    if (id == NULL) {
+        fprintf(stderr, "ck-basal run: which flow? (%s)\n", RUN_USAGE);
+        return EXIT_USAGE;
+    }
+    if (trigger_id != NULL && (trigger_id[0] == '\0' || strlen(trigger_id) > RUN_TRIGGER_ID_MAX ||
+                               !utf8_valid((const uint8_t *)trigger_id, strlen(trigger_id)))) {
+        fprintf(stderr, "ck-basal run: --trigger-id must be 1 to %u bytes of UTF-8\n",
+                RUN_TRIGGER_ID_MAX);
+        return EXIT_USAGE;
+    }
+    char *trigger = json_argument("run", "--trigger", trigger_text != NULL ? trigger_text : "{}");
+    if (trigger == NULL)
+        return EXIT_REFUSED;
+    if (session_open(g, "run", &s) != 0) {
+        free(trigger);
+        return EXIT_REFUSED;
+    }
+    char err[1024];
+    int64_t version = 0, run_id = 0;
+    int status = EXIT_REFUSED;
+    if (run_preflight(&s.driver, id, &version, err, sizeof err) != 0 ||
+        runs_admit(s.store, id, version, trigger, trigger_id, &run_id, err, sizeof err) != 0) {
+        fprintf(stderr, "ck-basal run: %s\n", err);
+    } else {
+        struct run_report rep;
+        if (run_drive(&s.driver, run_id, &rep, err, sizeof err) != 0)
+            fprintf(stderr, "ck-basal run: run %" PRId64 ": %s\n", run_id, err);
+        else
+            status = report(g, &rep);
+        run_report_free(&rep);
+    }
+    free(trigger);
+    session_close(&s);
+    return status;
+}
+
+int cmd_recover(const struct cli_globals *g, int argc, char **argv)
+{
+    struct session s;
+    pool_config_defaults(&s.cfg);
+    for (int i = 0; i < argc; i++) {
+        if (!parse_landlock(argv[i], &s.cfg)) {
+            fprintf(stderr, "ck-basal recover: unexpected argument '%s' (%s)\n", argv[i],
+                    RECOVER_USAGE);
+            return EXIT_USAGE;
+        }
+    }
+    if (session_open(g, "recover", &s) != 0)
+        return EXIT_REFUSED;
+    char err[1024];
+    int64_t *ids = NULL;
+    size_t count = 0;
+    if (runs_recoverable(s.store, &ids, &count, err, sizeof err) != 0) {
+        fprintf(stderr, "ck-basal recover: %s\n", err);
+        session_close(&s);
+        return EXIT_REFUSED;
+    }
+    int status = EXIT_OK;
+    for (size_t i = 0; i < count; i++) {
+        struct run_report rep;
+        if (run_drive(&s.driver, ids[i], &rep, err, sizeof err) != 0) {
+            fprintf(stderr, "ck-basal recover: run %" PRId64 ": %s\n", ids[i], err);
+            status = EXIT_REFUSED;
+        } else if (report(g, &rep) != EXIT_OK) {
+            status = EXIT_REFUSED;
+        }
+        run_report_free(&rep);
+    }
+    if (count == 0 && !g->json)
+        printf("nothing to recover\n");
+    free(ids);
+    session_close(&s);
+    return status;
+}
+
+#define RECONCILE_USAGE "usage: ck-basal flow reconcile RUN POSITION --observed JSON | " \
+                        "--not-applied | --cancel"
+
+int cmd_flow_reconcile(const struct cli_globals *g, int argc, char **argv)
+{
+    struct session s;
+    pool_config_defaults(&s.cfg);
+    const char *texts[2] = {NULL, NULL};
+    int given = 0, decisions = 0;
+    enum reconcile_decision decision = RECONCILE_CANCEL;
+    const char *observed_text = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--observed") == 0 && i + 1 < argc) {
+            decision = RECONCILE_OBSERVED;
+            observed_text = argv[++i];
+            decisions++;
+        } else if (strcmp(argv[i], "--not-applied") == 0) {
+            decision = RECONCILE_NOT_APPLIED;
+            decisions++;
+        } else if (strcmp(argv[i], "--cancel") == 0) {
+            decision = RECONCILE_CANCEL;
+            decisions++;
+        } else if (parse_landlock(argv[i], &s.cfg)) {
+            continue;
+        } else if (argv[i][0] != '-' && given < 2) {
+            texts[given++] = argv[i];
+        } else {
+            fprintf(stderr, "ck-basal flow reconcile: unexpected argument '%s' (%s)\n", argv[i],
+                    RECONCILE_USAGE);
+            return EXIT_USAGE;
+        }
+    }
+    long long run_id, position;
+    if (given != 2 || decisions != 1 || !cli_parse_int(texts[0], 1, INT64_MAX, &run_id) ||
+        !cli_parse_int(texts[1], 0, UINT32_MAX, &position)) {
+        fprintf(stderr, "ck-basal flow reconcile: %s (%s)\n",
+                decisions != 1 ? "give exactly one of --observed, --not-applied, --cancel"
+                               : "needs a run id and a position",
+                RECONCILE_USAGE);
+        return EXIT_USAGE;
+    }
+    char *observed = NULL;
+    if (decision == RECONCILE_OBSERVED) {
+        observed = json_argument("flow reconcile", "--observed", observed_text);
+        if (observed == NULL)
+            return EXIT_REFUSED;
+    }
+    if (session_open(g, "flow reconcile", &s) != 0) {
+        free(observed);
+        return EXIT_REFUSED;
+    }
+    char err[1024];
+    int status = EXIT_REFUSED;
+    if (reconcile_settle(s.store, run_id, (uint32_t)position, decision, observed, err,
+                         sizeof err) != 0) {
+        fprintf(stderr, "ck-basal flow reconcile: %s\n", err);
+    } else if (decision == RECONCILE_CANCEL) {
+        if (g->json) {
+            json_t *o = json_object();
+            json_object_set_new(o, "run", json_integer(run_id));
+            json_object_set_new(o, "state", json_string("cancelled"));
+            cli_print_json(o);
+        } else {
+            printf("run %lld cancelled\n", run_id);
+        }
+        status = EXIT_OK;
+    } else {
+        struct run_report rep;
+        if (run_drive(&s.driver, run_id, &rep, err, sizeof err) != 0)
+            fprintf(stderr, "ck-basal flow reconcile: run %lld: %s (it is pending: ck-basal"
+                    " recover resumes it)\n", run_id, err);
+        else
+            status = report(g, &rep);
+        run_report_free(&rep);
+    }
+    free(observed);
+    session_close(&s);
+    return status;
+}

@@ -1,0 +1,29 @@
+/* Small helpers shared by the modules that own tables in the store: prepare a
+ * statement or describe the connection's last error as one line, and the wall clock
+ * in the store's unit (Unix milliseconds). */
+#ifndef BASAL_CORE_SQL_H
+#define BASAL_CORE_SQL_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Prepares sql on db into *st. Returns 0, or -1 with *st NULL and "store: <sqlite's
+ * message>" in err. */
+int sql_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, char *err, size_t err_cap);
+
+/* Writes "store: <sqlite's last message>" into err and returns -1. */
+int sql_fail(sqlite3 *db, char *err, size_t err_cap);
+
+/* Steps a prepared statement that returns no rows to its end and finalizes it.
+ * Returns 0, or -1 with the reason in err. */
+int sql_run(sqlite3 *db, sqlite3_stmt *st, char *err, size_t err_cap);
+
+/* Column i as a malloc'd NUL-terminated copy (NULL for SQL NULL); *len (if not NULL)
+ * gets its byte length. Returns -1 on no memory, else 0. */
+int sql_column_dup(sqlite3_stmt *st, int i, char **out, size_t *len);
+
+/* CLOCK_REALTIME in milliseconds since the epoch. */
+int64_t sql_now_ms(void);
+
+#endif

@@ -1,0 +1,876 @@
+#include "host/fs_builtin.h"
+
+#include "proto/utf8.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Symbolic links followed by hand while classifying a path realpath could not resolve
+ * (the kernel's own limit). */
+#define FS_MAX_LINK_HOPS 40
+/* How much of a path a message quotes. */
+#define FS_MESSAGE_PATH_BYTES 200
+
+/* ---- roots ------------------------------------------------------------------------ */
+
+/* The granted roots as resolved for one call. */
+struct roots {
+    char **real;    /* realpath of each root; NULL for one that does not resolve now */
+    bool *writable; /* granted for fs.write */
+    size_t count;
+};
+
+static void roots_free(struct roots *r)
+{
+    for (size_t i = 0; i < r->count; i++)
+        free(r->real[i]);
+    free(r->real);
+    free(r->writable);
+}
+
+/* Resolves one root into slot i; a root that is missing or relative grants nothing. */
+static int root_resolve(struct roots *r, size_t i, const char *root, bool writable)
+{
+    r->writable[i] = writable;
+    r->real[i] = NULL;
+    if (root == NULL || root[0] != '/')
+        return 0;
+    r->real[i] = realpath(root, NULL);
+    return r->real[i] == NULL && errno == ENOMEM ? -1 : 0;
+}
+
+/* Every root is resolved again at each call: a root replaced since the last call is
+ * judged by what it is now. Returns 0, or -1 out of memory. */
+static int roots_resolve(const struct fs_grants *g, struct roots *r)
+{
+    size_t nread = g != NULL ? g->read_count : 0;
+    size_t nwrite = g != NULL ? g->write_count : 0;
+    r->count = 0;
+    r->real = calloc(nread + nwrite + 1, sizeof *r->real);
+    r->writable = calloc(nread + nwrite + 1, sizeof *r->writable);
+    if (r->real == NULL || r->writable == NULL) {
+        roots_free(r);
+        return -1;
+    }
+    for (size_t i = 0; i < nread + nwrite; i++) {
+        bool writable = i >= nread;
+        const char *root = writable ? g->write_roots[i - nread] : g->read_roots[i];
+        r->count = i + 1;
+        if (root_resolve(r, i, root, writable) != 0) {
+            roots_free(r);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Component-wise containment of two resolved paths: "/a/b" holds "/a/b" and "/a/b/c",
+ * never "/a/bc". */
+static bool path_is_under(const char *path, const char *root)
+{
+    if (strcmp(root, "/") == 0)
+        return path[0] == '/';
+    size_t n = strlen(root);
+    return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* The resolved root holding real (a writable one if want_write), or NULL. */
+static const char *root_holding(const struct roots *r, const char *real, bool want_write)
+{
+    for (size_t i = 0; i < r->count; i++)
+        if (r->real[i] != NULL && (!want_write || r->writable[i]) &&
+            path_is_under(real, r->real[i]))
+            return r->real[i];
+    return NULL;
+}
+
+/* ---- resolution ------------------------------------------------------------------- */
+
+enum resolve_status {
+    RESOLVED,  /* exists; real and root set */
+    OUTSIDE,   /* not under any granted root (whether or not it exists) */
+    READ_ONLY, /* under a read root only, and a write root was needed */
+    MISSING,   /* under a root, does not exist (err ENOENT or ENOTDIR) */
+    FAILED,    /* under a root, resolution failed otherwise (err) */
+};
+
+struct resolution {
+    enum resolve_status status;
+    char *real;       /* malloc'd, when RESOLVED */
+    const char *root; /* the resolved root holding it (points into struct roots) */
+    int err;
+};
+
+static enum resolve_status placement(const struct roots *r, const char *real, bool want_write,
+                                     const char **root)
+{
+    *root = root_holding(r, real, want_write);
+    if (*root != NULL)
+        return RESOLVED;
+    return want_write && root_holding(r, real, false) != NULL ? READ_ONLY : OUTSIDE;
+}
+
+/* The longest leading part of path (cut at a '/') that realpath resolves, and where
+ * the rest starts. "/" always resolves. */
+static char *nearest_ancestor(const char *path, const char **rest)
+{
+    char *prefix = strdup(path);
+    if (prefix == NULL)
+        return NULL;
+    for (;;) {
+        const char *slash = strrchr(prefix, '/');
+        if (slash == NULL) { /* cannot happen for an absolute path */
+            free(prefix);
+            errno = EINVAL;
+            return NULL;
+        }
+        size_t cut = (size_t)(slash - prefix);
+        prefix[cut == 0 ? 1 : cut] = '\0';
+        char *real = realpath(prefix, NULL);
+        if (real != NULL || errno == ENOMEM || cut == 0) {
+            *rest = path + cut;
+            free(prefix);
+            return real;
+        }
+    }
+}
+
+/* If the component of rest just below ancestor is a symbolic link, the path it leads
+ * to with the remaining components appended (malloc'd) in *next. Returns 0, or -1
+ * out of memory. */
+static int follow_link(const char *ancestor, const char *rest, char **next)
+{
+    *next = NULL;
+    while (*rest == '/')
+        rest++;
+    int name_len = (int)strcspn(rest, "/");
+    char *child = NULL;
+    char *link = malloc(PATH_MAX + 1);
+    const char *base = strcmp(ancestor, "/") == 0 ? "" : ancestor;
+    if (link == NULL || asprintf(&child, "%s/%.*s", base, name_len, rest) < 0) {
+        free(link);
+        return -1;
+    }
+    ssize_t n = readlink(child, link, PATH_MAX);
+    free(child);
+    if (n > 0) {
+        link[n] = '\0';
+        if (asprintf(next, "%s/%s%s", link[0] == '/' ? "" : base, link, rest + name_len) < 0) {
+            *next = NULL;
+            free(link);
+            return -1;
+        }
+    }
+    free(link);
+    return 0;
+}
+
+/* For a path realpath could not resolve (err): where its nearest existing ancestor
+ * lies decides between denied and not_found, so nothing is said about paths outside
+ * the roots. A dangling link just below that ancestor is to be followed by hand (its
+ * target in *next), so one pointing out of the roots is denied too. Returns 0, or -1
+ * out of memory. */
+static int classify_unresolved(const struct roots *r, const char *path, int err,
+                               bool want_write, struct resolution *res, char **next)
+{
+    const char *rest = NULL;
+    *next = NULL;
+    char *ancestor = nearest_ancestor(path, &rest);
+    if (ancestor == NULL) {
+        res->status = OUTSIDE;
+        return errno == ENOMEM ? -1 : 0;
+    }
+    res->status = placement(r, ancestor, want_write, &res->root);
+    int rc = 0;
+    if (res->status == RESOLVED) {
+        res->status = err == ENOENT || err == ENOTDIR ? MISSING : FAILED;
+        res->err = err;
+        rc = follow_link(ancestor, rest, next);
+    }
+    free(ancestor);
+    return rc;
+}
+
+/* Resolves path and places it among the roots. Returns 0, or -1 out of memory. */
+static int resolve(const struct roots *r, const char *path, bool want_write,
+                   struct resolution *res)
+{
+    memset(res, 0, sizeof *res);
+    char *current = strdup(path);
+    for (int hops = 0; current != NULL; hops++) {
+        res->real = realpath(current, NULL);
+        int err = errno;
+        if (res->real != NULL || err == ENOMEM) {
+            free(current);
+            if (res->real == NULL)
+                return -1;
+            res->status = placement(r, res->real, want_write, &res->root);
+            if (res->status != RESOLVED) {
+                free(res->real);
+                res->real = NULL;
+            }
+            return 0;
+        }
+        char *next = NULL;
+        int rc = classify_unresolved(r, current, err, want_write, res, &next);
+        free(current);
+        current = next;
+        if (rc != 0)
+            return -1;
+        if (next != NULL && hops == FS_MAX_LINK_HOPS) {
+            free(next);
+            res->status = FAILED;
+            res->err = ELOOP;
+            return 0;
+        }
+        if (next == NULL)
+            return 0;
+    }
+    return -1;
+}
+
+/* Whether the opened descriptor's own path still lies under root: a component
+ * swapped for a link between the check and the open shows here. Returns 1 under,
+ * 0 not under, -1 if /proc could not tell (errno set). */
+static int fd_is_under(int fd, const char *root)
+{
+    char proc[64];
+    char actual[PATH_MAX + 1];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(proc, actual, PATH_MAX);
+    if (n <= 0)
+        return -1;
+    actual[n] = '\0';
+    return path_is_under(actual, root) ? 1 : 0;
+}
+
+/* ---- the call's context and rejections --------------------------------------------- */
+
+struct fs_call {
+    const char *kind;
+    const char *path;         /* as the script gave it */
+    char shown[FS_MESSAGE_PATH_BYTES + 4]; /* path for messages: cut, control bytes '?' */
+    struct roots roots;
+    struct host_settlement *out;
+};
+
+static void show_path(struct fs_call *c)
+{
+    size_t len = strlen(c->path);
+    size_t keep = utf8_truncate((const uint8_t *)c->path, len, FS_MESSAGE_PATH_BYTES);
+    for (size_t i = 0; i < keep; i++) {
+        c->shown[i] = c->path[i];
+        if ((unsigned char)c->shown[i] < 0x20 || c->shown[i] == 0x7f)
+            c->shown[i] = '?';
+    }
+    memcpy(c->shown + keep, keep < len ? "..." : "", keep < len ? 4 : 1);
+}
+
+static int reject_errno(struct fs_call *c, const char *what, int err)
+{
+    return host_reject(c->out, HOST_CODE_IO_ERROR, "%s: %s '%s': %s", c->kind, what, c->shown,
+                       strerror(err));
+}
+
+/* The rejection for a path that did not resolve under a root. */
+static int reject_placement(struct fs_call *c, const struct resolution *res)
+{
+    switch (res->status) {
+    case OUTSIDE:
+        return host_reject(c->out, HOST_CODE_DENIED, "%s: '%s' is outside the granted roots",
+                           c->kind, c->shown);
+    case READ_ONLY:
+        return host_reject(c->out, HOST_CODE_DENIED,
+                           "%s: '%s' is under a read-only root (not granted for writing)",
+                           c->kind, c->shown);
+    case MISSING:
+        return host_reject(c->out, HOST_CODE_NOT_FOUND, "%s: '%s' does not exist: %s", c->kind,
+                           c->shown, strerror(res->err));
+    default:
+        return reject_errno(c, "cannot resolve", res->err);
+    }
+}
+
+static int reject_swapped(struct fs_call *c)
+{
+    return host_reject(c->out, HOST_CODE_DENIED,
+                       "%s: '%s' changed while being opened and now leads out of its root",
+                       c->kind, c->shown);
+}
+
+static int fulfil_and_free(struct host_settlement *out, json_t *value)
+{
+    if (value == NULL)
+        return -1;
+    int rc = host_fulfil_json(out, value);
+    json_decref(value);
+    return rc;
+}
+
+/* ---- arguments -------------------------------------------------------------------- */
+
+/* The path argument: an absolute string without NUL, shorter than PATH_MAX. */
+static const char *path_arg(const json_t *args, const char **why)
+{
+    const json_t *v = json_array_get(args, 0);
+    *why = "the path must be a string";
+    if (!json_is_string(v))
+        return NULL;
+    const char *path = json_string_value(v);
+    size_t len = json_string_length(v);
+    *why = "the path contains a NUL character";
+    if (memchr(path, '\0', len) != NULL)
+        return NULL;
+    *why = "the path is longer than PATH_MAX";
+    if (len >= PATH_MAX)
+        return NULL;
+    *why = "the path must be absolute";
+    return path[0] == '/' ? path : NULL;
+}
+
+static int reject_args(struct fs_call *c, const char *usage, const char *why)
+{
+    return host_reject(c->out, HOST_CODE_INVALID_ARGUMENTS, "%s takes %s: %s", c->kind, usage,
+                       why);
+}
+
+/* fs.read's options: null/absent, or {maxBytes: integer 1..FS_READ_MAX_BYTES}. Returns
+ * the limit, or 0 (why set) if the options are malformed. */
+static size_t read_limit(const json_t *options, const char **why)
+{
+    *why = "the options must be an object {maxBytes}";
+    if (options == NULL || json_is_null(options))
+        return FS_READ_DEFAULT_BYTES;
+    if (!json_is_object(options))
+        return 0;
+    const json_t *value = json_object_get(options, "maxBytes");
+    *why = "the only option is maxBytes";
+    if (json_object_size(options) != (value != NULL ? 1u : 0u))
+        return 0;
+    _Static_assert(FS_READ_MAX_BYTES == 8388608, "the message below states the maximum");
+    *why = "maxBytes must be an integer from 1 to 8388608";
+    if (value == NULL)
+        return FS_READ_DEFAULT_BYTES;
+    double n = json_is_number(value) ? json_number_value(value) : 0;
+    if (!(n >= 1 && n <= (double)FS_READ_MAX_BYTES) || floor(n) != n)
+        return 0;
+    return (size_t)n;
+}
+
+/* ---- fs.read ---------------------------------------------------------------------- */
+
+/* Reads at most limit + 1 bytes of fd (one more shows a file that grew past it). */
+static int read_up_to(int fd, char *buf, size_t limit, size_t *got)
+{
+    *got = 0;
+    while (*got <= limit) {
+        ssize_t n = read(fd, buf + *got, limit + 1 - *got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            break;
+        *got += (size_t)n;
+    }
+    return 0;
+}
+
+/* Reads the regular file behind the O_PATH descriptor fd and fulfils with its text. */
+static int read_contents(struct fs_call *c, int path_fd, size_t limit)
+{
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", path_fd);
+    /* Reopening through the descriptor reaches the inode already checked. */
+    int fd = open(proc, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return reject_errno(c, "cannot open", errno);
+    char *buf = malloc(limit + 1);
+    if (buf == NULL) {
+        close(fd);
+        return -1;
+    }
+    size_t got = 0;
+    int rc = read_up_to(fd, buf, limit, &got);
+    int err = errno;
+    close(fd);
+    if (rc != 0)
+        rc = reject_errno(c, "cannot read", err);
+    else if (got > limit)
+        rc = host_reject(c->out, HOST_CODE_TOO_LARGE, "%s: '%s' is larger than %zu bytes",
+                         c->kind, c->shown, limit);
+    else if (!utf8_valid((const uint8_t *)buf, got))
+        rc = host_reject(c->out, HOST_CODE_NOT_TEXT, "%s: '%s' is not valid UTF-8 text",
+                         c->kind, c->shown);
+    else
+        rc = fulfil_and_free(c->out, json_stringn(buf, got));
+    free(buf);
+    return rc;
+}
+
+/* The rejection for a failed open of a resolved path. */
+static int reject_open(struct fs_call *c, int err, int flags)
+{
+    if (err == ENOENT)
+        return host_reject(c->out, HOST_CODE_NOT_FOUND, "%s: '%s' does not exist", c->kind,
+                           c->shown);
+    if (err == ELOOP) /* the final component became a link since resolution */
+        return reject_swapped(c);
+    if (err == ENOTDIR && (flags & O_DIRECTORY) != 0)
+        return host_reject(c->out, HOST_CODE_INVALID_ARGUMENTS, "%s: '%s' is not a directory",
+                           c->kind, c->shown);
+    return reject_errno(c, "cannot open", err);
+}
+
+/* Opens the resolved path without following a final link and checks the descriptor
+ * is still under the root. With O_PATH nothing is opened for reading yet, so a FIFO
+ * or device has no effect. Returns the fd, or -1 after settling (*rc holds that
+ * settlement's result). */
+static int open_checked(struct fs_call *c, const struct resolution *res, int flags, int *rc)
+{
+    int fd = open(res->real, flags | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        *rc = reject_open(c, errno, flags);
+        return -1;
+    }
+    int under = fd_is_under(fd, res->root);
+    if (under == 1)
+        return fd;
+    int err = errno;
+    close(fd);
+    *rc = under == 0 ? reject_swapped(c) : reject_errno(c, "cannot check the opened path of", err);
+    return -1;
+}
+
+static int do_read(struct fs_call *c, const struct resolution *res, size_t limit)
+{
+    int rc = 0;
+    int fd = open_checked(c, res, O_PATH, &rc);
+    if (fd < 0)
+        return rc;
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        rc = reject_errno(c, "cannot stat", errno);
+    else if (S_ISDIR(st.st_mode))
+        rc = host_reject(c->out, HOST_CODE_INVALID_ARGUMENTS, "%s: '%s' is a directory",
+                         c->kind, c->shown);
+    else if (!S_ISREG(st.st_mode))
+        rc = host_reject(c->out, HOST_CODE_INVALID_ARGUMENTS,
+                         "%s: '%s' is not a regular file", c->kind, c->shown);
+    else if ((unsigned long long)st.st_size > limit)
+        rc = host_reject(c->out, HOST_CODE_TOO_LARGE, "%s: '%s' is larger than %zu bytes",
+                         c->kind, c->shown, limit);
+    else
+        rc = read_contents(c, fd, limit);
+    close(fd);
+    return rc;
+}
+
+/* ---- fs.stat ---------------------------------------------------------------------- */
+
+static const char *type_name(mode_t mode)
+{
+    return S_ISREG(mode) ? "file" : S_ISDIR(mode) ? "directory" : S_ISLNK(mode) ? "symlink"
+                                                                                : "other";
+}
+
+static int do_stat(struct fs_call *c, const struct resolution *res)
+{
+    int rc = 0;
+    int fd = open_checked(c, res, O_PATH, &rc);
+    if (fd < 0)
+        return rc;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        rc = reject_errno(c, "cannot stat", errno);
+    } else {
+        long long mtime_ms = (long long)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+        rc = fulfil_and_free(c->out, json_pack("{s:s, s:I, s:I}", "type", type_name(st.st_mode),
+                                               "size", (json_int_t)st.st_size, "mtimeMs",
+                                               (json_int_t)mtime_ms));
+    }
+    close(fd);
+    return rc;
+}
+
+/* ---- fs.list ---------------------------------------------------------------------- */
+
+struct listing {
+    char **names;
+    const char **types;
+    size_t count;
+};
+
+static void listing_free(struct listing *l)
+{
+    for (size_t i = 0; i < l->count; i++)
+        free(l->names[i]);
+    free(l->names);
+    free(l->types);
+}
+
+static const char *entry_type(int dir_fd, const struct dirent *e)
+{
+    switch (e->d_type) {
+    case DT_REG:
+        return "file";
+    case DT_DIR:
+        return "directory";
+    case DT_LNK:
+        return "symlink";
+    case DT_UNKNOWN:
+        break;
+    default:
+        return "other";
+    }
+    struct stat st;
+    return fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? type_name(st.st_mode)
+                                                                     : "other";
+}
+
+enum list_result { LIST_OK, LIST_OOM, LIST_TOO_MANY, LIST_NOT_TEXT, LIST_ERRNO };
+
+/* Reads every entry but "." and ".." of dir into l. */
+static enum list_result read_entries(DIR *dir, struct listing *l)
+{
+    l->names = calloc(FS_LIST_MAX_ENTRIES, sizeof *l->names);
+    l->types = calloc(FS_LIST_MAX_ENTRIES, sizeof *l->types);
+    if (l->names == NULL || l->types == NULL)
+        return LIST_OOM;
+    for (;;) {
+        errno = 0;
+        const struct dirent *e = readdir(dir);
+        if (e == NULL)
+            return errno == 0 ? LIST_OK : LIST_ERRNO;
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (l->count == FS_LIST_MAX_ENTRIES)
+            return LIST_TOO_MANY;
+        /* A JSON string must be UTF-8; such a name cannot be returned faithfully. */
+        if (!utf8_valid((const uint8_t *)e->d_name, strlen(e->d_name)))
+            return LIST_NOT_TEXT;
+        l->names[l->count] = strdup(e->d_name);
+        if (l->names[l->count] == NULL)
+            return LIST_OOM;
+        l->types[l->count] = entry_type(dirfd(dir), e);
+        l->count++;
+    }
+}
+
+/* Sorts by name, bytewise (strcmp compares as unsigned char), carrying the types. */
+struct named_type {
+    char *name;
+    const char *type;
+};
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(((const struct named_type *)a)->name, ((const struct named_type *)b)->name);
+}
+
+static json_t *listing_json(struct listing *l)
+{
+    struct named_type *sorted = calloc(l->count + 1, sizeof *sorted);
+    json_t *list = json_array();
+    if (sorted == NULL || list == NULL) {
+        free(sorted);
+        json_decref(list);
+        return NULL;
+    }
+    for (size_t i = 0; i < l->count; i++)
+        sorted[i] = (struct named_type){l->names[i], l->types[i]};
+    qsort(sorted, l->count, sizeof *sorted, compare_names);
+    for (size_t i = 0; i < l->count; i++) {
+        json_t *item = json_pack("{s:s, s:s}", "name", sorted[i].name, "type", sorted[i].type);
+        if (item == NULL || json_array_append_new(list, item) != 0) {
+            json_decref(list);
+            list = NULL;
+            break;
+        }
+    }
+    free(sorted);
+    return list;
+}
+
+static int settle_listing(struct fs_call *c, enum list_result result, int err,
+                          struct listing *l)
+{
+    switch (result) {
+    case LIST_OK:
+        return fulfil_and_free(c->out, listing_json(l));
+    case LIST_TOO_MANY:
+        return host_reject(c->out, HOST_CODE_TOO_LARGE, "%s: '%s' has more than %u entries",
+                           c->kind, c->shown, FS_LIST_MAX_ENTRIES);
+    case LIST_NOT_TEXT:
+        return host_reject(c->out, HOST_CODE_NOT_TEXT,
+                           "%s: '%s' holds a name that is not valid UTF-8", c->kind, c->shown);
+    case LIST_ERRNO:
+        return reject_errno(c, "cannot read directory", err);
+    default:
+        return -1;
+    }
+}
+
+static int do_list(struct fs_call *c, const struct resolution *res)
+{
+    int rc = 0;
+    int fd = open_checked(c, res, O_RDONLY | O_DIRECTORY, &rc);
+    if (fd < 0)
+        return rc;
+    DIR *dir = fdopendir(fd);
+    if (dir == NULL) {
+        int err = errno;
+        close(fd);
+        return err == ENOMEM ? -1 : reject_errno(c, "cannot read directory", err);
+    }
+    struct listing l = {NULL, NULL, 0};
+    enum list_result result = read_entries(dir, &l);
+    int err = errno;
+    closedir(dir);
+    rc = settle_listing(c, result, err, &l);
+    listing_free(&l);
+    return rc;
+}
+
+/* ---- fs.write --------------------------------------------------------------------- */
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* A fresh temporary name in the target's directory: ".basal-tmp-" and 16 hex digits. */
+static int temp_name(char *name, size_t cap)
+{
+    uint64_t bits = 0;
+    if (getrandom(&bits, sizeof bits, 0) != (ssize_t)sizeof bits)
+        return -1;
+    snprintf(name, cap, ".basal-tmp-%016llx", (unsigned long long)bits);
+    return 0;
+}
+
+/* Creates a temporary file in dir_fd: O_EXCL with a random name, so nothing already
+ * there (a planted link) is ever opened. Returns the fd, or -1 with errno set. */
+static int create_temp(int dir_fd, char *tmp, size_t cap)
+{
+    for (int attempt = 0; attempt < 8; attempt++) {
+        if (temp_name(tmp, cap) != 0)
+            return -1;
+        int fd = openat(dir_fd, tmp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    return -1;
+}
+
+/* Writes text into the temporary file fd and closes it, durably. Returns 0, or -1
+ * with errno set and *what naming the failed step. */
+static int fill_temp(int fd, const char *text, size_t len, const char **what)
+{
+    *what = "cannot write";
+    int rc = write_all(fd, text, len);
+    if (rc == 0) {
+        *what = "cannot sync";
+        rc = fsync(fd);
+    }
+    int err = errno;
+    if (close(fd) != 0 && rc == 0) {
+        *what = "cannot close";
+        return -1;
+    }
+    errno = err;
+    return rc;
+}
+
+/* Writes text to a temporary file in dir_fd, syncs it, renames it over name and syncs
+ * the directory. On failure the temporary file is removed; errno says why and *what
+ * names the failed step. */
+static int replace_atomically(int dir_fd, const char *name, const char *text, size_t len,
+                              const char **what)
+{
+    char tmp[64];
+    *what = "cannot create a temporary file for";
+    int fd = create_temp(dir_fd, tmp, sizeof tmp);
+    if (fd < 0)
+        return -1;
+    int rc = fill_temp(fd, text, len, what);
+    if (rc == 0) {
+        *what = "cannot rename over";
+        rc = renameat(dir_fd, tmp, dir_fd, name);
+    }
+    if (rc != 0) {
+        int err = errno;
+        (void)unlinkat(dir_fd, tmp, 0);
+        errno = err;
+        return -1;
+    }
+    *what = "cannot sync the directory of";
+    return fsync(dir_fd);
+}
+
+/* The final component of path (after the last '/'), which must name an entry. */
+static const char *final_name(const char *path)
+{
+    const char *name = strrchr(path, '/') + 1;
+    if (name[0] == '\0' || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+        strlen(name) > NAME_MAX)
+        return NULL;
+    return name;
+}
+
+/* The existing target, if any, must be a regular file: a link or anything else is
+ * refused (rename would replace a link itself, but refusing it keeps the rule plain). */
+static int check_target(struct fs_call *c, int dir_fd, const char *name, bool *ok)
+{
+    struct stat st;
+    *ok = false;
+    if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT) {
+            *ok = true;
+            return 0;
+        }
+        return reject_errno(c, "cannot stat", errno);
+    }
+    if (S_ISREG(st.st_mode)) {
+        *ok = true;
+        return 0;
+    }
+    return host_reject(c->out, HOST_CODE_DENIED, "%s: '%s' exists and is a %s, not a file",
+                       c->kind, c->shown,
+                       S_ISLNK(st.st_mode) ? "symbolic link" : "non-regular file");
+}
+
+static int write_in(struct fs_call *c, int dir_fd, const char *name, const json_t *text)
+{
+    bool ok = false;
+    int rc = check_target(c, dir_fd, name, &ok);
+    if (!ok)
+        return rc;
+    size_t len = json_string_length(text);
+    const char *what = NULL;
+    if (replace_atomically(dir_fd, name, json_string_value(text), len, &what) != 0)
+        return reject_errno(c, what, errno);
+    return fulfil_and_free(c->out, json_pack("{s:I}", "bytes", (json_int_t)len));
+}
+
+static int do_write(struct fs_call *c, const json_t *text)
+{
+    const char *name = final_name(c->path);
+    if (name == NULL)
+        return host_reject(c->out, HOST_CODE_INVALID_ARGUMENTS,
+                           "%s: '%s' does not end in a file name", c->kind, c->shown);
+    if (json_string_length(text) > FS_WRITE_MAX_BYTES)
+        return host_reject(c->out, HOST_CODE_TOO_LARGE, "%s: the text for '%s' is over %u bytes",
+                           c->kind, c->shown, FS_WRITE_MAX_BYTES);
+    size_t dir_len = (size_t)(name - c->path);
+    char *parent = strndup(c->path, dir_len > 1 ? dir_len - 1 : dir_len);
+    if (parent == NULL)
+        return -1;
+    struct resolution res;
+    int rc = resolve(&c->roots, parent, true, &res);
+    free(parent);
+    if (rc != 0)
+        return -1;
+    if (res.status != RESOLVED)
+        return reject_placement(c, &res);
+    int dir_fd = open_checked(c, &res, O_RDONLY | O_DIRECTORY, &rc);
+    free(res.real);
+    if (dir_fd < 0)
+        return rc;
+    rc = write_in(c, dir_fd, name, text);
+    close(dir_fd);
+    return rc;
+}
+
+/* ---- dispatch --------------------------------------------------------------------- */
+
+bool fs_builtin_handles(const char *kind)
+{
+    return strcmp(kind, "fs.read") == 0 || strcmp(kind, "fs.list") == 0 ||
+           strcmp(kind, "fs.stat") == 0 || fs_builtin_is_write(kind);
+}
+
+bool fs_builtin_is_write(const char *kind)
+{
+    return strcmp(kind, "fs.write") == 0;
+}
+
+static const char *usage_of(const char *kind)
+{
+    if (strcmp(kind, "fs.read") == 0)
+        return "[path] or [path, {maxBytes}]";
+    if (strcmp(kind, "fs.write") == 0)
+        return "[path, text]";
+    return "[path]";
+}
+
+/* A query on an existing path under any root: read, list or stat. */
+static int do_query(struct fs_call *c, const json_t *args)
+{
+    const char *why = NULL;
+    bool is_read = strcmp(c->kind, "fs.read") == 0;
+    size_t limit = is_read ? read_limit(json_array_get(args, 1), &why) : FS_READ_DEFAULT_BYTES;
+    if (limit == 0)
+        return reject_args(c, usage_of(c->kind), why);
+    struct resolution res;
+    if (resolve(&c->roots, c->path, false, &res) != 0)
+        return -1;
+    if (res.status != RESOLVED)
+        return reject_placement(c, &res);
+    int rc = is_read                           ? do_read(c, &res, limit)
+             : strcmp(c->kind, "fs.list") == 0 ? do_list(c, &res)
+                                               : do_stat(c, &res);
+    free(res.real);
+    return rc;
+}
+
+static bool arg_count_ok(const char *kind, size_t n)
+{
+    if (strcmp(kind, "fs.read") == 0)
+        return n == 1 || n == 2;
+    return n == (fs_builtin_is_write(kind) ? 2u : 1u);
+}
+
+int fs_builtin_call(const struct fs_grants *grants, const char *kind, const void *args,
+                    struct host_settlement *out)
+{
+    struct fs_call c = {.kind = kind, .path = "", .out = out};
+    const json_t *list = args;
+    const char *why = "the arguments must be an array";
+    if (!fs_builtin_handles(kind))
+        return host_reject(out, HOST_CODE_DENIED, "'%.100s' is not a file-system call", kind);
+    if (!json_is_array(list))
+        return reject_args(&c, usage_of(kind), why);
+    why = "wrong number of arguments";
+    if (!arg_count_ok(kind, json_array_size(list)) || (c.path = path_arg(list, &why)) == NULL)
+        return reject_args(&c, usage_of(kind), why);
+    show_path(&c);
+    const json_t *text = json_array_get(list, 1);
+    if (fs_builtin_is_write(kind) && !json_is_string(text))
+        return reject_args(&c, usage_of(kind), "the text must be a string");
+    if (roots_resolve(grants, &c.roots) != 0)
+        return -1;
+    int rc = fs_builtin_is_write(kind) ? do_write(&c, text) : do_query(&c, list);
+    roots_free(&c.roots);
+    return rc;
+}

@@ -1,0 +1,70 @@
+/* fs.read, fs.list, fs.stat and fs.write for flows (basal.md section 7).
+ *
+ * The parent performs them for a script, inside the roots the approved manifest
+ * grants. Paths must be absolute. Each root is resolved again (realpath) at every
+ * call; a path is resolved with realpath and must lie under a resolved root (the root
+ * itself or below it, compared component-wise, never by string prefix alone). `..`
+ * and symbolic links are resolved before the check, so a link inside a root that
+ * stays inside is followed, and one leading out of every root is refused. Files are
+ * then opened with O_NOFOLLOW and the opened descriptor's own path
+ * (/proc/self/fd/N) is checked again, so a swap between the check and the open is
+ * refused too. Mounts below a root are traversed.
+ *
+ * Reads (read, list, stat) are allowed under read and write roots; fs.write only under
+ * write roots. A path that is not under any granted root is "denied" whether or not
+ * it exists (nothing leaks about paths outside the grants).
+ *
+ * Calls and results (args is the JSON array the script passed):
+ *   fs.read(path[, {maxBytes}])  -> string (the file's bytes as UTF-8 text)
+ *       maxBytes: 1..8 MiB, default 1 MiB; a larger file is too_large; bytes that are
+ *       not valid UTF-8 are rejected "not_text".
+ *   fs.list(path)                -> [{name, type}] sorted by name (bytewise);
+ *       type is "file", "directory", "symlink" or "other"; at most 1000 entries, more
+ *       is too_large. "." and ".." are not listed.
+ *   fs.stat(path)                -> {type, size, mtimeMs} of the path itself after
+ *       resolution (a link inside the root reports its target).
+ *   fs.write(path, text)         -> {bytes} written. Atomic: a temporary file in the
+ *       same directory (O_CREAT|O_EXCL|O_NOFOLLOW, 0644), write, fsync, rename over
+ *       path, fsync of the directory. The directory must exist under a write root;
+ *       an existing path that is a symbolic link or not a regular file is refused
+ *       "denied"; text is at most 1 MiB.
+ *
+ * Rejections use host.h's codes: invalid_arguments (wrong types, relative path, NUL
+ * in a path, path over PATH_MAX), denied (outside the grants, write under a read-only
+ * root, link out of a root), not_found, too_large, not_text, io_error (anything else,
+ * with strerror in the message). Messages name the path as the script gave it. */
+#ifndef BASAL_HOST_FS_BUILTIN_H
+#define BASAL_HOST_FS_BUILTIN_H
+
+#include "host/host.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define HOST_CODE_NOT_TEXT "not_text"
+
+#define FS_READ_DEFAULT_BYTES (1u << 20)
+#define FS_READ_MAX_BYTES (8u << 20)
+#define FS_WRITE_MAX_BYTES (1u << 20)
+#define FS_LIST_MAX_ENTRIES 1000u
+
+struct fs_grants {
+    const char *const *read_roots; /* absolute directory paths from the manifest */
+    size_t read_count;
+    const char *const *write_roots;
+    size_t write_count;
+};
+
+/* True for "fs.read", "fs.list", "fs.stat", "fs.write". */
+bool fs_builtin_handles(const char *kind);
+
+/* True for "fs.write" (a mutation); the others are queries. */
+bool fs_builtin_is_write(const char *kind);
+
+/* Performs kind with args (a jansson json_t * array) under grants. Fills *out,
+ * fulfilled or rejected. Returns 0, or -1 if not even a rejection could be made (out
+ * of memory). */
+int fs_builtin_call(const struct fs_grants *grants, const char *kind, const void *args,
+                    struct host_settlement *out);
+
+#endif

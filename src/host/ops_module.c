@@ -1,0 +1,928 @@
+/* Operator-registered modules: the catalog (home/modules.json) and one invocation of
+ * a module program per ops.call (see ops_module.h for the contract). */
+#include "host/ops_module.h"
+
+#include "core/manifest.h"
+#include "proto/utf8.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PATH_CAP 256       /* a field path such as modules.tickets.ops.create.kind */
+#define SHOW_BYTES 48      /* bytes of an untrusted key shown in a path */
+#define ARG_MAX_BYTES 4096 /* one program argument */
+#define STDERR_TAIL 512    /* bytes of the module's stderr kept for messages */
+#define MESSAGE_MAX 1024   /* bytes of a module's own error message passed on */
+#define CODE_MAX 32        /* a module's error code: 1-32 of [a-z0-9_] */
+
+/* ---- catalog ------------------------------------------------------------------------ */
+
+struct ctx {
+    char *err;
+    size_t cap;
+};
+
+__attribute__((format(printf, 3, 4))) static void fail_msg(struct ctx *c, const char *path,
+                                                            const char *fmt, ...)
+{
+    if (c->err == NULL || c->cap == 0)
+        return;
+    int n = snprintf(c->err, c->cap, OPS_CATALOG_FILE ": %s%s", path, path[0] != '\0' ? ": " : "");
+    if (n >= 0 && (size_t)n < c->cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->err + n, c->cap - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    for (char *p = c->err; *p != '\0'; p++) /* one line, whatever was formatted */
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+}
+
+/* Writes the refusal and is -1, visibly to the static analyzer. */
+#define fail(...) (fail_msg(__VA_ARGS__), -1)
+
+/* path.key, the key shown escaped and quoted unless it is plain. */
+static void key_path(char *buf, size_t cap, const char *path, const char *key)
+{
+    static const char hex[] = "0123456789abcdef";
+    char shown[SHOW_BYTES * 4 + 8];
+    bool plain = key[0] != '\0';
+    for (const char *p = key; *p != '\0'; p++) {
+        char ch = *p;
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '_' || ch == '-' || ch == '.'))
+            plain = false;
+    }
+    size_t o = 0, i = 0;
+    if (!plain)
+        shown[o++] = '"';
+    for (; i < SHOW_BYTES && key[i] != '\0'; i++) {
+        unsigned char ch = (unsigned char)key[i];
+        if (ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\') {
+            shown[o++] = (char)ch;
+        } else {
+            shown[o++] = '\\';
+            shown[o++] = 'x';
+            shown[o++] = hex[ch >> 4];
+            shown[o++] = hex[ch & 15];
+        }
+    }
+    if (!plain)
+        shown[o++] = '"';
+    if (key[i] != '\0') {
+        memcpy(shown + o, "...", 3);
+        o += 3;
+    }
+    shown[o] = '\0';
+    snprintf(buf, cap, "%s%s%s", path, path[0] != '\0' ? "." : "", shown);
+}
+
+/* An object whose keys are all in allowed (NULL-terminated). */
+static int want_object(struct ctx *c, json_t *v, const char *path, const char *const *allowed)
+{
+    if (!json_is_object(v))
+        return fail(c, path, "must be an object");
+    const char *key;
+    json_t *val;
+    json_object_foreach(v, key, val) {
+        (void)val;
+        bool known = false;
+        for (size_t i = 0; allowed[i] != NULL; i++)
+            if (strcmp(allowed[i], key) == 0)
+                known = true;
+        if (!known) {
+            char sub[PATH_CAP];
+            key_path(sub, sizeof sub, path, key);
+            return fail(c, sub, "unknown field");
+        }
+    }
+    return 0;
+}
+
+static int want_int(struct ctx *c, json_t *v, const char *path, long long lo, long long hi,
+                    uint32_t *out)
+{
+    if (!json_is_integer(v))
+        return fail(c, path, "must be an integer");
+    long long x = json_integer_value(v);
+    if (x < lo || x > hi)
+        return fail(c, path, "must be between %lld and %lld, not %lld", lo, hi, x);
+    *out = (uint32_t)x;
+    return 0;
+}
+
+static char *dup_or_fail(struct ctx *c, const char *path, const char *s)
+{
+    char *d = strdup(s);
+    if (d == NULL)
+        fail_msg(c, path, "out of memory");
+    return d;
+}
+
+/* A name key (module or op) at path. */
+static int want_name(struct ctx *c, const char *key, const char *path)
+{
+    if (!manifest_name_valid(key))
+        return fail(c, path, "not a name (1-63 of [a-z0-9_.-], starting with a-z or 0-9)");
+    return 0;
+}
+
+static int parse_program(struct ctx *c, json_t *v, const char *path, char **out)
+{
+    if (!json_is_string(v))
+        return fail(c, path, "must be a string");
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v);
+    if (n == 0 || n >= PATH_MAX || strlen(s) != n)
+        return fail(c, path, "must be a path of 1 to %d bytes", PATH_MAX - 1);
+    if (s[0] != '/')
+        return fail(c, path, "must be an absolute path");
+    struct stat st;
+    if (stat(s, &st) != 0)
+        return fail(c, path, "cannot use the program: %s", strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return fail(c, path, "the program is not a regular file");
+    if ((st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH)) == 0 || access(s, X_OK) != 0)
+        return fail(c, path, "the program is not executable");
+    *out = dup_or_fail(c, path, s);
+    return *out != NULL ? 0 : -1;
+}
+
+static int parse_args(struct ctx *c, json_t *v, const char *path, struct ops_module *m)
+{
+    if (!json_is_array(v))
+        return fail(c, path, "must be a list of strings");
+    size_t n = json_array_size(v);
+    if (n > OPS_MAX_PROGRAM_ARGS)
+        return fail(c, path, "%zu entries, more than the %u allowed", n, OPS_MAX_PROGRAM_ARGS);
+    m->args = calloc(n + 1, sizeof *m->args);
+    if (m->args == NULL)
+        return fail(c, path, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        char at[PATH_CAP];
+        json_t *e = json_array_get(v, i);
+        int k = snprintf(at, sizeof at, "%s[%zu]", path, i);
+        if (k < 0 || (size_t)k >= sizeof at)
+            return fail(c, path, "path too long");
+        if (!json_is_string(e))
+            return fail(c, at, "must be a string");
+        if (json_string_length(e) > ARG_MAX_BYTES ||
+            strlen(json_string_value(e)) != json_string_length(e))
+            return fail(c, at, "must be at most %d bytes without NUL", ARG_MAX_BYTES);
+        if ((m->args[i] = dup_or_fail(c, at, json_string_value(e))) == NULL)
+            return -1;
+        m->arg_count = i + 1;
+    }
+    return 0;
+}
+
+static int parse_op(struct ctx *c, const char *name, json_t *v, const char *path,
+                    struct ops_op *op)
+{
+    static const char *const keys[] = {"kind", "idempotent", NULL};
+    char sub[PATH_CAP];
+    if (want_name(c, name, path) != 0 || want_object(c, v, path, keys) != 0)
+        return -1;
+    if ((op->name = dup_or_fail(c, path, name)) == NULL)
+        return -1;
+    key_path(sub, sizeof sub, path, "kind");
+    json_t *f = json_object_get(v, "kind");
+    if (f == NULL)
+        return fail(c, sub, "missing");
+    const char *kind = json_string_value(f);
+    if (kind == NULL || (strcmp(kind, "query") != 0 && strcmp(kind, "mutate") != 0))
+        return fail(c, sub, "must be \"query\" or \"mutate\"");
+    op->mutate = strcmp(kind, "mutate") == 0;
+    if ((f = json_object_get(v, "idempotent")) != NULL) {
+        key_path(sub, sizeof sub, path, "idempotent");
+        if (!json_is_boolean(f))
+            return fail(c, sub, "must be true or false");
+        op->idempotent = json_is_true(f);
+    }
+    return 0;
+}
+
+static int parse_module(struct ctx *c, const char *name, json_t *v, const char *path,
+                        struct ops_module *m)
+{
+    static const char *const keys[] = {"program", "args", "timeout_ms", "max_reply_bytes", "ops",
+                                       NULL};
+    char sub[PATH_CAP];
+    json_t *f;
+    m->timeout_ms = OPS_TIMEOUT_DEFAULT_MS;
+    m->max_reply_bytes = OPS_REPLY_DEFAULT_BYTES;
+    if (want_name(c, name, path) != 0 || want_object(c, v, path, keys) != 0)
+        return -1;
+    if ((m->name = dup_or_fail(c, path, name)) == NULL)
+        return -1;
+    key_path(sub, sizeof sub, path, "program");
+    if ((f = json_object_get(v, "program")) == NULL)
+        return fail(c, sub, "missing");
+    if (parse_program(c, f, sub, &m->program) != 0)
+        return -1;
+    key_path(sub, sizeof sub, path, "args");
+    if ((f = json_object_get(v, "args")) != NULL) {
+        if (parse_args(c, f, sub, m) != 0)
+            return -1;
+    } else if ((m->args = calloc(1, sizeof *m->args)) == NULL) {
+        return fail(c, sub, "out of memory");
+    }
+    key_path(sub, sizeof sub, path, "timeout_ms");
+    if ((f = json_object_get(v, "timeout_ms")) != NULL &&
+        want_int(c, f, sub, 1, OPS_TIMEOUT_MAX_MS, &m->timeout_ms) != 0)
+        return -1;
+    key_path(sub, sizeof sub, path, "max_reply_bytes");
+    if ((f = json_object_get(v, "max_reply_bytes")) != NULL &&
+        want_int(c, f, sub, 1, OPS_REPLY_MAX_BYTES, &m->max_reply_bytes) != 0)
+        return -1;
+    key_path(sub, sizeof sub, path, "ops");
+    if ((f = json_object_get(v, "ops")) == NULL)
+        return fail(c, sub, "missing");
+    if (!json_is_object(f))
+        return fail(c, sub, "must be an object");
+    size_t n = json_object_size(f);
+    if (n > 0 && (m->ops = calloc(n, sizeof *m->ops)) == NULL)
+        return fail(c, sub, "out of memory");
+    const char *key;
+    json_t *val;
+    json_object_foreach(f, key, val) {
+        char at[PATH_CAP];
+        key_path(at, sizeof at, sub, key);
+        if (m->op_count >= n) /* cannot happen: the object did not change */
+            return fail(c, at, "internal error");
+        m->op_count++;
+        if (parse_op(c, key, val, at, &m->ops[m->op_count - 1]) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int parse_catalog(struct ctx *c, json_t *root, struct ops_catalog *out)
+{
+    static const char *const keys[] = {"modules", NULL};
+    if (want_object(c, root, "", keys) != 0)
+        return -1;
+    json_t *mods = json_object_get(root, "modules");
+    if (mods == NULL)
+        return fail(c, "modules", "missing");
+    if (!json_is_object(mods))
+        return fail(c, "modules", "must be an object");
+    size_t n = json_object_size(mods);
+    if (n > 0 && (out->modules = calloc(n, sizeof *out->modules)) == NULL)
+        return fail(c, "modules", "out of memory");
+    const char *key;
+    json_t *val;
+    json_object_foreach(mods, key, val) {
+        char at[PATH_CAP];
+        key_path(at, sizeof at, "modules", key);
+        if (out->count >= n)
+            return fail(c, at, "internal error");
+        out->count++;
+        if (parse_module(c, key, val, at, &out->modules[out->count - 1]) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Reads the catalog file (opened as fd) after checking who may have written it. */
+static int read_catalog(struct ctx *c, int fd, char **buf_out, size_t *len_out)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return fail(c, "", "cannot stat: %s", strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return fail(c, "", "not a regular file");
+    if (st.st_uid != geteuid())
+        return fail(c, "", "owned by uid %u, not by the operator (uid %u)", (unsigned)st.st_uid,
+                    (unsigned)geteuid());
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+        return fail(c, "", "group- or world-writable (mode %04o); make it 0600 or 0644",
+                    (unsigned)(st.st_mode & 07777));
+    char *buf = malloc(OPS_CATALOG_MAX_BYTES + 2);
+    if (buf == NULL)
+        return fail(c, "", "out of memory");
+    size_t len = 0;
+    while (len < OPS_CATALOG_MAX_BYTES + 1) {
+        ssize_t r = read(fd, buf + len, OPS_CATALOG_MAX_BYTES + 1 - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            free(buf);
+            return fail(c, "", "cannot read: %s", strerror(e));
+        }
+        if (r == 0)
+            break;
+        len += (size_t)r;
+    }
+    if (len > OPS_CATALOG_MAX_BYTES) {
+        free(buf);
+        return fail(c, "", "more than the %u bytes allowed", OPS_CATALOG_MAX_BYTES);
+    }
+    buf[len] = '\0';
+    *buf_out = buf;
+    *len_out = len;
+    return 0;
+}
+
+int ops_catalog_load(const char *home, struct ops_catalog *out, char *err, size_t err_cap)
+{
+    struct ctx c = {err, err_cap};
+    memset(out, 0, sizeof *out);
+    if (err != NULL && err_cap > 0)
+        err[0] = '\0';
+    char path[PATH_MAX];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", home, OPS_CATALOG_FILE) >= sizeof path)
+        return fail(&c, "", "the data home path is too long");
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 0; /* no catalog: no modules */
+        return fail(&c, "", "cannot open %s: %s", path, strerror(errno));
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = read_catalog(&c, fd, &buf, &len);
+    close(fd);
+    if (rc != 0)
+        return -1;
+    if (!utf8_valid((const uint8_t *)buf, len)) {
+        free(buf);
+        return fail(&c, "", "not valid UTF-8");
+    }
+    json_error_t je;
+    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    free(buf);
+    if (root == NULL) {
+        char text[sizeof je.text];
+        snprintf(text, sizeof text, "%s", je.text);
+        for (char *p = text; *p != '\0'; p++)
+            if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+                *p = '?';
+        return fail(&c, "", "invalid JSON at line %d column %d: %s", je.line, je.column, text);
+    }
+    rc = parse_catalog(&c, root, out);
+    json_decref(root);
+    if (rc != 0)
+        ops_catalog_free(out);
+    return rc;
+}
+
+void ops_catalog_free(struct ops_catalog *c)
+{
+    if (c == NULL)
+        return;
+    for (size_t i = 0; i < c->count; i++) {
+        struct ops_module *m = &c->modules[i];
+        free(m->name);
+        free(m->program);
+        for (size_t j = 0; m->args != NULL && j < m->arg_count; j++)
+            free(m->args[j]);
+        free(m->args);
+        for (size_t j = 0; j < m->op_count; j++)
+            free(m->ops[j].name);
+        free(m->ops);
+    }
+    free(c->modules);
+    memset(c, 0, sizeof *c);
+}
+
+const struct ops_op *ops_catalog_find(const struct ops_catalog *c, const char *module,
+                                      const char *op, const struct ops_module **module_out)
+{
+    if (module_out != NULL)
+        *module_out = NULL;
+    if (c == NULL || module == NULL || op == NULL)
+        return NULL;
+    for (size_t i = 0; i < c->count; i++) {
+        const struct ops_module *m = &c->modules[i];
+        if (strcmp(m->name, module) != 0)
+            continue;
+        for (size_t j = 0; j < m->op_count; j++) {
+            if (strcmp(m->ops[j].name, op) == 0) {
+                if (module_out != NULL)
+                    *module_out = m;
+                return &m->ops[j];
+            }
+        }
+        return NULL;
+    }
+    return NULL;
+}
+
+/* ---- invocation --------------------------------------------------------------------- */
+
+struct run {
+    pid_t pid;
+    int pidfd;
+    int in_fd, out_fd, err_fd;
+    const char *request;
+    size_t request_len, request_off;
+    char *reply;
+    size_t reply_len, reply_cap;
+    uint32_t reply_max;
+    bool too_large, timed_out, exited;
+    int status;
+    char tail[STDERR_TAIL]; /* a ring of the last STDERR_TAIL bytes of stderr */
+    size_t tail_total;
+};
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+}
+
+static void close_pair(int fds[2])
+{
+    close_fd(&fds[0]);
+    close_fd(&fds[1]);
+}
+
+/* Between fork and exec: async-signal-safe calls only. */
+static void exec_module_child(const struct ops_module *m, int in_fd, int out_fd, int err_fd)
+{
+    static const char exec_failed[] = "basal: cannot execute the module program\n";
+    (void)setpgid(0, 0);
+    if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
+        _exit(127);
+    if (syscall(SYS_close_range, 3U, ~0U, 0U) != 0) {
+        for (int fd = 3; fd < 4096; fd++)
+            close(fd);
+    }
+    /* Default dispositions and an empty mask, whatever the parent ignores or blocks. */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; sig++)
+        (void)sigaction(sig, &dfl, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (chdir("/") != 0)
+        _exit(127);
+    char *const env[] = {(char *)(uintptr_t) "PATH=/usr/bin:/bin", NULL};
+    char *argv[OPS_MAX_PROGRAM_ARGS + 2];
+    size_t argc = 0;
+    argv[argc++] = m->program;
+    for (size_t i = 0; i < m->arg_count && i < OPS_MAX_PROGRAM_ARGS; i++)
+        argv[argc++] = m->args[i];
+    argv[argc] = NULL;
+    execve(m->program, argv, env);
+    (void)!write(2, exec_failed, sizeof exec_failed - 1);
+    _exit(127);
+}
+
+static int spawn(const struct ops_module *m, struct run *r)
+{
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+        int saved = errno;
+        close_pair(in);
+        close_pair(out);
+        close_pair(err);
+        errno = saved;
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        int saved = errno;
+        close_pair(in);
+        close_pair(out);
+        close_pair(err);
+        errno = saved;
+        return -1;
+    }
+    if (pid == 0)
+        exec_module_child(m, in[0], out[1], err[1]);
+    /* Both sides set the group, so a kill of -pid works whichever runs first (this
+     * one fails harmlessly once the child has exec'd). */
+    (void)setpgid(pid, pid);
+    close(in[0]);
+    close(out[1]);
+    close(err[1]);
+    r->pid = pid;
+    r->in_fd = in[1];
+    r->out_fd = out[0];
+    r->err_fd = err[0];
+    (void)fcntl(r->in_fd, F_SETFL, O_NONBLOCK);
+    (void)fcntl(r->out_fd, F_SETFL, O_NONBLOCK);
+    (void)fcntl(r->err_fd, F_SETFL, O_NONBLOCK);
+    r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    return 0;
+}
+
+static void kill_group(const struct run *r)
+{
+    (void)kill(-r->pid, SIGKILL);
+    (void)kill(r->pid, SIGKILL); /* in case the group was never set */
+}
+
+/* Reaps the program if it has exited (or, with block, waits for it: only after a
+ * SIGKILL). Whatever the program left in its group is killed before the reap, while
+ * the unreaped leader still holds the group's id (so the id cannot name another
+ * group by then). */
+static void try_reap(struct run *r, bool block)
+{
+    if (r->exited)
+        return;
+    if (!block) {
+        siginfo_t info;
+        memset(&info, 0, sizeof info);
+        int w;
+        while ((w = waitid(P_PID, (id_t)r->pid, &info, WEXITED | WNOHANG | WNOWAIT)) < 0 &&
+               errno == EINTR) {
+        }
+        if (w == 0 && info.si_pid != r->pid)
+            return; /* still running */
+        if (w == 0)
+            (void)kill(-r->pid, SIGKILL);
+    }
+    int status = 0;
+    pid_t done;
+    while ((done = waitpid(r->pid, &status, 0)) < 0 && errno == EINTR) {
+    }
+    r->exited = true;
+    r->status = done == r->pid ? status : 0x7f00; /* not ours any more: as exit 127 */
+    close_fd(&r->pidfd);
+}
+
+static void keep_tail(struct run *r, const char *buf, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        r->tail[(r->tail_total + i) % STDERR_TAIL] = buf[i];
+    r->tail_total += n;
+}
+
+/* Reads what fd has; closes it at EOF or on error. */
+static void drain(struct run *r, int *fd, bool is_stdout)
+{
+    char buf[65536];
+    for (;;) {
+        ssize_t n;
+        if (is_stdout) {
+            if (r->reply_len + 1 >= r->reply_cap) {
+                size_t cap = r->reply_cap * 2;
+                if (cap > (size_t)r->reply_max + 2)
+                    cap = (size_t)r->reply_max + 2;
+                char *grown = realloc(r->reply, cap);
+                if (grown == NULL) { /* treat as too large: nothing more can be kept */
+                    r->too_large = true;
+                    return;
+                }
+                r->reply = grown;
+                r->reply_cap = cap;
+            }
+            n = read(*fd, r->reply + r->reply_len, r->reply_cap - 1 - r->reply_len);
+        } else {
+            n = read(*fd, buf, sizeof buf);
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n <= 0) {
+            close_fd(fd);
+            return;
+        }
+        if (is_stdout) {
+            r->reply_len += (size_t)n;
+            if (r->reply_len > r->reply_max) {
+                r->too_large = true;
+                return;
+            }
+        } else {
+            keep_tail(r, buf, (size_t)n);
+        }
+    }
+}
+
+static void feed(struct run *r)
+{
+    while (r->request_off < r->request_len) {
+        ssize_t n = write(r->in_fd, r->request + r->request_off, r->request_len - r->request_off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n <= 0) { /* EPIPE and the like: the program does not read; its reply says */
+            close_fd(&r->in_fd);
+            return;
+        }
+        r->request_off += (size_t)n;
+    }
+    close_fd(&r->in_fd); /* the whole request is written: EOF */
+}
+
+/* Runs the program to its end, the deadline or too much output. */
+static void pump(struct run *r, uint32_t timeout_ms)
+{
+    long long deadline = now_ms() + timeout_ms;
+    for (;;) {
+        if (r->too_large) {
+            kill_group(r);
+            try_reap(r, true);
+            return;
+        }
+        if (!r->exited)
+            try_reap(r, false);
+        if (r->exited && r->out_fd < 0 && r->err_fd < 0)
+            return;
+        long long left = deadline - now_ms();
+        if (left <= 0) {
+            r->timed_out = true;
+            kill_group(r);
+            try_reap(r, true);
+            return;
+        }
+        struct pollfd p[4];
+        int np = 0, in_i = -1, out_i = -1, err_i = -1;
+        if (r->in_fd >= 0) {
+            p[np] = (struct pollfd){r->in_fd, POLLOUT, 0};
+            in_i = np++;
+        }
+        if (r->out_fd >= 0) {
+            p[np] = (struct pollfd){r->out_fd, POLLIN, 0};
+            out_i = np++;
+        }
+        if (r->err_fd >= 0) {
+            p[np] = (struct pollfd){r->err_fd, POLLIN, 0};
+            err_i = np++;
+        }
+        int wait_ms = left > INT_MAX ? INT_MAX : (int)left;
+        if (!r->exited) {
+            if (r->pidfd >= 0)
+                p[np++] = (struct pollfd){r->pidfd, POLLIN, 0};
+            else if (wait_ms > 20) /* no pidfd: look for the exit now and then */
+                wait_ms = 20;
+        }
+        int rc = poll(p, (nfds_t)np, wait_ms);
+        if (rc < 0 && errno != EINTR) { /* cannot wait: give up as a timeout would */
+            r->timed_out = true;
+            kill_group(r);
+            try_reap(r, true);
+            return;
+        }
+        if (rc <= 0)
+            continue;
+        if (in_i >= 0 && p[in_i].revents != 0)
+            feed(r);
+        if (out_i >= 0 && p[out_i].revents != 0)
+            drain(r, &r->out_fd, true);
+        if (err_i >= 0 && p[err_i].revents != 0)
+            drain(r, &r->err_fd, false);
+    }
+}
+
+/* The stderr tail as one line of printable ASCII, in buf. */
+static const char *stderr_tail(const struct run *r, char *buf, size_t cap)
+{
+    size_t n = r->tail_total < STDERR_TAIL ? r->tail_total : STDERR_TAIL;
+    size_t start = r->tail_total - n, o = 0;
+    for (size_t i = 0; i < n && o + 1 < cap; i++) {
+        unsigned char ch = (unsigned char)r->tail[(start + i) % STDERR_TAIL];
+        buf[o++] = ch >= 0x20 && ch < 0x7f ? (char)ch : (ch == '\n' || ch == '\t' || ch == '\r') ? ' ' : '?';
+    }
+    while (o > 0 && buf[o - 1] == ' ')
+        o--;
+    buf[o] = '\0';
+    return buf;
+}
+
+/* Rejects with code and "module M op O: <what>[; stderr: <tail>]" (no 512-byte cut,
+ * so the whole tail fits). */
+__attribute__((format(printf, 5, 6))) static int reject_run(struct host_settlement *out,
+                                                             const char *code,
+                                                             const struct run *r,
+                                                             const char *who, const char *fmt,
+                                                             ...)
+{
+    char what[512], tail[STDERR_TAIL + 1], message[1536];
+    va_list ap;
+    va_start(ap, fmt);
+    (void)vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (r != NULL)
+        stderr_tail(r, tail, sizeof tail);
+    else
+        tail[0] = '\0';
+    snprintf(message, sizeof message, "%s: %s%s%s", who, what, tail[0] != '\0' ? "; stderr: " : "",
+             tail);
+    json_t *error = json_object();
+    json_t *c = json_string(code), *msg = json_string(message);
+    if (error == NULL || c == NULL || msg == NULL || json_object_set_new(error, "code", c) != 0 ||
+        json_object_set_new(error, "message", msg) != 0) {
+        if (error == NULL) {
+            json_decref(c);
+            json_decref(msg);
+        }
+        json_decref(error);
+        return -1;
+    }
+    int rc = host_fulfil_json(out, error);
+    json_decref(error);
+    if (rc == 0)
+        out->settlement = PROTO_SETTLEMENT_REJECTED;
+    return rc;
+}
+
+static bool code_valid(const char *s, size_t n)
+{
+    if (n == 0 || n > CODE_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_'))
+            return false;
+    }
+    return true;
+}
+
+/* The module's own rejection {"code": C, "message": S}, S cut at MESSAGE_MAX bytes. */
+static int reject_module(struct host_settlement *out, json_t *code, json_t *message)
+{
+    const char *s = json_string_value(message);
+    size_t len = utf8_truncate((const uint8_t *)s, json_string_length(message), MESSAGE_MAX);
+    json_t *error = json_object();
+    json_t *msg = json_stringn(s, len);
+    if (error == NULL || msg == NULL || json_object_set(error, "code", code) != 0 ||
+        json_object_set_new(error, "message", msg) != 0) {
+        if (error == NULL)
+            json_decref(msg);
+        json_decref(error);
+        return -1;
+    }
+    int rc = host_fulfil_json(out, error);
+    json_decref(error);
+    if (rc == 0)
+        out->settlement = PROTO_SETTLEMENT_REJECTED;
+    return rc;
+}
+
+/* Settles from a finished run. */
+static int settle(const struct run *r, const char *who, uint32_t timeout_ms,
+                  struct host_settlement *out)
+{
+    if (r->timed_out)
+        return reject_run(out, HOST_CODE_TIMEOUT, r, who, "no reply within %u ms (killed)",
+                          timeout_ms);
+    if (r->too_large)
+        return reject_run(out, HOST_CODE_TOO_LARGE, r, who, "reply larger than %u bytes (killed)",
+                          r->reply_max);
+    if (WIFSIGNALED(r->status))
+        return reject_run(out, HOST_CODE_MODULE_ERROR, r, who, "killed by signal %d",
+                          WTERMSIG(r->status));
+    if (!WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0)
+        return reject_run(out, HOST_CODE_MODULE_ERROR, r, who, "exit status %d",
+                          WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1);
+    json_error_t je;
+    json_t *reply = r->reply_len > 0
+                        ? json_loadb(r->reply, r->reply_len, JSON_REJECT_DUPLICATES, &je)
+                        : NULL;
+    if (reply == NULL)
+        return reject_run(out, HOST_CODE_MODULE_ERROR, r, who, "the reply is not a JSON object");
+    int rc;
+    json_t *result = json_object_get(reply, "result");
+    json_t *error = json_object_get(reply, "error");
+    json_t *code = json_object_get(error, "code"), *message = json_object_get(error, "message");
+    if (!json_is_object(reply) || json_object_size(reply) != 1 ||
+        (result == NULL && error == NULL)) {
+        rc = reject_run(out, HOST_CODE_MODULE_ERROR, r, who,
+                        "the reply must be {\"result\": ...} or {\"error\": {\"code\", "
+                        "\"message\"}}");
+    } else if (result != NULL) {
+        rc = host_fulfil_json(out, result);
+    } else if (!json_is_object(error) || json_object_size(error) != 2 || !json_is_string(code) ||
+               !json_is_string(message)) {
+        rc = reject_run(out, HOST_CODE_MODULE_ERROR, r, who,
+                        "the reply's error must be {\"code\": string, \"message\": string}");
+    } else if (!code_valid(json_string_value(code), json_string_length(code))) {
+        rc = reject_run(out, HOST_CODE_MODULE_ERROR, r, who,
+                        "the reply's error code is not 1-32 of [a-z0-9_]");
+    } else {
+        rc = reject_module(out, code, message);
+    }
+    json_decref(reply);
+    return rc;
+}
+
+static char *build_request(const struct ops_module *m, const char *op, json_t *args,
+                           const char *key, size_t *len)
+{
+    json_t *req = json_object();
+    json_t *k = key != NULL ? json_string(key) : json_null();
+    json_t *mod = json_string(m->name), *o = json_string(op);
+    char *text = NULL;
+    if (req != NULL && k != NULL && mod != NULL && o != NULL &&
+        json_object_set(req, "module", mod) == 0 && json_object_set(req, "op", o) == 0 &&
+        json_object_set(req, "args", args) == 0 && json_object_set(req, "idempotency_key", k) == 0)
+        text = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    json_decref(k);
+    json_decref(mod);
+    json_decref(o);
+    if (text == NULL)
+        return NULL;
+    size_t n = strlen(text);
+    char *line = realloc(text, n + 2); /* newline-terminated, then EOF */
+    if (line == NULL) {
+        free(text);
+        return NULL;
+    }
+    line[n] = '\n';
+    line[n + 1] = '\0';
+    *len = n + 1;
+    return line;
+}
+
+int ops_module_invoke(const struct ops_module *m, const char *op, const char *args_json,
+                      const char *idempotency_key, struct host_settlement *out)
+{
+    char who[160];
+    snprintf(who, sizeof who, "module %.63s op %.63s", m->name, op != NULL ? op : "?");
+    if (op == NULL)
+        return reject_run(out, HOST_CODE_INVALID_ARGUMENTS, NULL, who, "no op");
+    json_error_t je;
+    json_t *args = args_json != NULL ? json_loads(args_json, JSON_DECODE_ANY, &je) : json_null();
+    if (args == NULL)
+        return reject_run(out, HOST_CODE_INVALID_ARGUMENTS, NULL, who, "args are not JSON");
+    size_t request_len = 0;
+    char *request = build_request(m, op, args, idempotency_key, &request_len);
+    json_decref(args);
+    if (request == NULL)
+        return -1;
+
+    struct run r;
+    memset(&r, 0, sizeof r);
+    r.pidfd = r.in_fd = r.out_fd = r.err_fd = -1;
+    r.request = request;
+    r.request_len = request_len;
+    r.reply_max = m->max_reply_bytes;
+    r.reply_cap = 4096;
+    r.reply = malloc(r.reply_cap);
+    if (r.reply == NULL) {
+        free(request);
+        return -1;
+    }
+
+    /* A program that exits without reading must not kill us with SIGPIPE: block it
+     * for the call (writes then fail with EPIPE) and take any it raised. */
+    sigset_t pipe_set, old_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    sigset_t pending;
+    sigemptyset(&pending);
+    (void)sigpending(&pending);
+    bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+    (void)pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+
+    int rc;
+    if (spawn(m, &r) != 0) {
+        rc = reject_run(out, HOST_CODE_MODULE_ERROR, NULL, who, "cannot start the program: %s",
+                        strerror(errno));
+    } else {
+        pump(&r, m->timeout_ms);
+        /* The program is gone: what is left on stderr is all it wrote. */
+        if (r.err_fd >= 0)
+            drain(&r, &r.err_fd, false);
+        rc = settle(&r, who, m->timeout_ms, out);
+    }
+    close_fd(&r.in_fd);
+    close_fd(&r.out_fd);
+    close_fd(&r.err_fd);
+    close_fd(&r.pidfd);
+
+    if (!was_pending) {
+        struct timespec zero = {0, 0};
+        sigemptyset(&pending);
+        if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1)
+            (void)sigtimedwait(&pipe_set, NULL, &zero);
+    }
+    (void)pthread_sigmask(SIG_SETMASK, &old_set, NULL);
+    free(request);
+    free(r.reply);
+    return rc;
+}

@@ -1,0 +1,96 @@
+/* Operator-registered modules for ops.call(module, op, args) (basal.md section 7).
+ *
+ * The catalog is one JSON file in the data home, modules.json, written by the
+ * operator (0600 or 0644, owned by the operator; a group- or world-writable catalog
+ * is refused):
+ *
+ *   {"modules": {
+ *      "tickets": {
+ *        "program": "/usr/local/lib/basal/tickets",   absolute path of an executable
+ *        "args": ["--profile", "prod"],               optional, at most 16 strings
+ *        "timeout_ms": 10000,                         optional, 1..600000 (10000)
+ *        "max_reply_bytes": 1048576,                  optional, 1..8 MiB (1 MiB)
+ *        "ops": {
+ *          "lookup": {"kind": "query"},
+ *          "create": {"kind": "mutate", "idempotent": true},
+ *          "notify": {"kind": "mutate"}
+ *        }}}}
+ *
+ * Module and op names follow the manifest's name form (1-63 of [a-z0-9_-], see
+ * core/manifest.c); unknown fields and duplicate keys are refused like the
+ * manifest's; "idempotent" (default false) says the op honours the idempotency key.
+ * A missing catalog file is an empty catalog.
+ *
+ * Invocation: the program runs with argv = [program, args...], an environment of
+ * only PATH=/usr/bin:/bin, working directory "/", stdin a pipe carrying one JSON
+ * object, stdout a pipe, stderr kept (its last 512 bytes go into error messages),
+ * every other descriptor closed, in its own process group. The request:
+ *
+ *   {"module": M, "op": O, "args": <the script's args>, "idempotency_key": K}
+ *
+ * The reply, the whole of stdout, one JSON object:
+ *   {"result": <any JSON>}                          fulfilled with that value
+ *   {"error": {"code": C, "message": S}}            rejected with code C (1-32 of
+ *                                                   [a-z0-9_]) and message S
+ * Anything else (exit status not 0, not one of those objects, invalid JSON) is
+ * rejected "module_error"; more than max_reply_bytes is "too_large"; no reply within
+ * timeout_ms kills the process group and is "timeout". The caller's own calls are
+ * not interrupted: invoke returns only after the program was reaped. */
+#ifndef BASAL_HOST_OPS_MODULE_H
+#define BASAL_HOST_OPS_MODULE_H
+
+#include "host/host.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define OPS_CATALOG_FILE "modules.json"
+#define OPS_CATALOG_MAX_BYTES (256u << 10)
+#define OPS_TIMEOUT_DEFAULT_MS 10000u
+#define OPS_TIMEOUT_MAX_MS 600000u
+#define OPS_REPLY_DEFAULT_BYTES (1u << 20)
+#define OPS_REPLY_MAX_BYTES (8u << 20)
+#define OPS_MAX_PROGRAM_ARGS 16u
+#define HOST_CODE_MODULE_ERROR "module_error"
+
+struct ops_op {
+    char *name;
+    bool mutate;     /* "kind": "mutate" (else a query) */
+    bool idempotent; /* honours the idempotency key */
+};
+
+struct ops_module {
+    char *name;
+    char *program;
+    char **args; /* args[arg_count] is NULL */
+    size_t arg_count;
+    uint32_t timeout_ms;
+    uint32_t max_reply_bytes;
+    struct ops_op *ops;
+    size_t op_count;
+};
+
+struct ops_catalog {
+    struct ops_module *modules;
+    size_t count;
+};
+
+/* Loads home/modules.json into *out (zeroed and empty if the file does not exist).
+ * Returns 0, or -1 with a one-line reason in err naming the field path
+ * ("modules.json: modules.tickets.ops.create.kind: must be \"query\" or \"mutate\"")
+ * and *out zeroed. */
+int ops_catalog_load(const char *home, struct ops_catalog *out, char *err, size_t err_cap);
+void ops_catalog_free(struct ops_catalog *c);
+
+/* The op, or NULL. *module_out (if not NULL) gets its module. */
+const struct ops_op *ops_catalog_find(const struct ops_catalog *c, const char *module,
+                                      const char *op, const struct ops_module **module_out);
+
+/* Runs op of module m with args_json (the script's args value as JSON text) and the
+ * idempotency key; fills *out as described above. Returns 0, or -1 only when not even
+ * a rejection could be made (out of memory). */
+int ops_module_invoke(const struct ops_module *m, const char *op, const char *args_json,
+                      const char *idempotency_key, struct host_settlement *out);
+
+#endif

@@ -107,7 +107,7 @@ static void test_catalog_happy(void)
          "  \"notify\": {\"kind\": \"mutate\"}}},"
          "\"mail.out\": {\"program\": \"%s\", \"ops\": {}}}}",
          module_bin, log_path, module_bin);
-    struct ops_catalog c;
+    struct ops_catalog c = {NULL, 0};
     char err[512] = "";
     if (!check(write_catalog(buf, 0600) && ops_catalog_load(home, &c, err, sizeof err) == 0,
                "catalog: a valid catalog loads", "%s", err))
@@ -350,7 +350,7 @@ static void test_invoke(void)
          "\"pre\": {\"program\": \"%s\", \"args\": [\"--log\", \"%s\", \"--prefix-spaces\","
          "  \"1048576\"], \"timeout_ms\": 20000, \"max_reply_bytes\": 8388608, \"ops\": {}}}}",
          module_bin, log_path, module_bin, log_path, module_bin, log_path);
-    struct ops_catalog c;
+    struct ops_catalog c = {NULL, 0};
     char err[512] = "";
     if (!check(write_catalog(buf, 0644) && ops_catalog_load(home, &c, err, sizeof err) == 0,
                "invoke: catalog loads", "%s", err))
@@ -429,17 +429,22 @@ static void test_invoke(void)
     check(rc == 0 && strcmp(code, HOST_CODE_TIMEOUT) == 0 && took < 5000,
           "invoke: no reply within timeout_ms is timeout [guard deadline]",
           "rc %d after %lld ms: %s", rc, took, out.value != NULL ? out.value : "-");
-    int pid = 0, child = 0;
+    long pid = 0, child = 0;
     const char *at = strstr(msg, "test_module pid ");
-    if (check(at != NULL && sscanf(at, "test_module pid %d child %d", &pid, &child) == 2 &&
-                  pid > 0 && child > 0,
+    if (at != NULL) {
+        char *end = NULL;
+        pid = strtol(at + strlen("test_module pid "), &end, 10);
+        if (strncmp(end, " child ", 7) == 0)
+            child = strtol(end + 7, NULL, 10);
+    }
+    if (check(pid > 0 && child > 0,
               "invoke: the timed-out module's stderr is in the message", "message \"%s\"", msg)) {
-        check(kill(pid, 0) == -1 && errno == ESRCH,
+        check(kill((pid_t)pid, 0) == -1 && errno == ESRCH,
               "invoke: the timed-out program is killed and reaped [guard deadline-kill]",
-              "pid %d still exists", pid);
-        check(process_ends(child, 5000),
+              "pid %ld still exists", pid);
+        check(process_ends((pid_t)child, 5000),
               "invoke: its child in the same process group is killed too [guard kill-pgid]",
-              "child %d still running", child);
+              "child %ld still running", child);
     }
     json_decref(got);
     host_settlement_free(&out);

@@ -67,10 +67,13 @@ static void key_path(char *buf, size_t cap, const char *path, const char *key)
               ch == '_' || ch == '-' || ch == '.'))
             plain = false;
     }
-    size_t o = 0, i = 0;
+    size_t o = 0, n = strnlen(key, SHOW_BYTES + 1);
+    bool cut = n > SHOW_BYTES;
+    if (cut)
+        n = SHOW_BYTES;
     if (!plain)
         shown[o++] = '"';
-    for (; i < SHOW_BYTES && key[i] != '\0'; i++) {
+    for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)key[i];
         if (ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\') {
             shown[o++] = (char)ch;
@@ -83,7 +86,7 @@ static void key_path(char *buf, size_t cap, const char *path, const char *key)
     }
     if (!plain)
         shown[o++] = '"';
-    if (key[i] != '\0') {
+    if (cut) {
         memcpy(shown + o, "...", 3);
         o += 3;
     }
@@ -484,7 +487,8 @@ static void exec_module_child(const struct ops_module *m, int in_fd, int out_fd,
     sigprocmask(SIG_SETMASK, &none, NULL);
     if (chdir("/") != 0)
         _exit(127);
-    char *const env[] = {(char *)(uintptr_t) "PATH=/usr/bin:/bin", NULL};
+    static char path_env[] = "PATH=/usr/bin:/bin";
+    char *const env[] = {path_env, NULL};
     char *argv[OPS_MAX_PROGRAM_ARGS + 2];
     size_t argc = 0;
     argv[argc++] = m->program;
@@ -700,11 +704,17 @@ static void pump(struct run *r, uint32_t timeout_ms)
 /* The stderr tail as one line of printable ASCII, in buf. */
 static const char *stderr_tail(const struct run *r, char *buf, size_t cap)
 {
-    size_t n = r->tail_total < STDERR_TAIL ? r->tail_total : STDERR_TAIL;
-    size_t start = r->tail_total - n, o = 0;
-    for (size_t i = 0; i < n && o + 1 < cap; i++) {
-        unsigned char ch = (unsigned char)r->tail[(start + i) % STDERR_TAIL];
-        buf[o++] = ch >= 0x20 && ch < 0x7f ? (char)ch : (ch == '\n' || ch == '\t' || ch == '\r') ? ' ' : '?';
+    size_t o = 0;
+    buf[0] = '\0';
+    size_t kept = r->tail_total < STDERR_TAIL ? r->tail_total : STDERR_TAIL;
+    for (size_t i = r->tail_total - kept; i < r->tail_total && o + 1 < cap; i++) {
+        unsigned char ch = (unsigned char)r->tail[i % STDERR_TAIL];
+        char shown = '?';
+        if (ch >= 0x20 && ch < 0x7f)
+            shown = (char)ch;
+        else if (ch == '\n' || ch == '\t' || ch == '\r')
+            shown = ' ';
+        buf[o++] = shown;
     }
     while (o > 0 && buf[o - 1] == ' ')
         o--;

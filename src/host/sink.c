@@ -160,7 +160,7 @@ int sink_append(const char *home, const char *name, const struct sink_record *re
     } else {
         if (st.st_size == 0)
             (void)fsync(dir_fd); /* the file may be new: make its name durable too */
-        json_t *v = json_pack("{s:I}", "bytes", (json_int_t)(len + 1));
+        json_t *v = json_pack("{s:I}", "bytes", (json_int_t)len + 1);
         rc = v != NULL ? host_fulfil_json(out, v) : -1;
         json_decref(v);
     }

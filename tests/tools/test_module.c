@@ -142,7 +142,7 @@ static int do_env(void)
     while ((entry = readdir(d)) != NULL) {
         if (entry->d_name[0] == '.')
             continue;
-        int fd = atoi(entry->d_name);
+        int fd = (int)strtol(entry->d_name, NULL, 10);
         if (fd != dirfd(d))
             json_array_append_new(fds, json_integer(fd));
     }

@@ -155,8 +155,9 @@ lint:
 # numbers beside goals and pass or fail nothing. docs/benchmarks.md has the results.
 BENCH_SRC  := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,build/bench/%,$(BENCH_SRC))
-BENCH_MODULES = $(CORE_SRC) $(HOST_SRC) $(PROTO_SRC)
-$(call objs,release,$(BENCH_SRC)): | $(Q)/.fetched build/gen/version.h
+BENCHLIB_SRC := $(wildcard bench/lib/*.c)
+BENCH_MODULES = $(CORE_SRC) $(HOST_SRC) $(PROTO_SRC) $(BENCHLIB_SRC)
+$(call objs,release,$(BENCH_SRC) $(BENCHLIB_SRC)): | $(Q)/.fetched build/gen/version.h
 build/bench/%: build/release/obj/bench/%.o $(call objs,release,$(BENCH_MODULES)) $(QLIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(release_LDFLAGS) $^ -o $@ $(PARENT_LIBS)

@@ -33,6 +33,7 @@
 #include "host/test_host.h"
 #include "proto/message.h"
 
+#include "lib/bench_stats.h"
 #include "quickjs.h"
 
 #include <errno.h>
@@ -80,72 +81,6 @@ static size_t iters(size_t base)
 #define RSS_ACTIVATIONS 100
 
 /* ------------------------------------------------------------------ time and stats */
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-struct samples {
-    double *v;
-    size_t n, cap;
-};
-
-static void push(struct samples *s, double x)
-{
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 256;
-        double *grown = realloc(s->v, cap * sizeof *grown);
-        if (grown == NULL) {
-            fprintf(stderr, "basal_bench: out of memory\n");
-            exit(1);
-        }
-        s->v = grown;
-        s->cap = cap;
-    }
-    s->v[s->n++] = x;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-struct stats {
-    size_t n;
-    double median, p95, min, max;
-};
-
-/* Nearest-rank percentiles of the samples (sorts them). */
-static struct stats summarize(struct samples *s)
-{
-    struct stats st = {0};
-    st.n = s->n;
-    if (s->n == 0)
-        return st;
-    qsort(s->v, s->n, sizeof s->v[0], cmp_double);
-    st.min = s->v[0];
-    st.max = s->v[s->n - 1];
-    st.median = s->n % 2 ? s->v[s->n / 2] : (s->v[s->n / 2 - 1] + s->v[s->n / 2]) / 2;
-    size_t rank = (size_t)((double)s->n * 0.95 + 0.999999);
-    st.p95 = s->v[(rank == 0 ? 1 : rank) - 1];
-    return st;
-}
-
-/* Per-call samples from activations with n calls and with none: each activation
- * with n calls, less the median of those without, over n. (Pairing each with its own
- * 0-call run instead would let one slow 0-call run, e.g. the one that retires its
- * worker at 256 activations, make a sample negative.) Sorts t0. */
-static void per_call_of(const struct samples *tn, struct samples *t0, unsigned n,
-                        struct samples *out)
-{
-    double base = summarize(t0).median;
-    for (size_t i = 0; i < tn->n; i++)
-        push(out, (tn->v[i] - base) / n);
-}
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -678,45 +613,6 @@ static int recorder_call(void *self, const struct host_call *call, struct host_s
 static const struct host_ops RECORDER_OPS = {.call = recorder_call};
 
 /* ------------------------------------------------------------------ output */
-
-static void fmt_time(double us, char *buf, size_t cap)
-{
-    if (us >= 1000)
-        snprintf(buf, cap, "%.2f ms", us / 1000);
-    else if (us >= 10)
-        snprintf(buf, cap, "%.1f µs", us);
-    else
-        snprintf(buf, cap, "%.2f µs", us);
-}
-
-static void fmt_kib(double kib, char *buf, size_t cap)
-{
-    snprintf(buf, cap, "%.2f MiB", kib / 1024);
-}
-
-enum unit { TIME, KIB };
-
-static void row(const char *name, enum unit unit, const struct stats *st, const char *ratio,
-                const char *goal, const char *met)
-{
-    char med[32], p95[32], mn[32];
-    void (*fmt)(double, char *, size_t) = unit == TIME ? fmt_time : fmt_kib;
-    fmt(st->median, med, sizeof med);
-    fmt(st->p95, p95, sizeof p95);
-    fmt(st->min, mn, sizeof mn);
-    printf("| %s | %zu | %s | %s | %s | %s | %s | %s |\n", name, st->n, med, p95, mn, ratio,
-           goal, met);
-}
-
-/* "yes", "no", or a split verdict when the median and p95 disagree. */
-static const char *verdict(bool median_ok, bool p95_ok)
-{
-    if (median_ok && p95_ok)
-        return "**yes** (median and p95)";
-    if (median_ok)
-        return "**yes** at the median, no at p95";
-    return "**no**";
-}
 
 /* ------------------------------------------------------------------ main */
 

@@ -311,9 +311,9 @@ static const char *FULL_FLOW =
 
 static char *with_paths(const char *body)
 {
-    char *s = malloc(strlen(body) + 3 * PATH_MAX);
+    char *s = malloc(strlen(body) + (size_t)4 * PATH_MAX);
     if (s != NULL)
-        sprintf(s, "const DATA = '%s', OUT = '%s', RO = '%s', OUTSIDE = '%s';\n%s", S.data,
+        snprintf(s, strlen(body) + (size_t)4 * PATH_MAX, "const DATA = '%s', OUT = '%s', RO = '%s', OUTSIDE = '%s';\n%s", S.data,
                 S.out, S.ro, S.outside, body);
     return s;
 }
@@ -644,7 +644,7 @@ static void crash_case_run(const struct crash_case *cc, const char *reconcile_de
         if (observed != NULL) {
             sfmt(what, sizeof what, "%s: the script received the observed result", name);
             check_int_eq(json_integer_value(json_object_get(json_object_get(after, "result"), "u")),
-                         atoll(observed), what);
+                         strtoll(observed, NULL, 10), what);
         }
         json_decref(after);
         proc_result_free(&rr);

@@ -105,7 +105,7 @@ static int load_counters(sqlite3 *db, struct health *h, char *err, size_t err_ca
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW)
         count_one(h, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1));
-    sqlite3_finalize(st);
+    sql_release(st);
     return rc == SQLITE_DONE ? 0 : sql_fail(db, err, err_cap);
 }
 
@@ -139,7 +139,7 @@ static int add_run_states(sqlite3 *db, json_t *root, char *err, size_t err_cap)
         }
         json_object_set_new(states, state, json_integer(n));
     }
-    sqlite3_finalize(st);
+    sql_release(st);
     return rc == SQLITE_DONE ? 0 : sql_fail(db, err, err_cap);
 }
 

@@ -182,7 +182,7 @@ int journal_load(struct store *s, int64_t run_id, struct journal_entry **rows,
     }
     if (ret == 0 && rc != SQLITE_DONE)
         ret = sql_fail(db, err, err_cap);
-    sqlite3_finalize(st);
+    sql_release(st);
     if (ret != 0) {
         journal_entries_free(list, n);
         return -1;

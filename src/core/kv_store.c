@@ -54,7 +54,7 @@ static int kv_get(sqlite3 *db, const char *flow, const char *key, struct host_se
     } else {
         ret = sql_fail(db, err, err_cap);
     }
-    sqlite3_finalize(st);
+    sql_release(st);
     return ret;
 }
 
@@ -72,7 +72,7 @@ static int flow_bytes(sqlite3 *db, const char *flow, const char *key, long long 
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW)
         *bytes = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    sql_release(st);
     return rc == SQLITE_ROW ? 0 : sql_fail(db, err, err_cap);
 }
 

@@ -80,11 +80,17 @@ void runs_owner_self(char out[RUN_OWNER_MAX + 1])
 
 bool runs_owner_alive(const char *owner)
 {
-    long pid;
-    unsigned long long start;
-    if (owner == NULL || sscanf(owner, "pid:%ld:%llu", &pid, &start) != 2 || pid <= 0)
+    if (owner == NULL || strncmp(owner, "pid:", 4) != 0)
         return false;
-    return process_start(pid) == start && start != 0;
+    char *end;
+    long pid = strtol(owner + 4, &end, 10);
+    if (end == owner + 4 || *end != ':' || pid <= 0)
+        return false;
+    const char *start_text = end + 1;
+    unsigned long long start = strtoull(start_text, &end, 10);
+    if (end == start_text || *end != '\0' || start == 0)
+        return false;
+    return process_start(pid) == start;
 }
 
 /* ---- reading ---------------------------------------------------------------------- */
@@ -131,7 +137,7 @@ int runs_get(struct store *s, int64_t id, struct run_row *out, char *err, size_t
         ret = row_read(st, out) == 0 ? 1 : error_line(err, err_cap, "out of memory");
     else if (rc != SQLITE_DONE)
         ret = sql_fail(db, err, err_cap);
-    sqlite3_finalize(st);
+    sql_release(st);
     return ret;
 }
 
@@ -169,7 +175,7 @@ int runs_list(struct store *s, const char *flow, struct run_row **rows, size_t *
     }
     if (ret == 0 && rc != SQLITE_DONE)
         ret = sql_fail(db, err, err_cap);
-    sqlite3_finalize(st);
+    sql_release(st);
     if (ret != 0) {
         for (size_t i = 0; i < n; i++)
             run_row_free(&list[i]);
@@ -213,7 +219,7 @@ int runs_recoverable(struct store *s, int64_t **ids, size_t *count, char *err, s
     }
     if (ret == 0 && rc != SQLITE_DONE)
         ret = sql_fail(db, err, err_cap);
-    sqlite3_finalize(st);
+    sql_release(st);
     if (ret != 0) {
         free(list);
         return -1;
@@ -251,7 +257,7 @@ static int unfinished_run(sqlite3 *db, const char *flow, char *what, size_t cap,
     if (rc == SQLITE_ROW)
         snprintf(what, cap, "run %" PRId64 " is %s", (int64_t)sqlite3_column_int64(st, 0),
                  (const char *)sqlite3_column_text(st, 1));
-    sqlite3_finalize(st);
+    sql_release(st);
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : sql_fail(db, err, err_cap);
 }
 
@@ -350,7 +356,7 @@ static int claim_in_txn(struct store *s, int64_t id, int64_t *generation, int64_
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW)
         *seq = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    sql_release(st);
     if (rc != SQLITE_ROW)
         return sql_fail(db, err, err_cap);
     *generation = next;
@@ -383,7 +389,7 @@ int runs_fence(struct store *s, int64_t id, int64_t generation, char *err, size_
     sqlite3_bind_int64(st, 1, id);
     int rc = sqlite3_step(st);
     int64_t now = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
-    sqlite3_finalize(st);
+    sql_release(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
         return sql_fail(db, err, err_cap);
     if (now != generation)

@@ -2,17 +2,72 @@
 
 #include "core/error_line.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+/* Prepared statements kept between uses, by connection and SQL text address (the
+ * callers pass string literals). Compiling a statement costs more than running the
+ * small ones a host call makes, so the journal's per-call path reuses them. The
+ * parent is single-threaded; so is this cache. */
+#define SQL_CACHE_SLOTS 64
+
+struct cached {
+    sqlite3 *db;
+    const char *sql;
+    sqlite3_stmt *st;
+    bool busy;
+};
+
+static struct cached g_cache[SQL_CACHE_SLOTS];
+
 int sql_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, char *err, size_t err_cap)
 {
-    if (sqlite3_prepare_v2(db, sql, -1, st, NULL) != SQLITE_OK) {
+    struct cached *free_slot = NULL;
+    for (size_t i = 0; i < SQL_CACHE_SLOTS; i++) {
+        struct cached *c = &g_cache[i];
+        if (c->db == db && c->sql == sql && !c->busy) {
+            c->busy = true;
+            *st = c->st;
+            return 0;
+        }
+        if (c->db == NULL && free_slot == NULL)
+            free_slot = c;
+    }
+    if (sqlite3_prepare_v3(db, sql, -1, free_slot != NULL ? SQLITE_PREPARE_PERSISTENT : 0, st,
+                           NULL) != SQLITE_OK) {
         *st = NULL;
         return sql_fail(db, err, err_cap);
     }
+    if (free_slot != NULL)
+        *free_slot = (struct cached){db, sql, *st, true};
     return 0;
+}
+
+void sql_release(sqlite3_stmt *st)
+{
+    if (st == NULL)
+        return;
+    for (size_t i = 0; i < SQL_CACHE_SLOTS; i++) {
+        if (g_cache[i].st == st) {
+            sqlite3_reset(st);
+            sqlite3_clear_bindings(st);
+            g_cache[i].busy = false;
+            return;
+        }
+    }
+    sqlite3_finalize(st);
+}
+
+void sql_cache_drop(sqlite3 *db)
+{
+    for (size_t i = 0; i < SQL_CACHE_SLOTS; i++) {
+        if (g_cache[i].db == db) {
+            sqlite3_finalize(g_cache[i].st);
+            memset(&g_cache[i], 0, sizeof g_cache[i]);
+        }
+    }
 }
 
 int sql_fail(sqlite3 *db, char *err, size_t err_cap)
@@ -24,7 +79,7 @@ int sql_run(sqlite3 *db, sqlite3_stmt *st, char *err, size_t err_cap)
 {
     int rc = sqlite3_step(st);
     int ret = rc == SQLITE_DONE ? 0 : sql_fail(db, err, err_cap);
-    sqlite3_finalize(st);
+    sql_release(st);
     return ret;
 }
 

@@ -8,14 +8,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Prepares sql on db into *st. Returns 0, or -1 with *st NULL and "store: <sqlite's
- * message>" in err. */
+/* Prepares sql on db into *st, reusing the statement compiled at an earlier call with
+ * the same db and the same sql pointer (pass string literals). Release it with
+ * sql_release, never sqlite3_finalize. Returns 0, or -1 with *st NULL and "store:
+ * <sqlite's message>" in err. */
 int sql_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, char *err, size_t err_cap);
+
+/* Resets a statement from sql_prepare for its next use (or finalizes one that was not
+ * kept). NULL is fine. */
+void sql_release(sqlite3_stmt *st);
+
+/* Finalizes every statement kept for db; store_close calls it before closing. */
+void sql_cache_drop(sqlite3 *db);
 
 /* Writes "store: <sqlite's last message>" into err and returns -1. */
 int sql_fail(sqlite3 *db, char *err, size_t err_cap);
 
-/* Steps a prepared statement that returns no rows to its end and finalizes it.
+/* Steps a statement from sql_prepare that returns no rows to its end and releases it.
  * Returns 0, or -1 with the reason in err. */
 int sql_run(sqlite3 *db, sqlite3_stmt *st, char *err, size_t err_cap);
 

@@ -1,4 +1,6 @@
 #include "core/store.h"
+
+#include "core/sql.h"
 #include "core/error_line.h"
 
 #include "core/store_schema.h"
@@ -207,6 +209,7 @@ void store_close(struct store *s)
 {
     if (s == NULL)
         return;
+    sql_cache_drop(s->db);
     sqlite3_close_v2(s->db);
     free(s->path);
     free(s);

@@ -834,6 +834,36 @@ static void test_replay(void)
     json_decref(rec);
 }
 
+/* A run older than its manifest's deadline is not resumed [guard: run deadline]; the
+ * same crash within the deadline recovers (control). */
+static void test_run_deadline(void)
+{
+    for (int late = 0; late <= 1; late++) {
+        scenario_begin(late ? "deadline-late" : "deadline-control");
+        if (!flow_add("crash", CRASH_FLOW, grants_all()))
+            return;
+        char *const env[] = {"BASAL_TEST_KILL_AT=after_delivery:1", NULL};
+        json_decref(run_flow(ARGS("run", "crash"), env).json);
+        /* The default deadline is 10 minutes: admitted 11 minutes ago. */
+        if (late)
+            ok(sql_exec("UPDATE runs SET created_at = created_at - 660000 WHERE id = 1"),
+               "deadline: age the run");
+        struct proc_result r = cli(true, ARGS("recover"));
+        json_t *rec = json_loads(r.out, JSON_DECODE_ANY, NULL);
+        proc_result_free(&r);
+        const char *error = json_string_value(json_object_get(rec, "error"));
+        if (late) {
+            check_str_eq(state_of(rec), "failed", "deadline: a run past its deadline fails");
+            ok(error != NULL && strstr(error, "outlived its deadline of 600 s") != NULL,
+               "deadline: the error names the deadline");
+            check_int_eq(lines_in(S.log_keyed), 0, "deadline: nothing more was called");
+        } else {
+            check_str_eq(state_of(rec), "succeeded", "deadline: control: within it, recovered");
+        }
+        json_decref(rec);
+    }
+}
+
 /* ---- 6. bad input ----------------------------------------------------------------- */
 
 static void expect_bad(const char *const *args, int code, const char *what)
@@ -904,6 +934,7 @@ int main(void)
     test_crash_recovery();
     test_hook_absent_from_release();
     test_replay();
+    test_run_deadline();
     test_bad_input();
     nftw(g_root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     return harness_finish();

@@ -1,5 +1,5 @@
-/* ck-basal exec: runs scripts through one worker pool with the fixed test host, until
- * flows exist. Every run of every script goes through the same pool, bound to one flow
+/* ck-basal exec: runs scripts through one worker pool with the fixed test host (no
+ * store, no manifest: flows run with `ck-basal run`). Every run of every script goes through the same pool, bound to one flow
  * id, so pooling, reuse and retirement can be watched from the outside (the worker pid
  * of each run is in the --json output). docs/operations.md has the formats. */
 #include "cli/commands.h"

@@ -4,6 +4,7 @@
 #include "core/flow_host.h"
 #include "core/flows.h"
 #include "core/journal.h"
+#include "core/sql.h"
 #include "core/store.h"
 #include "host/ops_module.h"
 
@@ -93,6 +94,27 @@ static int set_error(struct run_report *rep, const char *text)
     return rep->error != NULL ? 0 : -1;
 }
 
+/* Ends the activation without a worker: state and error, optionally marking a
+ * position unknown first, in one fenced transaction. */
+static int end_without_worker(struct run_driver *d, const struct run_row *run,
+                              int64_t generation, int64_t seq, enum run_state state,
+                              const char *why, const struct journal_entry *unknown,
+                              struct run_report *rep, char *err, size_t err_cap)
+{
+    struct store *s = d->store;
+    if (store_begin(s) != 0)
+        return error_line(err, err_cap, "store: cannot begin: %s", store_errmsg(s));
+    int rc = unknown != NULL ? journal_mark_unknown(s, run->id, unknown->position, err, err_cap) : 0;
+    if (rc == 0)
+        rc = runs_set_state(s, run->id, generation, state, NULL, why, err, err_cap);
+    if (rc == 0)
+        rc = runs_end_activation(s, run->id, seq, run_state_name(state), 0, err, err_cap);
+    if (commit_or_rollback(s, rc, err, err_cap) != 0)
+        return -1;
+    rep->state = state;
+    return set_error(rep, why) == 0 ? 0 : error_line(err, err_cap, "out of memory");
+}
+
 static int to_reconcile(struct run_driver *d, const struct run_row *run, int64_t generation,
                         int64_t seq, const struct journal_entry *e, struct run_report *rep,
                         char *err, size_t err_cap)
@@ -102,18 +124,8 @@ static int to_reconcile(struct run_driver *d, const struct run_row *run, int64_t
              " may not have taken effect: ck-basal flow reconcile %" PRId64 " %u --observed JSON"
              " | --not-applied | --cancel", (unsigned)e->position, e->kind, run->id,
              (unsigned)e->position);
-    struct store *s = d->store;
-    if (store_begin(s) != 0)
-        return error_line(err, err_cap, "store: cannot begin: %s", store_errmsg(s));
-    int rc = journal_mark_unknown(s, run->id, e->position, err, err_cap);
-    if (rc == 0)
-        rc = runs_set_state(s, run->id, generation, RUN_NEEDS_RECONCILE, NULL, why, err, err_cap);
-    if (rc == 0)
-        rc = runs_end_activation(s, run->id, seq, "needs_reconcile", 0, err, err_cap);
-    if (commit_or_rollback(s, rc, err, err_cap) != 0)
-        return -1;
-    rep->state = RUN_NEEDS_RECONCILE;
-    return set_error(rep, why) == 0 ? 0 : error_line(err, err_cap, "out of memory");
+    return end_without_worker(d, run, generation, seq, RUN_NEEDS_RECONCILE, why, e, rep, err,
+                              err_cap);
 }
 
 /* The run's end state from the activation and the host. */
@@ -186,6 +198,12 @@ static int finish(struct run_driver *d, const struct run_row *run, int64_t gener
     return 0;
 }
 
+/* What is left of the run's deadline (manifest "deadline", from its admission), ms. */
+static long long run_time_left(const struct run_row *run, const struct run_inputs *in)
+{
+    return (long long)in->manifest.deadline_s * 1000 - (sql_now_ms() - run->created_at);
+}
+
 static void request_for(const struct run_row *run, int64_t seq, const struct run_inputs *in,
                         const struct proto_recorded_entry *prefix, size_t prefix_count,
                         struct activation_request *req)
@@ -196,9 +214,10 @@ static void request_for(const struct run_row *run, int64_t seq, const struct run
     req->script_len = in->script.len;
     req->trigger = run->trigger;
     req->budgets = in->manifest.limits;
-    long long run_deadline = (long long)in->manifest.deadline_s * 1000;
-    if (run_deadline < req->deadline_ms)
-        req->deadline_ms = run_deadline;
+    /* Each activation has the profile's wall deadline, and none outlives the run's. */
+    long long left = run_time_left(run, in);
+    if (left < req->deadline_ms)
+        req->deadline_ms = left;
     req->prefix = prefix;
     req->prefix_count = prefix_count;
 }
@@ -279,9 +298,15 @@ int run_drive(struct run_driver *d, int64_t id, struct run_report *rep, char *er
     }
     if (rc == 0) {
         const struct journal_entry *doubt = in_doubt(rows, row_count);
-        if (doubt != NULL)
+        char why[128];
+        if (doubt != NULL) {
             rc = to_reconcile(d, &run, generation, seq, doubt, rep, err, err_cap);
-        else
+        } else if (run_time_left(&run, &in) <= 0) {
+            snprintf(why, sizeof why, "deadline: the run outlived its deadline of %u s",
+                     (unsigned)in.manifest.deadline_s);
+            rc = end_without_worker(d, &run, generation, seq, RUN_FAILED, why, NULL, rep, err,
+                                    err_cap);
+        } else
             rc = activate(d, &run, generation, seq, &in, rows, row_count, rep, err, err_cap);
     }
     journal_entries_free(rows, row_count);

@@ -8,8 +8,11 @@
  *   2. The run is claimed (pending, or running with a dead owner): generation + 1.
  *   3. The journal is read. A mutation without a key whose outcome is unknown puts
  *      the run in needs_reconcile; no worker starts.
+ *      A run older than its manifest's deadline (from admission) ends failed
+ *      "deadline" here, without a worker.
  *   4. A worker from the pool re-runs the script with the delivered journal as its
- *      prefix, through the flow host (core/flow_host.h).
+ *      prefix, through the flow host (core/flow_host.h). The activation's wall
+ *      deadline is the flow profile's (60 s), cut to what is left of the run's.
  *   5. One transaction ends it: the last delivery orders, the run's state (succeeded
  *      with its result; failed with a one-line error; suspended), the activation row
  *      and the health counters.

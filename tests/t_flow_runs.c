@@ -558,6 +558,56 @@ static void test_grant_checks(void)
     ok(access(path, F_OK) != 0, "grants: nothing was written under the read-only root");
 }
 
+/* kv's limits (basal.md section 6) refuse inside the run, catchably, and store nothing
+ * [guard: kv limits]; the values just under each limit are stored (control). */
+static const char *KV_LIMITS_FLOW =
+    "async function code(p) { try { await p; return 'ok'; }"
+    " catch (e) { return e.name + ':' + (e.data && e.data.code); } }\n"
+    "const big = 'x'.repeat(65536 - 2);\n"
+    "const out = {\n"
+    "  key256: await code(kv.set('k'.repeat(256), 1)),\n"
+    "  key257: await code(kv.set('k'.repeat(257), 1)),\n"
+    "  keyEmpty: await code(kv.set('', 1)),\n"
+    "  keyNumber: await code(kv.set(5, 1)),\n"
+    "  value64k: await code(kv.set('v', big)),\n"
+    "  valueOver: await code(kv.set('w', big + 'x')),\n"
+    "};\n"
+    "let i = 0, last = 'ok';\n"
+    "while (last === 'ok' && i < 40) last = await code(kv.set('fill' + i++, big));\n"
+    "out.fillStoppedAt = i; out.fill = last;\n"
+    "out.get = await kv.get('v') === big;\n"
+    "return out;\n";
+
+static void test_kv_limits(void)
+{
+    scenario_begin("kv-limits");
+    if (!ok(flow_add("kvl", KV_LIMITS_FLOW, grants_all()), "kv limits: flow approved"))
+        return;
+    struct run_out o = run_flow(ARGS("run", "kvl"), NO_ENV);
+    check_str_eq(state_of(o.json), "succeeded", "kv limits: the run completes (refusals caught)");
+    json_t *res = json_object_get(o.json, "result");
+    static const struct {
+        const char *field, *want;
+    } CASES[] = {
+        {"key256", "ok"}, {"key257", "HostError:too_large"},
+        {"keyEmpty", "HostError:invalid_arguments"}, {"keyNumber", "HostError:invalid_arguments"},
+        {"value64k", "ok"}, {"valueOver", "HostError:too_large"}, {"fill", "HostError:too_large"},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        char what[128];
+        sfmt(what, sizeof what, "kv limits: %s -> %s", CASES[i].field, CASES[i].want);
+        check_str_eq(json_string_value(json_object_get(res, CASES[i].field)), CASES[i].want, what);
+    }
+    ok(json_is_true(json_object_get(res, "get")), "kv limits: the 64 KiB value reads back");
+    long long total = sql_number("SELECT sum(length(CAST(key AS BLOB)) + length(CAST(value AS"
+                                 " BLOB))) FROM kv WHERE flow_id = 'kvl'");
+    ok(total <= 1048576 && total + 65536 + 6 > 1048576,
+       "kv limits: the flow holds at most 1 MiB, filled until the next value did not fit");
+    check_int_eq(sql_number("SELECT count(*) FROM kv WHERE flow_id = 'kvl' AND (key = 'w' OR"
+                            " length(key) > 256)"), 0, "kv limits: refused values were not stored");
+    json_decref(o.json);
+}
+
 /* ---- 4. crash at each boundary, then recover -------------------------------------- */
 
 static const char *CRASH_FLOW =
@@ -931,6 +981,7 @@ int main(void)
     test_full_flow();
     test_refused_before_running();
     test_grant_checks();
+    test_kv_limits();
     test_crash_recovery();
     test_hook_absent_from_release();
     test_replay();

@@ -5,11 +5,16 @@
  *   floor w1 N    N executions of workload 1; prints one line per execution: microseconds
  *   floor w2 N    the same with 100 calls of the native host function inc() per execution
  *   floor once    one execution of workload 1; prints its result (for the cold start)
+ *
+ * When BENCH_START_AT (CLOCK_MONOTONIC, microseconds) is set, the measured executions
+ * start at that time (after the warm-up) and the last line is "# end T" (CLOCK_MONOTONIC
+ * µs after the last one), so that two processes started together are two streams.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "quickjs.h"
 
 #define BODY1 "let s = 0; for (let i = 0; i < 1000; i++) s += i; return s;"
@@ -66,6 +71,10 @@ int main(int argc, char **argv)
     int host = strcmp(argv[1], "w2") == 0;
     long n = strtol(argv[2], NULL, 10);
     for (int i = 0; i < 20; i++) run_once(host ? w2 : w1, host); /* warm-up, not counted */
+    const char *start_at = getenv("BENCH_START_AT");
+    if (start_at != NULL)
+        for (double t = strtod(start_at, NULL); now_us() < t;)
+            usleep(50);
     for (long i = 0; i < n; i++) {
         double t0 = now_us();
         long long r = run_once(host ? w2 : w1, host);
@@ -73,5 +82,7 @@ int main(int argc, char **argv)
         if (r != 499500) { fprintf(stderr, "floor: wrong result %lld\n", r); return 1; }
         printf("%.3f\n", t1 - t0);
     }
+    if (start_at != NULL)
+        printf("# end %.3f\n", now_us());
     return 0;
 }

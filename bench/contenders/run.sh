@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 5, first version: basal against the alternatives an operator would pick, on the
-# same three workloads, in one run (about 1 minute). Prints the table and writes
+# Issue 5: basal against the alternatives an operator would pick, on the same three
+# workloads, in one run (about 2 minutes), one stream and two streams at once. Prints the table and writes
 # docs/benchmarks-contenders.md (the whole page). Installs what it needs itself:
 # quickjs-emscripten (pinned) into bench/contenders/node_modules, Debian's bubblewrap.
 #
@@ -8,7 +8,8 @@
 #   bench/contenders/run.sh --no-doc   prints only
 #
 # Needs `make bench-build` first (build/lib/libquickjs.a, build/bin/ck-basal,
-# build/bench/basal_bench). Measurements, not tests: the exit status says only whether
+# build/bench/basal_bench, build/bench/contender_flows). Measurements, not tests: the
+# exit status says only whether
 # they ran.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,15 +21,17 @@ write_doc=1
 QE_VERSION=0.32.0            # quickjs-emscripten, pinned
 N_INPROC=1000                # workload 1 and 2 executions for the in-process contenders
 N_BASAL=1000                 # basal warm activations per ck-basal exec run
+N_FLOW1=1000                 # basal flow runs of workload 1 (about 1.5 ms each with fsync)
+N_FLOW2=100                  # basal flow runs of workload 2 (about 35 ms each with fsync)
 N_NODE=30                    # node -e executions (about 100 ms each)
-N_BWRAP=200                  # bwrap qjs_run executions
+N_BWRAP=200                  # bwrap qjs executions
 N_COLD=30                    # cold starts of floor, quickjs-emscripten, basal
 out=$here/out
 mkdir -p "$out"
 log() { echo "contenders: $*" >&2; }
 
 # ---- what it needs -------------------------------------------------------------------
-for f in build/lib/libquickjs.a build/bin/ck-basal build/bench/basal_bench; do
+for f in build/lib/libquickjs.a build/bin/ck-basal build/bench/basal_bench build/bench/contender_flows; do
   [ -e "$f" ] || { echo "missing $f: run make bench-build first" >&2; exit 1; }
 done
 if ! command -v bwrap >/dev/null; then
@@ -40,19 +43,49 @@ if [ "$(node -p "try{require('$here/node_modules/quickjs-emscripten/package.json
   npm install --no-save --no-audit --no-fund --prefix "$here" "quickjs-emscripten@$QE_VERSION" >&2
 fi
 qcc() { cc -O2 -std=gnu11 -D_GNU_SOURCE -isystem build/quickjs -o "$out/$1" "$here/$1.c" build/lib/libquickjs.a -lm -lpthread -ldl; }
-qcc floor; qcc qjs_run
+qcc floor
 cc -O2 -o "$out/spawn_time" "$here/spawn_time.c"
+# The upstream qjs: build/quickjs/qjs.c + quickjs-libc.c with the defines the Makefile's
+# QFLAGS give libquickjs.a (checked here), linked with that library and our stubs for
+# the REPL and qjscalc bytecode (bench/contenders/qjs_stubs.c: never used here).
+QDEF=(-std=gnu11 -O2 -g -fwrapv -D_GNU_SOURCE '-DCONFIG_VERSION="2021-03-27"' -DCONFIG_BIGNUM -fPIE -fstack-protector-strong -w)
+qflags=$(awk '/^QFLAGS/ { f = 1 } f { print; if (!/\\$/) exit }' Makefile)
+for d in CONFIG_BIGNUM 'CONFIG_VERSION='"'"'"2021-03-27"'"'" -fwrapv; do
+  case $qflags in *"$d"*) ;; *) echo "Makefile QFLAGS no longer has $d: update QDEF in $0" >&2; exit 1 ;; esac
+done
+if [ ! -x "$out/qjs" ] || [ "$out/qjs" -ot build/lib/libquickjs.a ] || [ "$out/qjs" -ot "$here/qjs_stubs.c" ]; then
+  log "building upstream qjs (build/quickjs/qjs.c, quickjs-libc.c)"
+  cc "${QDEF[@]}" -c build/quickjs/qjs.c -o "$out/qjs.o"
+  cc "${QDEF[@]}" -c build/quickjs/quickjs-libc.c -o "$out/quickjs-libc.o"
+  cc -O2 -c "$here/qjs_stubs.c" -o "$out/qjs_stubs.o"
+  cc -o "$out/qjs" "$out/qjs.o" "$out/quickjs-libc.o" "$out/qjs_stubs.o" build/lib/libquickjs.a -lm -ldl -lpthread
+fi
 
 BODY1='let s = 0; for (let i = 0; i < 1000; i++) s += i; return s;'
-echo "(function () { $BODY1 })()" >"$out/w1.js"                         # qjs_run
+echo "console.log((function () { $BODY1 })())" >"$out/w1.js"              # qjs
 echo "$BODY1" >"$out/basal_w1.js"                                          # basal (async body)
 echo "let s = 0; for (let i = 0; i < 1000; i++) s += i; let c = 0; for (let j = 0; j < 100; j++) c = await ops.call(\"test\", \"counter\"); return s;" >"$out/basal_w2.js"
-home=$(mktemp -d); trap 'rm -rf "$home"' EXIT
-basal() { build/bin/ck-basal --home "$home" exec "$@"; }
-basal "$out/basal_w1.js" >/dev/null                                       # creates the home
-BW=(bwrap --unshare-all --die-with-parent --ro-bind / / "$out/qjs_run" "$out/w1.js")
+home=$(mktemp -d); fhome=$(mktemp -d)
+tmpfiles=("$home" "$fhome"); trap 'rm -rf "${tmpfiles[@]}"' EXIT
+build/bin/ck-basal --home "$home" exec "$out/basal_w1.js" >/dev/null     # creates the home
+build/bench/contender_flows setup "$fhome"                                 # flows w1, w2 approved
+BW=(bwrap --unshare-all --die-with-parent --ro-bind / / "$out/qjs" "$out/w1.js")
 T() { /usr/bin/time -f %M -o "$out/$1.rss" "${@:2}"; }                   # max RSS, KiB
 ST="$out/spawn_time"
+CF=build/bench/contender_flows
+# pair NAME DELAY_MS CMD...: two copies of CMD at once, each told by BENCH_START_AT to
+# start its measured loop at the same moment (now + DELAY_MS); their samples go to
+# NAME.p1 and NAME.p2, the start to NAME.start. The commands print "# end T". In CMD,
+# {S} becomes "" for the first copy and "b" for the second (basal flows: w1 and w1b,
+# since runs of one flow execute one at a time).
+pair() {
+  local name=$1 delay=$2; shift 2
+  local t0; t0=$(( $("$ST" --now) + delay * 1000 ))
+  echo "$t0" >"$out/$name.start"
+  BENCH_START_AT=$t0 "${@//\{S\}/}" >"$out/$name.p1" & local p1=$!
+  BENCH_START_AT=$t0 "${@//\{S\}/b}" >"$out/$name.p2" & local p2=$!
+  wait "$p1"; wait "$p2"
+}
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 t_start=$(date +%s)
@@ -63,17 +96,22 @@ T floor_w2 "$out/floor" w2 $N_INPROC >"$out/floor_w2"
 log "quickjs-emscripten"
 (cd "$here" && T qe_w1 node qe.mjs w1 $N_INPROC) >"$out/qe_w1"
 (cd "$here" && T qe_w2 node qe.mjs w2 $N_INPROC) >"$out/qe_w2"
+log "basal flows through the run driver: journal on, then store fsync off"
+T fl_w1 "$CF" run "$fhome" w1 $N_FLOW1 >"$out/fl_w1"
+T fl_w2 "$CF" run "$fhome" w2 $N_FLOW2 >"$out/fl_w2"
+T fo_w1 "$CF" run "$fhome" w1 $N_FLOW1 --fsync-off >"$out/fo_w1"
+T fo_w2 "$CF" run "$fhome" w2 $N_FLOW2 --fsync-off >"$out/fo_w2"
 log "basal warm (ck-basal exec --repeat): 3 x ($N_BASAL and 1 runs) per workload"
 : >"$out/bx_w1_n"; : >"$out/bx_w1_1"; : >"$out/bx_w2_n"; : >"$out/bx_w2_1"
-for r in 1 2 3; do
-  T bx_w1 $ST 1 499500 build/bin/ck-basal --home "$home" exec "$out/basal_w1.js" --repeat $N_BASAL >>"$out/bx_w1_n"
-  $ST 1 499500 build/bin/ck-basal --home "$home" exec "$out/basal_w1.js" >>"$out/bx_w1_1"
-  T bx_w2 $ST 1 499500 build/bin/ck-basal --home "$home" exec "$out/basal_w2.js" --repeat $N_BASAL >>"$out/bx_w2_n"
-  $ST 1 499500 build/bin/ck-basal --home "$home" exec "$out/basal_w2.js" >>"$out/bx_w2_1"
+for _ in 1 2 3; do
+  T bx_w1 "$ST" 1 499500 build/bin/ck-basal --home "$home" exec "$out/basal_w1.js" --repeat $N_BASAL >>"$out/bx_w1_n"
+  "$ST" 1 499500 build/bin/ck-basal --home "$home" exec "$out/basal_w1.js" >>"$out/bx_w1_1"
+  T bx_w2 "$ST" 1 499500 build/bin/ck-basal --home "$home" exec "$out/basal_w2.js" --repeat $N_BASAL >>"$out/bx_w2_n"
+  "$ST" 1 499500 build/bin/ck-basal --home "$home" exec "$out/basal_w2.js" >>"$out/bx_w2_1"
 done
 log "floor, round 2"
 "$out/floor" w1 $N_INPROC >"$out/floor_w1b"
-log "node -e ($N_NODE) and bwrap qjs_run ($N_BWRAP)"
+log "node -e ($N_NODE) and bwrap qjs ($N_BWRAP)"
 $ST $N_NODE 499500 node -e "console.log((function () { $BODY1 })())" >"$out/node_w1"
 T node_w1 node -e "console.log((function () { $BODY1 })())" >/dev/null
 $ST $N_BWRAP 499500 "${BW[@]}" >"$out/bwrap_w1"
@@ -81,10 +119,29 @@ T bwrap_w1 "${BW[@]}" >/dev/null
 log "cold starts ($N_COLD each)"
 $ST $N_COLD 499500 "$out/floor" once >"$out/floor_cold"
 T floor_cold "$out/floor" once >/dev/null
-(cd "$here" && $ST $N_COLD 499500 node qe.mjs once) >"$out/qe_cold"
+(cd "$here" && "$ST" $N_COLD 499500 node qe.mjs once) >"$out/qe_cold"
 (cd "$here" && T qe_cold node qe.mjs once) >/dev/null
 $ST $N_COLD 499500 build/bin/ck-basal --home "$home" exec "$out/basal_w1.js" >"$out/basal_cold"
 T basal_cold build/bin/ck-basal --home "$home" exec "$out/basal_w1.js" >/dev/null
+$ST $N_COLD "result: 499500" build/bin/ck-basal --home "$fhome" run w1 >"$out/basal_runcold"
+T basal_runcold build/bin/ck-basal --home "$fhome" run w1 >/dev/null
+log "two streams at once (every contender, both workloads)"
+pair floor_w1 300 "$out/floor" w1 $N_INPROC
+pair floor_w2 300 "$out/floor" w2 $N_INPROC
+(cd "$here" && pair qe_w1 1500 node qe.mjs w1 $N_INPROC)
+(cd "$here" && pair qe_w2 1500 node qe.mjs w2 $N_INPROC)
+pair fl_w1 500 "$CF" run "$fhome" "w1{S}" $N_FLOW1
+pair fl_w2 500 "$CF" run "$fhome" "w2{S}" $N_FLOW2
+pair fo_w1 500 "$CF" run "$fhome" "w1{S}" $N_FLOW1 --fsync-off
+pair fo_w2 500 "$CF" run "$fhome" "w2{S}" $N_FLOW2 --fsync-off
+pair bx_w1 100 "$ST" 1 499500 build/bin/ck-basal --home "$home" exec "$out/basal_w1.js" --repeat $N_BASAL
+pair bx_w2 100 "$ST" 1 499500 build/bin/ck-basal --home "$home" exec "$out/basal_w2.js" --repeat $N_BASAL
+pair node_w1 100 "$ST" $N_NODE 499500 node -e "console.log((function () { $BODY1 })())"
+pair bwrap_w1 100 "$ST" $N_BWRAP 499500 "${BW[@]}"
+pair floor_cold 100 "$ST" $N_COLD 499500 "$out/floor" once
+(cd "$here" && pair qe_cold 100 "$ST" $N_COLD 499500 node qe.mjs once)
+pair basal_cold 100 "$ST" $N_COLD 499500 build/bin/ck-basal --home "$home" exec "$out/basal_w1.js"
+pair basal_runcold 100 "$ST" $N_COLD "result: 499500" build/bin/ck-basal --home "$fhome" run "w1{S}"
 log "basal_bench --scale 0.2 (basal's own per-activation median and p95)"
 build/bench/basal_bench --scale 0.2 >"$out/basal_bench.txt" 2>/dev/null || log "basal_bench failed: its rows are left out"
 log "floor, round 3"
@@ -94,8 +151,8 @@ t_end=$(date +%s)
 cat "$out/floor_w1a" "$out/floor_w1b" "$out/floor_w1c" >"$out/floor_w1"
 
 # ---- statistics ----------------------------------------------------------------------
-# stats FILE -> "n median p95 min max sum" (nearest rank), microseconds
-stats() { sort -n "$1" | awk '{ v[NR] = $1; s += $1 } END {
+# stats FILE -> "n median p95 min max sum" (nearest rank), microseconds ("#" lines skipped)
+stats() { grep -v '^#' "$1" | sort -n | awk '{ v[NR] = $1; s += $1 } END {
   m = int((NR + 1) / 2); p = int(NR * 0.95 + 0.999999); if (p < 1) p = 1
   printf "%d %.3f %.3f %.3f %.3f %.3f\n", NR, v[m], v[p], v[1], v[NR], s }'; }
 fmt() { awk -v u="$1" 'BEGIN { if (u == "") print "—"; else if (u >= 1000) printf "%.2f ms", u / 1000; else if (u >= 10) printf "%.1f µs", u; else printf "%.2f µs", u }'; }
@@ -105,64 +162,108 @@ div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
 bb() { awk -F' \\| ' -v name="$1" 'index($1, name) {
   for (i = 3; i <= 5; i++) { x = $i; f = (x ~ /ms/) ? 1000 : 1; gsub(/[^0-9.-]/, "", x); printf "%s%.3f", (i > 3 ? " " : ""), x * f }
   printf " %s\n", $2; exit }' "$out/basal_bench.txt" 2>/dev/null; }
+# two-stream throughput of pair NAME: (samples of both) / (last "# end" - the start),
+# as "N/s"; with a second argument K, (both runs' count x K) / (wall - K2) for the
+# ck-basal exec pairs: pair2 NAME PER_PROCESS_COUNT SUBTRACT_US
+pair_tp() { awk -v start="$(cat "$out/$1.start")" '/^# end/ { if ($3 > e) e = $3; next } { n++ }
+  END { printf "%.0f/s", n * 1e6 / (e - start) }' "$out/$1.p1" "$out/$1.p2"; }
+pair_wall() { awk -v start="$(cat "$out/$1.start")" '/^# end/ { if ($3 > e) e = $3 } END { printf "%.3f", e - start }' "$out/$1.p1" "$out/$1.p2"; }
+# the ratio of two "N/s" figures
+tpr() { awk -v a="${1%/s}" -v b="${2%/s}" 'BEGIN { printf "%.2fx", a / b }'; }
 
-read -r fn fmed fp95 fmin fmax fsum < <(stats "$out/floor_w1")
-read -r f2n f2med f2p95 f2min f2max f2sum < <(stats "$out/floor_w2")
+read -r _ fmed fp95 _ fmax _ < <(stats "$out/floor_w1")
+read -r _ f2med _ _ _ _ < <(stats "$out/floor_w2")
 floor_call=$(awk -v a="$f2med" -v b="$fmed" 'BEGIN { printf "%.3f", (a - b) / 100 }')
 
-rows=$(mktemp); trap 'rm -rf "$home" "$rows"' EXIT
-# row LABEL WORKLOAD N MED P95 MIN MAX THROUGHPUT RSS NOTE ; ratio vs the floor median of the workload
+rows=$(mktemp); tmpfiles+=("$rows")
+# row LABEL WORKLOAD N MED P95 MIN MAX TP1 TP2 RSS NOTE [RATIO] ; ratio vs the floor median of the workload
 row() {
   local ref=$fmed; [ "$2" = 2 ] && ref=$f2med; [ "$2" = 3 ] && ref=$fcold
   local ratio="—"; [ -n "$4" ] && ratio=$(div "$4" "$ref")
   local tp="—"; [ -n "$8" ] && tp=$8
+  local tp2="—"; [ -n "$9" ] && tp2="$9 ($(tpr "$9" "$tp") one stream)"
   local spread="—"; [ -n "$6" ] && spread="min $(fmt "$6")"; [ -n "$6" ] && [ -n "$7" ] && spread="$(fmt "$6") – $(fmt "$7")"
-  [ -n "${11:-}" ] && ratio=${11}
-  echo "| $1 | $2 | $3 | $(fmt "$4") | $(fmt "$5") | $spread | $tp | $ratio | $9 | ${10} |" >>"$rows"
+  [ -n "${12:-}" ] && ratio=${12}
+  echo "| $1 | $2 | $3 | $(fmt "$4") | $(fmt "$5") | $spread | $tp | $tp2 | $ratio | ${10} | ${11} |" >>"$rows"
 }
 tput() { awk -v n="$1" -v s="$2" 'BEGIN { printf "%.0f/s", n * 1e6 / s }'; }
-srow() { # srow LABEL WORKLOAD FILE RSSNAME NOTE
+srow() { # srow LABEL WORKLOAD FILE RSSNAME NOTE [PAIRNAME]
   local n med p95 mn mx sum; read -r n med p95 mn mx sum < <(stats "$out/$3")
-  row "$1" "$2" "$n" "$med" "$p95" "$mn" "$mx" "$(tput "$n" "$sum")" "$(mib "$4")" "$5"; }
+  local tp2=""; [ -n "${6:-}" ] && tp2=$(pair_tp "$6")
+  row "$1" "$2" "$n" "$med" "$p95" "$mn" "$mx" "$(tput "$n" "$sum")" "$tp2" "$(mib "$4")" "$5"; }
+med() { stats "$out/$1" | cut -d' ' -f2; }
 read -r _ fcold _ _ _ _ < <(stats "$out/floor_cold")
 
 # basal warm via ck-basal exec: per activation = (median T(N) - median T(1)) / (N - 1)
-bmean() { awk -v a="$(stats "$out/$1" | cut -d' ' -f2)" -v b="$(stats "$out/$2" | cut -d' ' -f2)" -v n=$N_BASAL 'BEGIN { printf "%.3f", (a - b) / (n - 1) }'; }
+bmean() { awk -v a="$(med "$1")" -v b="$(med "$2")" -v n=$N_BASAL 'BEGIN { printf "%.3f", (a - b) / (n - 1) }'; }
 bx1=$(bmean bx_w1_n bx_w1_1); bx2=$(bmean bx_w2_n bx_w2_1)
+# two streams of ck-basal exec --repeat N: 2 (N - 1) / (wall of the pair - median T(1 run))
+bxpair() { awk -v w="$(pair_wall "$1")" -v b="$(med "$2")" -v n=$N_BASAL 'BEGIN { printf "%.0f/s", 2 * (n - 1) * 1e6 / (w - b) }'; }
 
-srow "floor: in-process QuickJS 2021, fresh runtime + context per execution (3 rounds)" 1 floor_w1 floor_w1a "max RSS of the process over the 1000 executions of round 1"
+flrow() { # flrow WORKLOAD NAME LABEL NOTE
+  srow "$3" "$1" "$2_w$1" "$2_w$1" "$4" "$2_w$1"; }
+
+srow "floor: in-process QuickJS 2021, fresh runtime + context per execution (3 rounds)" 1 floor_w1 floor_w1a "max RSS of the process over the 1000 executions of round 1" floor_w1
 read -r m p mn n_ < <(bb "warm pooled activation, worker ready") || true
-[ -n "${m:-}" ] && row "basal warm activation, worker ready (basal_bench --scale 0.2, \`pool_run\`)" 1 "$n_" "$m" "$p" "$mn" "" "" "—" "parent's pool directly, test host; no CLI"
+[ -n "${m:-}" ] && row "basal warm activation, worker ready (basal_bench --scale 0.2, \`pool_run\`)" 1 "$n_" "$m" "$p" "$mn" "" "" "" "—" "parent's pool directly, test host, no journal; no CLI"
 read -r m p mn n_ < <(bb "warm pooled activation, back to back") || true
-[ -n "${m:-}" ] && row "basal warm activation, back to back (basal_bench --scale 0.2)" 1 "$n_" "$m" "$p" "$mn" "" "" "—" ""
-row "basal warm activation, back to back (\`ck-basal exec --repeat $N_BASAL\`)" 1 "3 x $N_BASAL" "$bx1" "" "" "" "$(awk -v u="$bx1" 'BEGIN { printf "%.0f/s", 1e6 / u }')" "$(mib bx_w1)" "mean, not median: (T($N_BASAL runs) - T(1 run)) / $((N_BASAL - 1)), medians of 3; RSS is the larger of parent and worker"
-srow "quickjs-emscripten $QE_VERSION in Node $(node --version), fresh runtime + context per execution" 1 qe_w1 qe_w1 "RSS of the Node process over the 1000 executions"
-srow "\`node -e\` per execution" 1 node_w1 node_w1 "only $N_NODE executions (about 0.1 s each)"
-srow "\`qjs_run\` under \`bwrap --unshare-all --die-with-parent --ro-bind / /\` per execution" 1 bwrap_w1 bwrap_w1 "only $N_BWRAP executions; qjs_run, not upstream qjs (see the text)"
+[ -n "${m:-}" ] && { bbw1=$m; row "basal warm activation, back to back (basal_bench --scale 0.2)" 1 "$n_" "$m" "$p" "$mn" "" "" "" "—" "no journal"; }
+row "basal warm activation, back to back (\`ck-basal exec --repeat $N_BASAL\`)" 1 "3 x $N_BASAL" "$bx1" "" "" "" "$(awk -v u="$bx1" 'BEGIN { printf "%.0f/s", 1e6 / u }')" "$(bxpair bx_w1 bx_w1_1)" "$(mib bx_w1)" "no journal (test host); mean, not median: (T($N_BASAL runs) - T(1 run)) / $((N_BASAL - 1)), medians of 3; two streams: 2 x $((N_BASAL - 1)) / (wall of the pair - T(1 run)); RSS is the larger of parent and worker"
+flrow 1 fl "basal flow run, journal on (\`runs_admit\` + \`run_drive\`, store synchronous=FULL)" "admission, claim, activation on the flow's warm worker, end state: each a committed, fsynced transaction; RSS is the larger of the bench process and the worker"
+flrow 1 fo "basal flow run, store fsync off (benchmark-only \`synchronous=OFF\`)" "the same runs without fsync"
+srow "quickjs-emscripten $QE_VERSION in Node $(node --version), fresh runtime + context per execution" 1 qe_w1 qe_w1 "RSS of the Node process over the 1000 executions" qe_w1
+srow "\`node -e\` per execution" 1 node_w1 node_w1 "only $N_NODE executions (about 0.1 s each)" node_w1
+srow "upstream \`qjs\` under \`bwrap --unshare-all --die-with-parent --ro-bind / /\` per execution" 1 bwrap_w1 bwrap_w1 "only $N_BWRAP executions; \`qjs w1.js\`, the script prints its result with console.log" bwrap_w1
 
-srow "floor, native host function \`inc()\`" 2 floor_w2 floor_w2 "per host call: $(fmt "$floor_call") ((median w2 - median w1) / 100)"
-row "basal warm, back to back, 100 × \`await ops.call(\"test\", \"counter\")\` (\`ck-basal exec --repeat $N_BASAL\`)" 2 "3 x $N_BASAL" "$bx2" "" "" "" "$(awk -v u="$bx2" 'BEGIN { printf "%.0f/s", 1e6 / u }')" "$(mib bx_w2)" "mean; per host call: $(fmt "$(awk -v a="$bx2" -v b="$bx1" 'BEGIN { print (a - b) / 100 }')") (async, across the process boundary)"
+srow "floor, native host function \`inc()\`" 2 floor_w2 floor_w2 "per host call: $(fmt "$floor_call") ((median w2 - median w1) / 100)" floor_w2
+row "basal warm, back to back, 100 × \`await ops.call(\"test\", \"counter\")\` (\`ck-basal exec --repeat $N_BASAL\`)" 2 "3 x $N_BASAL" "$bx2" "" "" "" "$(awk -v u="$bx2" 'BEGIN { printf "%.0f/s", 1e6 / u }')" "$(bxpair bx_w2 bx_w2_1)" "$(mib bx_w2)" "no journal (test host's in-memory counter); mean; per host call: $(fmt "$(awk -v a="$bx2" -v b="$bx1" 'BEGIN { print (a - b) / 100 }')") (async, across the process boundary)"
 read -r m p mn n_ < <(bb "async host call round trip, per call (N = 200)") || true
-[ -n "${m:-}" ] && row "basal per host call, \`ops.call(\"test\", \"echo\", i)\` (basal_bench --scale 0.2; one call, not a whole execution)" 2 "$n_" "$m" "$p" "$mn" "" "" "—" "one call, compare with the floor's per call above" "$(div "$m" "$floor_call") floor's per call"
+[ -n "${m:-}" ] && { bbcall=$m; row "basal per host call, \`ops.call(\"test\", \"echo\", i)\` (basal_bench --scale 0.2; one call, not a whole execution)" 2 "$n_" "$m" "$p" "$mn" "" "" "" "—" "no journal; one call, compare with the floor's per call above" "$(div "$m" "$floor_call") floor's per call"; }
+flcall() { awk -v a="$(med "$1_w2")" -v b="$(med "$1_w1")" 'BEGIN { print (a - b) / 100 }'; }
+flrow 2 fl "basal flow run, journal on: 100 × \`await kv.set(\"c\", ++c)\` (store synchronous=FULL)" "kv.set of the running count (the counter held by the host's kv), not an increment by the host; per host call: $(fmt "$(flcall fl)") (journal row + kv change fsynced before delivery)"
+flrow 2 fo "basal flow run, fsync off: 100 × \`await kv.set(\"c\", ++c)\` (benchmark-only \`synchronous=OFF\`)" "per host call: $(fmt "$(flcall fo)")"
 read -r _ q2 _ _ _ _ < <(stats "$out/qe_w2"); read -r _ q1 _ _ _ _ < <(stats "$out/qe_w1")
-srow "quickjs-emscripten, host function \`inc()\` (\`vm.newFunction\`)" 2 qe_w2 qe_w2 "per host call: $(fmt "$(awk -v a="$q2" -v b="$q1" 'BEGIN { print (a - b) / 100 }')")"
-row "\`node -e\` per execution" 2 "—" "" "" "" "" "" "—" "not expressible the same way: no host to call"
-row "\`qjs_run\` under \`bwrap\` per execution" 2 "—" "" "" "" "" "" "—" "not expressible the same way: no host to call"
+srow "quickjs-emscripten, host function \`inc()\` (\`vm.newFunction\`)" 2 qe_w2 qe_w2 "per host call: $(fmt "$(awk -v a="$q2" -v b="$q1" 'BEGIN { print (a - b) / 100 }')")" qe_w2
+row "\`node -e\` per execution" 2 "—" "" "" "" "" "" "" "—" "not expressible the same way: no host to call"
+row "upstream \`qjs\` under \`bwrap\` per execution" 2 "—" "" "" "" "" "" "" "—" "not expressible the same way: no host to call"
 
-srow "floor: process start to first result (\`floor once\`)" 3 floor_cold floor_cold "fork + exec + runtime + eval + print"
-srow "basal cold: \`ck-basal exec\` of one script (CLI start, pool, worker spawn to Welcome, activation, result)" 3 basal_cold basal_cold "RSS is the larger of parent and worker"
+srow "floor: process start to first result (\`floor once\`)" 3 floor_cold floor_cold "fork + exec + runtime + eval + print" floor_cold
+srow "basal cold: \`ck-basal exec\` of one script (CLI start, pool, worker spawn to Welcome, activation, result)" 3 basal_cold basal_cold "no journal; RSS is the larger of parent and worker" basal_cold
+srow "basal cold with the journal: \`ck-basal run w1\` (CLI start, store open, admission, claim, worker spawn, activation, end state)" 3 basal_runcold basal_runcold "flow installed and approved before timing; synchronous=FULL" basal_runcold
 read -r m p mn n_ < <(bb "spawn to Welcome (") || true
-[ -n "${m:-}" ] && row "basal: spawn to Welcome only (basal_bench --scale 0.2)" 3 "$n_" "$m" "$p" "$mn" "" "" "—" "part of the row above"
-srow "quickjs-emscripten: \`node qe.mjs once\` (Node start, module + WebAssembly load, first result)" 3 qe_cold qe_cold ""
-srow "\`node -e\` (the workload 1 samples: every execution is cold)" 3 node_w1 node_w1 ""
-srow "\`qjs_run\` under \`bwrap\` (the workload 1 samples: every execution is cold)" 3 bwrap_w1 bwrap_w1 ""
+[ -n "${m:-}" ] && row "basal: spawn to Welcome only (basal_bench --scale 0.2)" 3 "$n_" "$m" "$p" "$mn" "" "" "" "—" "part of the rows above"
+srow "quickjs-emscripten: \`node qe.mjs once\` (Node start, module + WebAssembly load, first result)" 3 qe_cold qe_cold "" qe_cold
+srow "\`node -e\` (the workload 1 samples: every execution is cold)" 3 node_w1 node_w1 "" node_w1
+srow "upstream \`qjs\` under \`bwrap\` (the workload 1 samples: every execution is cold)" 3 bwrap_w1 bwrap_w1 "" bwrap_w1
 
 # noise: the floor measured three times in the run, at the start, in the middle, at the end
-noise=$(for r in a b c; do stats "$out/floor_w1$r" | cut -d' ' -f2; done | sort -n | awk '{ v[NR] = $1 } END {
+noise=$(for r in a b c; do med "floor_w1$r"; done | sort -n | awk '{ v[NR] = $1 } END {
   printf "floor medians of the 3 rounds (start, middle, end, sorted): %.1f, %.1f, %.1f µs: spread %.0f%% of the lowest", v[1], v[2], v[3], (v[3] - v[1]) * 100 / v[1] }')
 noise2="floor p95 / median: $(div "$fp95" "$fmed"); floor max / median: $(div "$fmax" "$fmed")"
 
-table=$(mktemp); trap 'rm -rf "$home" "$rows" "$table"' EXIT
+# ---- the issue's goals, from this run's numbers ---------------------------------------
+bwm=$(med bwrap_w1); ndm=$(med node_w1); flm=$(med fl_w1); fom=$(med fo_w1)
+cmpx() { awk -v a="$1" -v b="$2" 'BEGIN { print (a < b) ? "yes" : "no" }'; }
+within2() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%s (%.2fx)", (a <= 2 * b) ? "yes" : "no", a / b }'; }
+goals=$(mktemp); tmpfiles+=("$goals")
+{
+  echo "| goal | basal figure (median unless said) | met |"
+  echo "|---|---|---|"
+  for g in "warm activation, no journal (basal_bench back to back)|${bbw1:-}" "warm activation, no journal (\`exec --repeat\`, mean)|$bx1" \
+           "flow run, journal on (workload 1)|$flm" "flow run, store fsync off (workload 1)|$fom"; do
+    n=${g%%|*}; v=${g#*|}; [ -n "$v" ] || continue
+    echo "| $n ahead of every OS-confined contender (bwrap qjs $(fmt "$bwm"), \`node -e\` $(fmt "$ndm")) | $(fmt "$v") | $(cmpx "$v" "$bwm") |"
+    echo "| $n within 2x of the floor ($(fmt "$fmed")) | $(fmt "$v") | $(within2 "$v" "$fmed") |"
+  done
+  echo "| per host call ahead of every OS-confined contender | — | cannot be judged: neither \`node -e\` nor bwrap qjs has a host to call |"
+  [ -n "${bbcall:-}" ] && echo "| per host call within 2x of the floor's ($(fmt "$floor_call")), no journal (basal_bench \`test.echo\`) | $(fmt "$bbcall") | $(within2 "$bbcall" "$floor_call") |"
+  for k in fl fo; do
+    v=$(flcall $k); lab="journal on, kv.set"; [ $k = fo ] && lab="fsync off, kv.set"
+    echo "| per host call within 2x of the floor's ($(fmt "$floor_call")), $lab | $(fmt "$v") | $(within2 "$v" "$floor_call") |"
+  done
+} >"$goals"
+
+table=$(mktemp); tmpfiles+=("$table")
 {
   echo "Reproduce with \`bench/contenders/run.sh\` (after \`make bench-build\`)."
   echo
@@ -172,9 +273,14 @@ table=$(mktemp); trap 'rm -rf "$home" "$rows" "$table"' EXIT
   echo "- load average (1, 5, 15 min): $load_before before the run, $load_after after"
   echo "- noise: $noise; $noise2"
   echo
-  echo "| contender | workload | n | median | p95 | min – max | throughput (one stream) | ratio to floor (medians) | peak memory (max RSS) | note |"
-  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+  echo "| contender | workload | n | median | p95 | min – max | throughput, one stream | throughput, two streams at once | ratio to floor (medians) | peak memory (max RSS) | note |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
   cat "$rows"
+  echo
+  echo "The issue's goals against this run (warm activation and per-call cost ahead of every"
+  echo "contender that confines with an OS boundary, and within 2x of the in-process floor):"
+  echo
+  cat "$goals"
 } >"$table"
 cat "$table"
 

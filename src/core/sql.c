@@ -60,7 +60,7 @@ void sql_release(sqlite3_stmt *st)
     sqlite3_finalize(st);
 }
 
-void sql_cache_drop(sqlite3 *db)
+void sql_cache_drop(const sqlite3 *db)
 {
     for (size_t i = 0; i < SQL_CACHE_SLOTS; i++) {
         if (g_cache[i].db == db) {

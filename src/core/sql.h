@@ -19,7 +19,7 @@ int sql_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, char *err, size
 void sql_release(sqlite3_stmt *st);
 
 /* Finalizes every statement kept for db; store_close calls it before closing. */
-void sql_cache_drop(sqlite3 *db);
+void sql_cache_drop(const sqlite3 *db);
 
 /* Writes "store: <sqlite's last message>" into err and returns -1. */
 int sql_fail(sqlite3 *db, char *err, size_t err_cap);

@@ -326,8 +326,8 @@ int flow_host_flush(struct flow_host *fh, char *err, size_t err_cap)
 static int txn_open(struct flow_host *fh, char *err, size_t err_cap)
 {
     struct store *s = fh->cfg.store;
-    if (store_begin(s) != 0)
-        return error_line(err, err_cap, "store: cannot begin: %s", store_errmsg(s));
+    if (store_begin_txn(s, err, err_cap) != 0)
+        return -1;
     if (runs_fence(s, fh->cfg.run_id, fh->cfg.generation, err, err_cap) != 0 ||
         flush(fh, err, err_cap) != 0) {
         store_rollback(s);
@@ -338,14 +338,8 @@ static int txn_open(struct flow_host *fh, char *err, size_t err_cap)
 
 static int txn_commit(struct flow_host *fh, uint32_t position, char *err, size_t err_cap)
 {
-    struct store *s = fh->cfg.store;
     test_hook_boundary(TEST_BOUNDARY_BEFORE_JOURNAL_COMMIT, position);
-    if (store_commit(s) != 0) {
-        error_line(err, err_cap, "store: cannot commit: %s", store_errmsg(s));
-        store_rollback(s);
-        return -1;
-    }
-    return 0;
+    return store_end_txn(fh->cfg.store, 0, err, err_cap);
 }
 
 /* The host stops at a store error or a lost claim: the call is answered io_error and
@@ -516,9 +510,7 @@ static int journal_around(struct flow_host *fh, const struct journal_entry *e,
         host_settlement_free(out);
         return fail_call(fh, err, out);
     }
-    if (store_commit(s) != 0) {
-        snprintf(err, sizeof err, "store: cannot commit: %s", store_errmsg(s));
-        store_rollback(s);
+    if (store_end_txn(s, 0, err, sizeof err) != 0) {
         host_settlement_free(out);
         return fail_call(fh, err, out);
     }

@@ -3,6 +3,7 @@
 #include "core/bounded_file.h"
 #include "core/error_line.h"
 
+#include "core/sql.h"
 #include "core/store.h"
 #include "proto/message.h"
 
@@ -16,13 +17,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void flows_blob_free(struct flow_blob *b)
 {
@@ -55,44 +49,12 @@ static int read_bounded(const char *path, const char *label, size_t cap, struct 
 
 /* ---- statements ---------------------------------------------------------------- */
 
-static int prepare(struct store *s, const char *sql, sqlite3_stmt **st, char *err,
-                   size_t err_cap)
-{
-    if (sqlite3_prepare_v2(store_db(s), sql, -1, st, NULL) != SQLITE_OK) {
-        *st = NULL;
-        return error_line(err, err_cap, "store: %s", sqlite3_errmsg(store_db(s)));
-    }
-    return 0;
-}
-
-static int db_fail(struct store *s, char *err, size_t err_cap)
-{
-    return error_line(err, err_cap, "store: %s", sqlite3_errmsg(store_db(s)));
-}
-
-static int begin(struct store *s, char *err, size_t err_cap)
-{
-    if (store_begin(s) != 0)
-        return error_line(err, err_cap, "store: cannot begin a transaction: %s", store_errmsg(s));
-    return 0;
-}
-
-static int commit(struct store *s, char *err, size_t err_cap)
-{
-    if (store_commit(s) != 0) {
-        error_line(err, err_cap, "store: cannot commit: %s", store_errmsg(s));
-        store_rollback(s);
-        return -1;
-    }
-    return 0;
-}
-
 /* 1 if flow id exists (with *enabled), 0 if not, -1 on error. */
 static int flow_lookup(struct store *s, const char *id, bool *enabled, char *err,
                        size_t err_cap)
 {
     sqlite3_stmt *st;
-    if (prepare(s, "SELECT enabled FROM flows WHERE id = ?1", &st, err, err_cap) != 0)
+    if (sql_prepare(store_db(s), "SELECT enabled FROM flows WHERE id = ?1", &st, err, err_cap) != 0)
         return -1;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st), found = -1;
@@ -103,9 +65,9 @@ static int flow_lookup(struct store *s, const char *id, bool *enabled, char *err
     } else if (rc == SQLITE_DONE) {
         found = 0;
     } else {
-        db_fail(s, err, err_cap);
+        sql_fail(store_db(s), err, err_cap);
     }
-    sqlite3_finalize(st);
+    sql_release(st);
     return found;
 }
 
@@ -119,7 +81,7 @@ static int max_version(struct store *s, const char *id, bool approved_only, int6
                           ? "SELECT coalesce(max(version), 0) FROM flow_versions"
                             " WHERE flow_id = ?1 AND state = 'approved'"
                           : "SELECT coalesce(max(version), 0) FROM flow_versions WHERE flow_id = ?1";
-    if (prepare(s, sql, &st, err, err_cap) != 0)
+    if (sql_prepare(store_db(s), sql, &st, err, err_cap) != 0)
         return -1;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     int rc = -1;
@@ -127,9 +89,9 @@ static int max_version(struct store *s, const char *id, bool approved_only, int6
         *v = sqlite3_column_int64(st, 0);
         rc = 0;
     } else {
-        db_fail(s, err, err_cap);
+        sql_fail(store_db(s), err, err_cap);
     }
-    sqlite3_finalize(st);
+    sql_release(st);
     return rc;
 }
 
@@ -159,7 +121,7 @@ static int load_version(struct store *s, const char *id, int64_t version,
 {
     memset(out, 0, sizeof *out);
     sqlite3_stmt *st;
-    if (prepare(s, "SELECT script, manifest, code_hash, state FROM flow_versions"
+    if (sql_prepare(store_db(s), "SELECT script, manifest, code_hash, state FROM flow_versions"
                    " WHERE flow_id = ?1 AND version = ?2", &st, err, err_cap) != 0)
         return -1;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
@@ -179,9 +141,9 @@ static int load_version(struct store *s, const char *id, int64_t version,
     } else if (rc == SQLITE_DONE) {
         found = 0;
     } else {
-        db_fail(s, err, err_cap);
+        sql_fail(store_db(s), err, err_cap);
     }
-    sqlite3_finalize(st);
+    sql_release(st);
     return found;
 }
 
@@ -202,21 +164,21 @@ static int install_locked(struct store *s, const char *id, int64_t version, cons
                       "manifest.version: %" PRId64 " is not above version %" PRId64
                       " already installed for flow '%s'",
                       version, top, id);
-    int64_t now = now_ms();
+    int64_t now = sql_now_ms();
     sqlite3_stmt *st;
     if (!exists) {
-        if (prepare(s, "INSERT INTO flows (id, created_at, enabled) VALUES (?1, ?2, 1)", &st,
+        if (sql_prepare(store_db(s), "INSERT INTO flows (id, created_at, enabled) VALUES (?1, ?2, 1)", &st,
                     err, err_cap) != 0)
             return -1;
         sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, now);
         int rc = sqlite3_step(st);
-        sqlite3_finalize(st);
+        sql_release(st);
         if (rc != SQLITE_DONE)
-            return db_fail(s, err, err_cap);
+            return sql_fail(store_db(s), err, err_cap);
     }
     *new_flow = !exists;
-    if (prepare(s, "INSERT INTO flow_versions (flow_id, version, script, manifest, code_hash,"
+    if (sql_prepare(store_db(s), "INSERT INTO flow_versions (flow_id, version, script, manifest, code_hash,"
                    " state, created_at) VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6)",
                 &st, err, err_cap) != 0)
         return -1;
@@ -227,9 +189,9 @@ static int install_locked(struct store *s, const char *id, int64_t version, cons
     sqlite3_bind_text(st, 5, hash, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 6, now);
     int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
+    sql_release(st);
     if (rc != SQLITE_DONE)
-        return db_fail(s, err, err_cap);
+        return sql_fail(store_db(s), err, err_cap);
     return 0;
 }
 
@@ -251,14 +213,12 @@ int flows_install(struct store *s, const void *script, size_t script_len,
     manifest_free(&m);
     if (code_hash_hex(script, script_len, manifest, manifest_len, out->code_hash) != 0)
         return error_line(err, err_cap, "code hash: libcrypto failed");
-    if (begin(s, err, err_cap) != 0)
+    if (store_begin_txn(s, err, err_cap) != 0)
         return -1;
-    if (install_locked(s, out->id, out->version, script, script_len, manifest, manifest_len,
-                       out->code_hash, &out->new_flow, err, err_cap) != 0) {
-        store_rollback(s);
-        return -1;
-    }
-    return commit(s, err, err_cap);
+    return store_end_txn(s, install_locked(s, out->id, out->version, script, script_len, manifest,
+                                           manifest_len, out->code_hash, &out->new_flow, err,
+                                           err_cap),
+                         err, err_cap);
 }
 
 int flows_install_dir(struct store *s, const char *dir, struct flow_installed *out,
@@ -336,9 +296,9 @@ static int approve_locked(struct store *s, const char *id, int64_t version, cons
     stored_version_free(&v);
     if (rc != 0)
         return -1;
-    int64_t now = now_ms();
+    int64_t now = sql_now_ms();
     sqlite3_stmt *st;
-    if (prepare(s, "INSERT INTO approvals (flow_id, version, code_hash, approved_at)"
+    if (sql_prepare(store_db(s), "INSERT INTO approvals (flow_id, version, code_hash, approved_at)"
                    " VALUES (?1, ?2, ?3, ?4)", &st, err, err_cap) != 0)
         return -1;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
@@ -346,19 +306,19 @@ static int approve_locked(struct store *s, const char *id, int64_t version, cons
     sqlite3_bind_text(st, 3, hash, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 4, now);
     int step = sqlite3_step(st);
-    sqlite3_finalize(st);
+    sql_release(st);
     if (step != SQLITE_DONE)
-        return db_fail(s, err, err_cap);
-    if (prepare(s, "UPDATE flow_versions SET state = 'approved'"
+        return sql_fail(store_db(s), err, err_cap);
+    if (sql_prepare(store_db(s), "UPDATE flow_versions SET state = 'approved'"
                    " WHERE flow_id = ?1 AND version = ?2 AND state = 'pending'",
                 &st, err, err_cap) != 0)
         return -1;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, version);
     step = sqlite3_step(st);
-    sqlite3_finalize(st);
+    sql_release(st);
     if (step != SQLITE_DONE)
-        return db_fail(s, err, err_cap);
+        return sql_fail(store_db(s), err, err_cap);
     if (sqlite3_changes(store_db(s)) != 1)
         return error_line(err, err_cap, "flow '%s' version %" PRId64 " changed while approving", id,
                       version);
@@ -376,13 +336,9 @@ int flows_approve(struct store *s, const char *id, int64_t version, const char *
         return error_line(err, err_cap,
                       "--code-hash: '%.80s' is not 64 lowercase hexadecimal characters",
                       code_hash);
-    if (begin(s, err, err_cap) != 0)
+    if (store_begin_txn(s, err, err_cap) != 0)
         return -1;
-    if (approve_locked(s, id, version, code_hash, err, err_cap) != 0) {
-        store_rollback(s);
-        return -1;
-    }
-    return commit(s, err, err_cap);
+    return store_end_txn(s, approve_locked(s, id, version, code_hash, err, err_cap), err, err_cap);
 }
 
 int flows_set_enabled(struct store *s, const char *id, bool enabled, char *err,
@@ -390,30 +346,21 @@ int flows_set_enabled(struct store *s, const char *id, bool enabled, char *err,
 {
     if (!manifest_id_valid(id))
         return error_line(err, err_cap, "unknown flow '%.80s' (not a flow id)", id);
-    if (begin(s, err, err_cap) != 0)
+    if (store_begin_txn(s, err, err_cap) != 0)
         return -1;
     int exists = flow_lookup(s, id, NULL, err, err_cap);
-    if (exists <= 0) {
-        if (exists == 0)
-            error_line(err, err_cap, "unknown flow '%s'", id);
-        store_rollback(s);
-        return -1;
-    }
+    if (exists == 0)
+        error_line(err, err_cap, "unknown flow '%s'", id);
     sqlite3_stmt *st;
-    if (prepare(s, "UPDATE flows SET enabled = ?2 WHERE id = ?1", &st, err, err_cap) != 0) {
-        store_rollback(s);
-        return -1;
+    int rc = exists == 1 ? sql_prepare(store_db(s), "UPDATE flows SET enabled = ?2 WHERE id = ?1",
+                                       &st, err, err_cap)
+                         : -1;
+    if (rc == 0) {
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 2, enabled ? 1 : 0);
+        rc = sql_run(store_db(s), st, err, err_cap);
     }
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 2, enabled ? 1 : 0);
-    int step = sqlite3_step(st);
-    sqlite3_finalize(st);
-    if (step != SQLITE_DONE) {
-        db_fail(s, err, err_cap);
-        store_rollback(s);
-        return -1;
-    }
-    return commit(s, err, err_cap);
+    return store_end_txn(s, rc, err, err_cap);
 }
 
 /* ---- list ------------------------------------------------------------------------ */
@@ -424,7 +371,7 @@ int flows_list(struct store *s, struct flow_summary **out, size_t *count, char *
     *out = NULL;
     *count = 0;
     sqlite3_stmt *st;
-    if (prepare(s,
+    if (sql_prepare(store_db(s),
                 "SELECT f.id, f.enabled, l.version, l.state, l.code_hash, a.version, a.code_hash"
                 " FROM flows f"
                 " LEFT JOIN flow_versions l ON l.flow_id = f.id AND l.version ="
@@ -443,7 +390,7 @@ int flows_list(struct store *s, struct flow_summary **out, size_t *count, char *
             struct flow_summary *grown = realloc(rows, ncap * sizeof *rows);
             if (grown == NULL) {
                 free(rows);
-                sqlite3_finalize(st);
+                sql_release(st);
                 return error_line(err, err_cap, "out of memory");
             }
             rows = grown;
@@ -463,10 +410,10 @@ int flows_list(struct store *s, struct flow_summary **out, size_t *count, char *
         text = (const char *)sqlite3_column_text(st, 6);
         snprintf(r->approved_hash, sizeof r->approved_hash, "%s", text != NULL ? text : "");
     }
-    sqlite3_finalize(st);
+    sql_release(st);
     if (rc != SQLITE_DONE) {
         free(rows);
-        return db_fail(s, err, err_cap);
+        return sql_fail(store_db(s), err, err_cap);
     }
     *out = rows;
     *count = n;
@@ -488,7 +435,7 @@ static int runnable_check(struct store *s, const char *id, int64_t want, int64_t
     if (!enabled)
         return error_line(err, err_cap, "flow '%s' is disabled (ck-basal flow enable %s)", id, id);
     sqlite3_stmt *st;
-    if (prepare(s, "SELECT version, code_hash FROM approvals WHERE flow_id = ?1"
+    if (sql_prepare(store_db(s), "SELECT version, code_hash FROM approvals WHERE flow_id = ?1"
                    " AND (?2 = 0 OR version = ?2) ORDER BY version DESC LIMIT 1", &st, err,
                 err_cap) != 0)
         return -1;
@@ -502,13 +449,13 @@ static int runnable_check(struct store *s, const char *id, int64_t want, int64_t
         const char *h = (const char *)sqlite3_column_text(st, 1);
         snprintf(approved, sizeof approved, "%s", h != NULL ? h : "");
     }
-    sqlite3_finalize(st);
+    sql_release(st);
     if (rc == SQLITE_DONE && want != 0)
         return error_line(err, err_cap, "flow '%s' version %" PRId64 " is not approved", id, want);
     if (rc == SQLITE_DONE)
         return error_line(err, err_cap, "flow '%s' has no approved version", id);
     if (rc != SQLITE_ROW)
-        return db_fail(s, err, err_cap);
+        return sql_fail(store_db(s), err, err_cap);
     struct stored_version sv;
     int found = load_version(s, id, v, &sv, err, err_cap);
     if (found < 0)
@@ -559,7 +506,7 @@ int flows_runnable_version(struct store *s, const char *id, int64_t want, int64_
         return error_line(err, err_cap, "unknown flow '%.80s' (not a flow id)", id);
     /* One read transaction, so every check sees the same state. */
     if (sqlite3_exec(store_db(s), "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
-        return db_fail(s, err, err_cap);
+        return sql_fail(store_db(s), err, err_cap);
     int rc = runnable_check(s, id, want, version, script, manifest, err, err_cap);
     sqlite3_exec(store_db(s), "COMMIT", NULL, NULL, NULL);
     return rc;

@@ -145,6 +145,16 @@ static int entry_read(sqlite3_stmt *st, struct journal_entry *e)
     return 0;
 }
 
+static int entry_read_row(sqlite3_stmt *st, void *elem)
+{
+    return entry_read(st, elem);
+}
+
+static void entry_drop(void *elem)
+{
+    journal_entry_free(elem);
+}
+
 int journal_load(struct store *s, int64_t run_id, struct journal_entry **rows,
                  size_t *count, char *err, size_t err_cap)
 {
@@ -159,36 +169,11 @@ int journal_load(struct store *s, int64_t run_id, struct journal_entry **rows,
                         " WHERE j.run_id = ?1 ORDER BY j.position", &st, err, err_cap) != 0)
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
-    struct journal_entry *list = NULL;
-    size_t n = 0, cap = 0;
-    int rc;
-    int ret = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (n == cap) {
-            size_t ncap = cap == 0 ? 64 : cap * 2;
-            struct journal_entry *grown = realloc(list, ncap * sizeof *list);
-            if (grown == NULL) {
-                ret = error_line(err, err_cap, "out of memory");
-                break;
-            }
-            list = grown;
-            cap = ncap;
-        }
-        if (entry_read(st, &list[n]) != 0) {
-            ret = error_line(err, err_cap, "out of memory");
-            break;
-        }
-        n++;
-    }
-    if (ret == 0 && rc != SQLITE_DONE)
-        ret = sql_fail(db, err, err_cap);
-    sql_release(st);
-    if (ret != 0) {
-        journal_entries_free(list, n);
+    void *list;
+    if (sql_collect(db, st, sizeof **rows, entry_read_row, entry_drop, &list, count, err,
+                    err_cap) != 0)
         return -1;
-    }
     *rows = list;
-    *count = n;
     return 0;
 }
 

@@ -89,16 +89,8 @@ int reconcile_settle(struct store *s, int64_t run_id, uint32_t position,
                      enum reconcile_decision decision, const char *observed, char *err,
                      size_t err_cap)
 {
-    if (store_begin(s) != 0)
-        return error_line(err, err_cap, "store: cannot begin: %s", store_errmsg(s));
-    if (settle_in_txn(s, run_id, position, decision, observed, err, err_cap) != 0) {
-        store_rollback(s);
+    if (store_begin_txn(s, err, err_cap) != 0)
         return -1;
-    }
-    if (store_commit(s) != 0) {
-        error_line(err, err_cap, "store: cannot commit: %s", store_errmsg(s));
-        store_rollback(s);
-        return -1;
-    }
-    return 0;
+    return store_end_txn(s, settle_in_txn(s, run_id, position, decision, observed, err, err_cap),
+                         err, err_cap);
 }

@@ -73,20 +73,6 @@ static const struct journal_entry *in_doubt(const struct journal_entry *rows, si
     return NULL;
 }
 
-static int commit_or_rollback(struct store *s, int rc, char *err, size_t err_cap)
-{
-    if (rc != 0) {
-        store_rollback(s);
-        return -1;
-    }
-    if (store_commit(s) != 0) {
-        error_line(err, err_cap, "store: cannot commit: %s", store_errmsg(s));
-        store_rollback(s);
-        return -1;
-    }
-    return 0;
-}
-
 static int set_error(struct run_report *rep, const char *text)
 {
     free(rep->error);
@@ -102,14 +88,14 @@ static int end_without_worker(struct run_driver *d, const struct run_row *run,
                               struct run_report *rep, char *err, size_t err_cap)
 {
     struct store *s = d->store;
-    if (store_begin(s) != 0)
-        return error_line(err, err_cap, "store: cannot begin: %s", store_errmsg(s));
+    if (store_begin_txn(s, err, err_cap) != 0)
+        return -1;
     int rc = unknown != NULL ? journal_mark_unknown(s, run->id, unknown->position, err, err_cap) : 0;
     if (rc == 0)
         rc = runs_set_state(s, run->id, generation, state, NULL, why, err, err_cap);
     if (rc == 0)
         rc = runs_end_activation(s, run->id, seq, run_state_name(state), 0, err, err_cap);
-    if (commit_or_rollback(s, rc, err, err_cap) != 0)
+    if (store_end_txn(s, rc, err, err_cap) != 0)
         return -1;
     rep->state = state;
     return set_error(rep, why) == 0 ? 0 : error_line(err, err_cap, "out of memory");
@@ -169,8 +155,8 @@ static int finish(struct run_driver *d, const struct run_row *run, int64_t gener
     if (out->status == ACTIVATION_NO_WORKER)
         state = RUN_PENDING; /* nothing ran: recover tries again */
     struct store *s = d->store;
-    if (store_begin(s) != 0)
-        return error_line(err, err_cap, "store: cannot begin: %s", store_errmsg(s));
+    if (store_begin_txn(s, err, err_cap) != 0)
+        return -1;
     int rc = runs_fence(s, run->id, generation, err, err_cap);
     if (rc == 0)
         rc = flow_host_flush(fh, err, err_cap);
@@ -185,7 +171,7 @@ static int finish(struct run_driver *d, const struct run_row *run, int64_t gener
         rc = health_store_add(s, pool_health(d->pool), &d->mark, run->flow_id, out->status);
     if (rc != 0 && err[0] == '\0')
         error_line(err, err_cap, "store: %s", store_errmsg(s));
-    if (commit_or_rollback(s, rc, err, err_cap) != 0)
+    if (store_end_txn(s, rc, err, err_cap) != 0)
         return -1;
     rep->state = state;
     if (state == RUN_SUCCEEDED && out->value != NULL) {

@@ -123,6 +123,16 @@ static int row_read(sqlite3_stmt *st, struct run_row *r)
     return 0;
 }
 
+static int row_read_elem(sqlite3_stmt *st, void *elem)
+{
+    return row_read(st, elem);
+}
+
+static void row_drop(void *elem)
+{
+    run_row_free(elem);
+}
+
 int runs_get(struct store *s, int64_t id, struct run_row *out, char *err, size_t err_cap)
 {
     memset(out, 0, sizeof *out);
@@ -152,38 +162,22 @@ int runs_list(struct store *s, const char *flow, struct run_row **rows, size_t *
                         " ORDER BY id", &st, err, err_cap) != 0)
         return -1;
     sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
-    size_t n = 0, cap = 0;
-    struct run_row *list = NULL;
-    int rc;
-    int ret = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (n == cap) {
-            size_t ncap = cap == 0 ? 16 : cap * 2;
-            struct run_row *grown = realloc(list, ncap * sizeof *list);
-            if (grown == NULL) {
-                ret = error_line(err, err_cap, "out of memory");
-                break;
-            }
-            list = grown;
-            cap = ncap;
-        }
-        if (row_read(st, &list[n]) != 0) {
-            ret = error_line(err, err_cap, "out of memory");
-            break;
-        }
-        n++;
-    }
-    if (ret == 0 && rc != SQLITE_DONE)
-        ret = sql_fail(db, err, err_cap);
-    sql_release(st);
-    if (ret != 0) {
-        for (size_t i = 0; i < n; i++)
-            run_row_free(&list[i]);
-        free(list);
+    void *list;
+    if (sql_collect(db, st, sizeof **rows, row_read_elem, row_drop, &list, count, err,
+                    err_cap) != 0)
         return -1;
-    }
     *rows = list;
-    *count = n;
+    return 0;
+}
+
+/* A running run whose owner is alive is not recover's: skipped. */
+static int recoverable_read(sqlite3_stmt *st, void *elem)
+{
+    const char *state = (const char *)sqlite3_column_text(st, 1);
+    const char *owner = (const char *)sqlite3_column_text(st, 2);
+    if (state != NULL && strcmp(state, "running") == 0 && runs_owner_alive(owner))
+        return 1;
+    *(int64_t *)elem = sqlite3_column_int64(st, 0);
     return 0;
 }
 
@@ -196,36 +190,10 @@ int runs_recoverable(struct store *s, int64_t **ids, size_t *count, char *err, s
     if (sql_prepare(db, "SELECT id, state, owner FROM runs WHERE state IN ('pending', 'running')"
                         " ORDER BY id", &st, err, err_cap) != 0)
         return -1;
-    size_t n = 0, cap = 0;
-    int64_t *list = NULL;
-    int rc;
-    int ret = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *state = (const char *)sqlite3_column_text(st, 1);
-        const char *owner = (const char *)sqlite3_column_text(st, 2);
-        if (strcmp(state, "running") == 0 && runs_owner_alive(owner))
-            continue;
-        if (n == cap) {
-            size_t ncap = cap == 0 ? 16 : cap * 2;
-            int64_t *grown = realloc(list, ncap * sizeof *list);
-            if (grown == NULL) {
-                ret = error_line(err, err_cap, "out of memory");
-                break;
-            }
-            list = grown;
-            cap = ncap;
-        }
-        list[n++] = sqlite3_column_int64(st, 0);
-    }
-    if (ret == 0 && rc != SQLITE_DONE)
-        ret = sql_fail(db, err, err_cap);
-    sql_release(st);
-    if (ret != 0) {
-        free(list);
+    void *list;
+    if (sql_collect(db, st, sizeof **ids, recoverable_read, NULL, &list, count, err, err_cap) != 0)
         return -1;
-    }
     *ids = list;
-    *count = n;
     return 0;
 }
 
@@ -300,18 +268,11 @@ int runs_admit(struct store *s, const char *flow, int64_t version, const char *t
             return error_line(err, err_cap, "getrandom failed");
         trigger_id = generated;
     }
-    if (store_begin(s) != 0)
-        return error_line(err, err_cap, "store: cannot begin: %s", store_errmsg(s));
-    if (admit_in_txn(store_db(s), flow, version, trigger, trigger_id, run_id, err, err_cap) != 0) {
-        store_rollback(s);
+    if (store_begin_txn(s, err, err_cap) != 0)
         return -1;
-    }
-    if (store_commit(s) != 0) {
-        error_line(err, err_cap, "store: cannot commit: %s", store_errmsg(s));
-        store_rollback(s);
-        return -1;
-    }
-    return 0;
+    return store_end_txn(s, admit_in_txn(store_db(s), flow, version, trigger, trigger_id, run_id,
+                                         err, err_cap),
+                         err, err_cap);
 }
 
 /* ---- claims and fenced writes ----------------------------------------------------- */
@@ -366,18 +327,10 @@ static int claim_in_txn(struct store *s, int64_t id, int64_t *generation, int64_
 int runs_claim(struct store *s, int64_t id, int64_t *generation, int64_t *activation_seq,
                char *err, size_t err_cap)
 {
-    if (store_begin(s) != 0)
-        return error_line(err, err_cap, "store: cannot begin: %s", store_errmsg(s));
-    if (claim_in_txn(s, id, generation, activation_seq, err, err_cap) != 0) {
-        store_rollback(s);
+    if (store_begin_txn(s, err, err_cap) != 0)
         return -1;
-    }
-    if (store_commit(s) != 0) {
-        error_line(err, err_cap, "store: cannot commit: %s", store_errmsg(s));
-        store_rollback(s);
-        return -1;
-    }
-    return 0;
+    return store_end_txn(s, claim_in_txn(s, id, generation, activation_seq, err, err_cap), err,
+                         err_cap);
 }
 
 int runs_fence(struct store *s, int64_t id, int64_t generation, char *err, size_t err_cap)

@@ -83,6 +83,49 @@ int sql_run(sqlite3 *db, sqlite3_stmt *st, char *err, size_t err_cap)
     return ret;
 }
 
+int sql_collect(sqlite3 *db, sqlite3_stmt *st, size_t elem_size,
+                int (*read)(sqlite3_stmt *st, void *elem), void (*drop)(void *elem), void **rows,
+                size_t *count, char *err, size_t err_cap)
+{
+    *rows = NULL;
+    *count = 0;
+    char *list = NULL;
+    size_t n = 0, cap = 0;
+    int rc;
+    int ret = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (n == cap) {
+            size_t ncap = cap == 0 ? 16 : cap * 2;
+            char *grown = realloc(list, ncap * elem_size);
+            if (grown == NULL) {
+                ret = error_line(err, err_cap, "out of memory");
+                break;
+            }
+            list = grown;
+            cap = ncap;
+        }
+        int got = read(st, list + n * elem_size);
+        if (got < 0) {
+            ret = error_line(err, err_cap, "out of memory");
+            break;
+        }
+        if (got == 0)
+            n++;
+    }
+    if (ret == 0 && rc != SQLITE_ROW && rc != SQLITE_DONE)
+        ret = sql_fail(db, err, err_cap);
+    sql_release(st);
+    if (ret != 0) {
+        for (size_t i = 0; drop != NULL && i < n; i++)
+            drop(list + i * elem_size);
+        free(list);
+        return -1;
+    }
+    *rows = list;
+    *count = n;
+    return 0;
+}
+
 int sql_column_dup(sqlite3_stmt *st, int i, char **out, size_t *len)
 {
     *out = NULL;

@@ -32,6 +32,15 @@ int sql_run(sqlite3 *db, sqlite3_stmt *st, char *err, size_t err_cap);
  * gets its byte length. Returns -1 on no memory, else 0. */
 int sql_column_dup(sqlite3_stmt *st, int i, char **out, size_t *len);
 
+/* Steps st (from sql_prepare) to its end and releases it, turning each row into one
+ * element of elem_size bytes with read(st, elem): 0 keeps it, 1 skips the row, -1
+ * means no memory. The elements go into a malloc'd array (*rows, *count; NULL and 0
+ * when there are none). On failure every kept element is passed to drop (may be NULL),
+ * nothing is returned, and err says why. Returns 0 or -1. */
+int sql_collect(sqlite3 *db, sqlite3_stmt *st, size_t elem_size,
+                int (*read)(sqlite3_stmt *st, void *elem), void (*drop)(void *elem), void **rows,
+                size_t *count, char *err, size_t err_cap);
+
 /* CLOCK_REALTIME in milliseconds since the epoch. */
 int64_t sql_now_ms(void);
 

@@ -224,6 +224,27 @@ const char *store_errmsg(struct store *s) { return sqlite3_errmsg(s->db); }
 
 int store_begin(struct store *s) { return exec_sql(s, "BEGIN IMMEDIATE"); }
 
+int store_begin_txn(struct store *s, char *err, size_t err_cap)
+{
+    if (store_begin(s) != 0)
+        return error_line(err, err_cap, "store: cannot begin a transaction: %s", store_errmsg(s));
+    return 0;
+}
+
+int store_end_txn(struct store *s, int rc, char *err, size_t err_cap)
+{
+    if (rc != 0) {
+        store_rollback(s);
+        return -1;
+    }
+    if (store_commit(s) != 0) {
+        error_line(err, err_cap, "store: cannot commit: %s", store_errmsg(s));
+        store_rollback(s);
+        return -1;
+    }
+    return 0;
+}
+
 int store_commit(struct store *s)
 {
     if (exec_sql(s, "COMMIT") != 0)

@@ -42,6 +42,13 @@ int store_commit(struct store *s);
 int store_rollback(struct store *s);
 const char *store_errmsg(struct store *s);
 
+/* store_begin with the reason as one line in err: 0 or -1. */
+int store_begin_txn(struct store *s, char *err, size_t err_cap);
+/* Ends the transaction store_begin_txn began: commits when rc is 0, else rolls back
+ * (err already says why). Returns 0 only if it committed; a failed commit is rolled
+ * back and described in err. */
+int store_end_txn(struct store *s, int rc, char *err, size_t err_cap);
+
 /* Health counters: adds delta to name (creating it at 0) in its own transaction, or
  * inside the caller's if one is open. Returns 0 or -1. */
 int store_health_add(struct store *s, const char *name, long long delta);

@@ -13,8 +13,9 @@
  *                                       (after 3 not counted); one line per run: µs
  *
  * Runs of one flow execute one at a time (a second admission is refused while one is
- * pending), so two streams at once are two processes on one HOME running two flows
- * with the same script: w1b is w1's twin, w2b w2's.
+ * pending): w1b is w1's twin, w2b w2's, for two streams at once. run.sh gives each
+ * stream its own HOME too, since two processes on one store currently crash (see
+ * docs/benchmarks-contenders.md).
  *
  * w1 is workload 1: `let s = 0; for (let i = 0; i < 1000; i++) s += i; return s;`.
  * w2 adds 100 awaited kv.set calls of a running count, `await kv.set("c", ++c)`: the
@@ -22,7 +23,7 @@
  *
  * --fsync-off switches the store's connection of this process to PRAGMA
  * synchronous=OFF (a benchmark-only setting, as bench/flow_bench.c does: the product
- * has no way to ask for it). Two streams are two of these processes on one HOME.
+ * has no way to ask for it).
  *
  * When BENCH_START_AT (CLOCK_MONOTONIC, microseconds) is set, the measured runs start
  * at that time (after the warm-up), so that two processes start together; the last

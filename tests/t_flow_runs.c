@@ -914,6 +914,43 @@ static void test_run_deadline(void)
     }
 }
 
+/* Two processes driving runs of two flows on one data home at once: every run
+ * succeeds and every write lands [guard: the store's companion files are narrowed
+ * without dropping SQLite's POSIX locks; closing an ordinary descriptor of -shm did,
+ * and the other process truncated the shared memory under this one (SIGBUS)]. */
+static void test_two_processes(void)
+{
+    scenario_begin("two-processes");
+    static const char *LONG = "for (let i = 0; i < 2000; i++) await kv.set('n', i); return 1;";
+    static const char *SHORT = "for (let i = 0; i < 20; i++) await kv.set('m', i); return 2;";
+    if (!flow_add("long", LONG, "") || !flow_add("short", SHORT, ""))
+        return;
+    /* One process drives a long run while others open the store, run and close. */
+    struct proc p;
+    const char *argv[] = {harness_test_parent(), "--home", S.home, "run", "long", NULL};
+    struct proc_opts opts = {.use_fds = false, .envp = NO_ENV};
+    if (!ok(proc_start(&p, argv, &opts) == 0, "two processes: start the long run"))
+        return;
+    int short_ok = 0;
+    for (int i = 0; i < 8; i++) {
+        struct proc_result r = cli(false, ARGS("run", "short"));
+        if (proc_exited_with(&r, 0))
+            short_ok++;
+        else
+            fprintf(stderr, "  short run %d: %s: %s\n", i, proc_describe(&r), r.err);
+        proc_result_free(&r);
+    }
+    struct proc_result r = proc_finish(&p, NULL, 0, TIMEOUT_MS);
+    bool long_ok = proc_exited_with(&r, 0);
+    if (!long_ok)
+        fprintf(stderr, "  long run: %s: %s\n", proc_describe(&r), r.err);
+    proc_result_free(&r);
+    check_int_eq(short_ok, 8, "two processes: every short run beside the long one succeeds");
+    ok(long_ok, "two processes: the long run succeeds while others open and close the store");
+    check_int_eq(sql_number("SELECT count(*) FROM journal"), 2000 + 8 * 20,
+                 "two processes: every call journaled");
+}
+
 /* ---- 6. bad input ----------------------------------------------------------------- */
 
 static void expect_bad(const char *const *args, int code, const char *what)
@@ -986,6 +1023,7 @@ int main(void)
     test_hook_absent_from_release();
     test_replay();
     test_run_deadline();
+    test_two_processes();
     test_bad_input();
     nftw(g_root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     return harness_finish();

@@ -65,10 +65,18 @@ BODY1='let s = 0; for (let i = 0; i < 1000; i++) s += i; return s;'
 echo "console.log((function () { $BODY1 })())" >"$out/w1.js"              # qjs
 echo "$BODY1" >"$out/basal_w1.js"                                          # basal (async body)
 echo "let s = 0; for (let i = 0; i < 1000; i++) s += i; let c = 0; for (let j = 0; j < 100; j++) c = await ops.call(\"test\", \"counter\"); return s;" >"$out/basal_w2.js"
+# Two streams of basal use a data home each ("$home" and "${home}b"): two processes on
+# one home currently crash (SIGBUS in SQLite's -shm: the store's narrow_companions()
+# opens and closes basal.db-shm, which drops this process's POSIX locks on it).
 home=$(mktemp -d); fhome=$(mktemp -d)
-tmpfiles=("$home" "$fhome"); trap 'rm -rf "${tmpfiles[@]}"' EXIT
-build/bin/ck-basal --home "$home" exec "$out/basal_w1.js" >/dev/null     # creates the home
-build/bench/contender_flows setup "$fhome"                                 # flows w1, w2 approved
+mkdir -m 700 "${home}b" "${fhome}b"
+tmpfiles=("$home" "$fhome" "${home}b" "${fhome}b"); trap 'rm -rf "${tmpfiles[@]}"' EXIT
+for h in "$home" "${home}b"; do
+  build/bin/ck-basal --home "$h" exec "$out/basal_w1.js" >/dev/null      # creates the home
+done
+for h in "$fhome" "${fhome}b"; do
+  build/bench/contender_flows setup "$h"                                   # flows w1, w2 approved
+done
 BW=(bwrap --unshare-all --die-with-parent --ro-bind / / "$out/qjs" "$out/w1.js")
 T() { /usr/bin/time -f %M -o "$out/$1.rss" "${@:2}"; }                   # max RSS, KiB
 ST="$out/spawn_time"
@@ -76,8 +84,8 @@ CF=build/bench/contender_flows
 # pair NAME DELAY_MS CMD...: two copies of CMD at once, each told by BENCH_START_AT to
 # start its measured loop at the same moment (now + DELAY_MS); their samples go to
 # NAME.p1 and NAME.p2, the start to NAME.start. The commands print "# end T". In CMD,
-# {S} becomes "" for the first copy and "b" for the second (basal flows: w1 and w1b,
-# since runs of one flow execute one at a time).
+# {S} becomes "" for the first copy and "b" for the second (basal: the second data
+# home; flows: w1b, the twin of w1, as runs of one flow execute one at a time).
 pair() {
   local name=$1 delay=$2; shift 2
   local t0; t0=$(( $("$ST" --now) + delay * 1000 ))
@@ -87,8 +95,14 @@ pair() {
   wait "$p1"; wait "$p2"
 }
 
+# busy CPU time of the whole machine so far, in seconds (USER_HZ ticks of /proc/stat)
+busy() { awk -v hz="$(getconf CLK_TCK)" '/^cpu / { printf "%.2f", ($2 + $3 + $4 + $7 + $8 + $9) / hz; exit }' /proc/stat; }
+# CPU time of this script and every process it waited for (bash's times), in seconds
+# (times itself runs in this shell: in a pipeline's subshell it would count nothing)
+# into $own_v; call it as `own`, never in $(...), which is a subshell too
+own() { times >"$out/times"; own_v=$(awk '{ for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } } END { printf "%.2f", t }' "$out/times"); }
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-t_start=$(date +%s)
+t_start=$(date +%s); busy_start=$(busy); own; own_start=$own_v
 # ---- measurements, all in this run ---------------------------------------------------
 log "floor, round 1"
 T floor_w1a "$out/floor" w1 $N_INPROC >"$out/floor_w1a"
@@ -130,24 +144,27 @@ pair floor_w1 300 "$out/floor" w1 $N_INPROC
 pair floor_w2 300 "$out/floor" w2 $N_INPROC
 (cd "$here" && pair qe_w1 1500 node qe.mjs w1 $N_INPROC)
 (cd "$here" && pair qe_w2 1500 node qe.mjs w2 $N_INPROC)
-pair fl_w1 500 "$CF" run "$fhome" "w1{S}" $N_FLOW1
-pair fl_w2 500 "$CF" run "$fhome" "w2{S}" $N_FLOW2
-pair fo_w1 500 "$CF" run "$fhome" "w1{S}" $N_FLOW1 --fsync-off
-pair fo_w2 500 "$CF" run "$fhome" "w2{S}" $N_FLOW2 --fsync-off
-pair bx_w1 100 "$ST" 1 499500 build/bin/ck-basal --home "$home" exec "$out/basal_w1.js" --repeat $N_BASAL
-pair bx_w2 100 "$ST" 1 499500 build/bin/ck-basal --home "$home" exec "$out/basal_w2.js" --repeat $N_BASAL
+pair fl_w1 500 "$CF" run "$fhome{S}" "w1{S}" $N_FLOW1
+pair fl_w2 500 "$CF" run "$fhome{S}" "w2{S}" $N_FLOW2
+pair fo_w1 500 "$CF" run "$fhome{S}" "w1{S}" $N_FLOW1 --fsync-off
+pair fo_w2 500 "$CF" run "$fhome{S}" "w2{S}" $N_FLOW2 --fsync-off
+pair bx_w1 100 "$ST" 1 499500 build/bin/ck-basal --home "$home{S}" exec "$out/basal_w1.js" --repeat $N_BASAL
+pair bx_w2 100 "$ST" 1 499500 build/bin/ck-basal --home "$home{S}" exec "$out/basal_w2.js" --repeat $N_BASAL
 pair node_w1 100 "$ST" $N_NODE 499500 node -e "console.log((function () { $BODY1 })())"
 pair bwrap_w1 100 "$ST" $N_BWRAP 499500 "${BW[@]}"
 pair floor_cold 100 "$ST" $N_COLD 499500 "$out/floor" once
 (cd "$here" && pair qe_cold 100 "$ST" $N_COLD 499500 node qe.mjs once)
-pair basal_cold 100 "$ST" $N_COLD 499500 build/bin/ck-basal --home "$home" exec "$out/basal_w1.js"
-pair basal_runcold 100 "$ST" $N_COLD "result: 499500" build/bin/ck-basal --home "$fhome" run "w1{S}"
+pair basal_cold 100 "$ST" $N_COLD 499500 build/bin/ck-basal --home "$home{S}" exec "$out/basal_w1.js"
+pair basal_runcold 100 "$ST" $N_COLD "result: 499500" build/bin/ck-basal --home "$fhome{S}" run "w1{S}"
 log "basal_bench --scale 0.2 (basal's own per-activation median and p95)"
 build/bench/basal_bench --scale 0.2 >"$out/basal_bench.txt" 2>/dev/null || log "basal_bench failed: its rows are left out"
 log "floor, round 3"
 "$out/floor" w1 $N_INPROC >"$out/floor_w1c"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
-t_end=$(date +%s)
+t_end=$(date +%s); busy_end=$(busy); own; own_end=$own_v
+# other processes' CPU use during the run, in % of one CPU
+other=$(awk -v b="$busy_end" -v b0="$busy_start" -v o="$own_end" -v o0="$own_start" -v t="$t_end" -v t0="$t_start" \
+  'BEGIN { x = ((b - b0) - (o - o0)) * 100 / (t - t0); printf "%.0f", x < 0 ? 0 : x }')
 cat "$out/floor_w1a" "$out/floor_w1b" "$out/floor_w1c" >"$out/floor_w1"
 
 # ---- statistics ----------------------------------------------------------------------
@@ -195,7 +212,8 @@ med() { stats "$out/$1" | cut -d' ' -f2; }
 read -r _ fcold _ _ _ _ < <(stats "$out/floor_cold")
 
 # basal warm via ck-basal exec: per activation = (median T(N) - median T(1)) / (N - 1)
-bmean() { awk -v a="$(med "$1")" -v b="$(med "$2")" -v n=$N_BASAL 'BEGIN { printf "%.3f", (a - b) / (n - 1) }'; }
+# (with a third argument 4 or 5: from the fastest or slowest of the 3 runs of N instead)
+bmean() { awk -v a="$(stats "$out/$1" | cut -d' ' -f"${3:-2}")" -v b="$(med "$2")" -v n=$N_BASAL 'BEGIN { printf "%.3f", (a - b) / (n - 1) }'; }
 bx1=$(bmean bx_w1_n bx_w1_1); bx2=$(bmean bx_w2_n bx_w2_1)
 # two streams of ck-basal exec --repeat N: 2 (N - 1) / (wall of the pair - median T(1 run))
 bxpair() { awk -v w="$(pair_wall "$1")" -v b="$(med "$2")" -v n=$N_BASAL 'BEGIN { printf "%.0f/s", 2 * (n - 1) * 1e6 / (w - b) }'; }
@@ -208,7 +226,7 @@ read -r m p mn n_ < <(bb "warm pooled activation, worker ready") || true
 [ -n "${m:-}" ] && row "basal warm activation, worker ready (basal_bench --scale 0.2, \`pool_run\`)" 1 "$n_" "$m" "$p" "$mn" "" "" "" "—" "parent's pool directly, test host, no journal; no CLI"
 read -r m p mn n_ < <(bb "warm pooled activation, back to back") || true
 [ -n "${m:-}" ] && { bbw1=$m; row "basal warm activation, back to back (basal_bench --scale 0.2)" 1 "$n_" "$m" "$p" "$mn" "" "" "" "—" "no journal"; }
-row "basal warm activation, back to back (\`ck-basal exec --repeat $N_BASAL\`)" 1 "3 x $N_BASAL" "$bx1" "" "" "" "$(awk -v u="$bx1" 'BEGIN { printf "%.0f/s", 1e6 / u }')" "$(bxpair bx_w1 bx_w1_1)" "$(mib bx_w1)" "no journal (test host); mean, not median: (T($N_BASAL runs) - T(1 run)) / $((N_BASAL - 1)), medians of 3; two streams: 2 x $((N_BASAL - 1)) / (wall of the pair - T(1 run)); RSS is the larger of parent and worker"
+row "basal warm activation, back to back (\`ck-basal exec --repeat $N_BASAL\`)" 1 "3 x $N_BASAL" "$bx1" "" "$(bmean bx_w1_n bx_w1_1 4)" "$(bmean bx_w1_n bx_w1_1 5)" "$(awk -v u="$bx1" 'BEGIN { printf "%.0f/s", 1e6 / u }')" "$(bxpair bx_w1 bx_w1_1)" "$(mib bx_w1)" "no journal (test host); mean, not median: (T($N_BASAL runs) - T(1 run)) / $((N_BASAL - 1)), medians of 3 (min – max: the fastest and slowest of the 3 runs); two streams: 2 x $((N_BASAL - 1)) / (wall of the pair - T(1 run)); RSS is the larger of parent and worker"
 flrow 1 fl "basal flow run, journal on (\`runs_admit\` + \`run_drive\`, store synchronous=FULL)" "admission, claim, activation on the flow's warm worker, end state: each a committed, fsynced transaction; RSS is the larger of the bench process and the worker"
 flrow 1 fo "basal flow run, store fsync off (benchmark-only \`synchronous=OFF\`)" "the same runs without fsync"
 srow "quickjs-emscripten $QE_VERSION in Node $(node --version), fresh runtime + context per execution" 1 qe_w1 qe_w1 "RSS of the Node process over the 1000 executions" qe_w1
@@ -216,7 +234,7 @@ srow "\`node -e\` per execution" 1 node_w1 node_w1 "only $N_NODE executions (abo
 srow "upstream \`qjs\` under \`bwrap --unshare-all --die-with-parent --ro-bind / /\` per execution" 1 bwrap_w1 bwrap_w1 "only $N_BWRAP executions; \`qjs w1.js\`, the script prints its result with console.log" bwrap_w1
 
 srow "floor, native host function \`inc()\`" 2 floor_w2 floor_w2 "per host call: $(fmt "$floor_call") ((median w2 - median w1) / 100)" floor_w2
-row "basal warm, back to back, 100 × \`await ops.call(\"test\", \"counter\")\` (\`ck-basal exec --repeat $N_BASAL\`)" 2 "3 x $N_BASAL" "$bx2" "" "" "" "$(awk -v u="$bx2" 'BEGIN { printf "%.0f/s", 1e6 / u }')" "$(bxpair bx_w2 bx_w2_1)" "$(mib bx_w2)" "no journal (test host's in-memory counter); mean; per host call: $(fmt "$(awk -v a="$bx2" -v b="$bx1" 'BEGIN { print (a - b) / 100 }')") (async, across the process boundary)"
+row "basal warm, back to back, 100 × \`await ops.call(\"test\", \"counter\")\` (\`ck-basal exec --repeat $N_BASAL\`)" 2 "3 x $N_BASAL" "$bx2" "" "$(bmean bx_w2_n bx_w2_1 4)" "$(bmean bx_w2_n bx_w2_1 5)" "$(awk -v u="$bx2" 'BEGIN { printf "%.0f/s", 1e6 / u }')" "$(bxpair bx_w2 bx_w2_1)" "$(mib bx_w2)" "no journal (test host's in-memory counter); mean; per host call: $(fmt "$(awk -v a="$bx2" -v b="$bx1" 'BEGIN { print (a - b) / 100 }')") (async, across the process boundary)"
 read -r m p mn n_ < <(bb "async host call round trip, per call (N = 200)") || true
 [ -n "${m:-}" ] && { bbcall=$m; row "basal per host call, \`ops.call(\"test\", \"echo\", i)\` (basal_bench --scale 0.2; one call, not a whole execution)" 2 "$n_" "$m" "$p" "$mn" "" "" "" "—" "no journal; one call, compare with the floor's per call above" "$(div "$m" "$floor_call") floor's per call"; }
 flcall() { awk -v a="$(med "$1_w2")" -v b="$(med "$1_w1")" 'BEGIN { print (a - b) / 100 }'; }
@@ -256,6 +274,8 @@ goals=$(mktemp); tmpfiles+=("$goals")
     echo "| $n within 2x of the floor ($(fmt "$fmed")) | $(fmt "$v") | $(within2 "$v" "$fmed") |"
   done
   echo "| per host call ahead of every OS-confined contender | — | cannot be judged: neither \`node -e\` nor bwrap qjs has a host to call |"
+  v=$(awk -v a="$bx2" -v b="$bx1" 'BEGIN { print (a - b) / 100 }')
+  echo "| per host call within 2x of the floor's ($(fmt "$floor_call")), no journal (\`exec --repeat\` mean, \`test.counter\`) | $(fmt "$v") | $(within2 "$v" "$floor_call") |"
   [ -n "${bbcall:-}" ] && echo "| per host call within 2x of the floor's ($(fmt "$floor_call")), no journal (basal_bench \`test.echo\`) | $(fmt "$bbcall") | $(within2 "$bbcall" "$floor_call") |"
   for k in fl fo; do
     v=$(flcall $k); lab="journal on, kv.set"; [ $k = fo ] && lab="fsync off, kv.set"
@@ -270,7 +290,9 @@ table=$(mktemp); tmpfiles+=("$table")
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); run took $((t_end - t_start)) s"
   echo "- machine: $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo), $(nproc) CPUs; kernel $(uname -r); Node $(node --version); $(bwrap --version)"
   echo "- basal: $(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$([ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && echo ' + uncommitted changes'); release build"
-  echo "- load average (1, 5, 15 min): $load_before before the run, $load_after after"
+  echo "- load average (1, 5, 15 min): $load_before before the run, $load_after after (the run's own two-stream phase keeps both CPUs busy)"
+  echo -n "- other processes' CPU use during the run (all CPUs' busy time from /proc/stat less this run's own and its children's): $other% of one CPU"
+  if [ "$other" -ge 20 ]; then echo " (**not alone**: other work competed for the $(nproc) CPUs; every figure, the two-stream ones most, carries that noise)"; else echo " (a quiet machine)"; fi
   echo "- noise: $noise; $noise2"
   echo
   echo "| contender | workload | n | median | p95 | min – max | throughput, one stream | throughput, two streams at once | ratio to floor (medians) | peak memory (max RSS) | note |"

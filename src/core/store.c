@@ -52,7 +52,13 @@ static int prepare_file(const char *path, bool *created, char *err, size_t cap)
     return rc;
 }
 
-/* chmod 0600 of path-wal and path-shm if they exist (never through a link). */
+/* chmod 0600 of path-wal and path-shm if they exist (never through a link).
+ *
+ * Only through O_PATH descriptors: SQLite holds POSIX locks on -shm while the store is
+ * open, and closing ANY ordinary descriptor of a file drops every POSIX lock this
+ * process holds on it. Another process then sees the shm unlocked, truncates it under
+ * our mapping (SIGBUS) and the WAL index breaks. Closing an O_PATH descriptor does
+ * not touch locks; the mode is changed through its /proc/self/fd link. */
 static void narrow_companions(struct store *s)
 {
     static const char *const SUFFIX[] = {"-wal", "-shm"};
@@ -62,14 +68,16 @@ static void narrow_companions(struct store *s)
         int n = snprintf(p, sizeof p, "%s%s", s->path, SUFFIX[i]);
         if (n < 0 || (size_t)n >= sizeof p)
             continue;
-        int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+        int fd = open(p, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) {
             all = false;
             continue;
         }
         struct stat st;
+        char link[64];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
         if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) != 0600)
-            (void)fchmod(fd, 0600);
+            (void)chmod(link, 0600);
         close(fd);
     }
     s->companions_narrowed = all;

@@ -164,10 +164,10 @@ build/bench/%: build/release/obj/bench/%.o $(call objs,release,$(BENCH_MODULES))
 
 bench-build: all $(BENCH_BINS)
 
-# Builds the release binaries and the benchmarks, runs them (about half a minute) and
-# writes docs/benchmarks.md; then the comparison with other ways to run the same
-# scripts (about 40 s; installs quickjs-emscripten and bubblewrap if missing) writes
-# docs/benchmarks-contenders.md.
+# Builds the release binaries and the benchmarks, runs them (about 45 s) and writes
+# docs/benchmarks.md; then the comparison with other ways to run the same scripts
+# (about 80 s; installs quickjs-emscripten and bubblewrap if missing) writes
+# docs/benchmarks-contenders.md and its table into docs/benchmarks.md.
 bench: bench-build
 	bench/run.sh
 	bench/contenders/run.sh

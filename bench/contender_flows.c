@@ -1,7 +1,7 @@
 /* basal's flow rows of the contenders benchmark (issue 5; bench/contenders/run.sh):
  * the workloads run as flows through the real run driver and store, in this process,
- * exactly as bench/flow_bench.c drives them (runs_admit + run_drive, a pool with one
- * spare), with the journal on. Each sample is one run, from runs_admit to run_drive's
+ * exactly as bench/flow_bench.c drives them (runs_admit_claimed + run_drive_claimed, as `ck-basal run` does, a pool with one
+ * spare), with the journal on. Each sample is one run, from runs_admit_claimed to run_drive_claimed's
  * return: admission committed, claim, activation on the flow's warm worker, every host
  * call journaled and committed before its outcome is delivered, end state committed.
  *
@@ -80,9 +80,10 @@ static double timed_run(struct run_driver *d, const char *flow, uint32_t calls)
     int64_t id = 0;
     struct run_report rep;
     double t0 = now_us();
-    if (runs_admit(d->store, flow, 1, NULL, NULL, &id, err, sizeof err) != 0)
+    struct run_claim claim;
+    if (runs_admit_claimed(d->store, flow, 1, NULL, NULL, &id, &claim, err, sizeof err) != 0)
         die("admit %s: %s", flow, err);
-    int rc = run_drive(d, id, &rep, err, sizeof err);
+    int rc = run_drive_claimed(d, id, &claim, &rep, err, sizeof err);
     double t = now_us() - t0;
     if (rc != 0 || rep.state != RUN_SUCCEEDED)
         die("run of %s: %s", flow, rc != 0 ? err : (rep.error != NULL ? rep.error : "failed"));

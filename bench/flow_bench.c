@@ -103,11 +103,12 @@ static double timed_run(struct run_driver *d, const char *flow, int64_t *run_id)
 {
     char err[1024];
     int64_t id = 0;
-    if (runs_admit(g_store, flow, 1, NULL, NULL, &id, err, sizeof err) != 0)
-        die("admit %s: %s", flow, err);
+    struct run_claim claim;
     struct run_report rep;
     double t0 = now_us();
-    int rc = run_drive(d, id, &rep, err, sizeof err);
+    if (runs_admit_claimed(g_store, flow, 1, NULL, NULL, &id, &claim, err, sizeof err) != 0)
+        die("admit %s: %s", flow, err);
+    int rc = run_drive_claimed(d, id, &claim, &rep, err, sizeof err);
     double t = now_us() - t0;
     if (rc != 0 || rep.state != RUN_SUCCEEDED)
         die("run of %s: %s", flow, rc != 0 ? err : (rep.error != NULL ? rep.error : "failed"));

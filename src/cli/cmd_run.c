@@ -154,13 +154,16 @@ int cmd_run(const struct cli_globals *g, int argc, char **argv)
     }
     char err[1024];
     int64_t version = 0, run_id = 0;
+    struct run_claim claim;
     int status = EXIT_REFUSED;
+    /* Admitted and claimed in one commit: this process drives it at once. */
     if (run_preflight(&s.driver, id, &version, err, sizeof err) != 0 ||
-        runs_admit(s.store, id, version, trigger, trigger_id, &run_id, err, sizeof err) != 0) {
+        runs_admit_claimed(s.store, id, version, trigger, trigger_id, &run_id, &claim, err,
+                           sizeof err) != 0) {
         fprintf(stderr, "ck-basal run: %s\n", err);
     } else {
         struct run_report rep;
-        if (run_drive(&s.driver, run_id, &rep, err, sizeof err) != 0)
+        if (run_drive_claimed(&s.driver, run_id, &claim, &rep, err, sizeof err) != 0)
             fprintf(stderr, "ck-basal run: run %" PRId64 ": %s\n", run_id, err);
         else
             status = report(g, &rep);

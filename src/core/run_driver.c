@@ -257,8 +257,8 @@ int run_preflight(struct run_driver *d, const char *flow, int64_t *version, char
     return 0;
 }
 
-int run_drive(struct run_driver *d, int64_t id, struct run_report *rep, char *err,
-              size_t err_cap)
+static int drive(struct run_driver *d, int64_t id, const struct run_claim *claim,
+                 struct run_report *rep, char *err, size_t err_cap)
 {
     memset(rep, 0, sizeof *rep);
     rep->run_id = id;
@@ -274,8 +274,9 @@ int run_drive(struct run_driver *d, int64_t id, struct run_report *rep, char *er
         run_row_free(&run);
         return -1;
     }
-    int64_t generation = 0, seq = 0;
-    int rc = runs_claim(d->store, id, &generation, &seq, err, err_cap);
+    int64_t generation = claim != NULL ? claim->generation : 0;
+    int64_t seq = claim != NULL ? claim->activation_seq : 0;
+    int rc = claim != NULL ? 0 : runs_claim(d->store, id, &generation, &seq, err, err_cap);
     struct journal_entry *rows = NULL;
     size_t row_count = 0;
     if (rc == 0) {
@@ -299,4 +300,16 @@ int run_drive(struct run_driver *d, int64_t id, struct run_report *rep, char *er
     inputs_free(&in);
     run_row_free(&run);
     return rc;
+}
+
+int run_drive(struct run_driver *d, int64_t id, struct run_report *rep, char *err,
+              size_t err_cap)
+{
+    return drive(d, id, NULL, rep, err, err_cap);
+}
+
+int run_drive_claimed(struct run_driver *d, int64_t id, const struct run_claim *claim,
+                      struct run_report *rep, char *err, size_t err_cap)
+{
+    return drive(d, id, claim, rep, err, err_cap);
 }

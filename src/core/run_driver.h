@@ -61,4 +61,9 @@ int run_preflight(struct run_driver *d, const char *flow, int64_t *version, char
 int run_drive(struct run_driver *d, int64_t id, struct run_report *rep, char *err,
               size_t err_cap);
 
+/* run_drive of a run this process already claimed (runs_admit_claimed): step 2 is
+ * skipped and claim's generation and activation row are used. */
+int run_drive_claimed(struct run_driver *d, int64_t id, const struct run_claim *claim,
+                      struct run_report *rep, char *err, size_t err_cap);
+
 #endif

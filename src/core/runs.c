@@ -259,8 +259,13 @@ static int admit_in_txn(sqlite3 *db, const char *flow, int64_t version, const ch
     return 0;
 }
 
-int runs_admit(struct store *s, const char *flow, int64_t version, const char *trigger,
-               const char *trigger_id, int64_t *run_id, char *err, size_t err_cap)
+static int claim_in_txn(struct store *s, int64_t id, int64_t *generation, int64_t *seq,
+                        char *err, size_t err_cap);
+
+/* Admits, and claims too when claim is not NULL, in one transaction. */
+static int admit(struct store *s, const char *flow, int64_t version, const char *trigger,
+                 const char *trigger_id, int64_t *run_id, struct run_claim *claim, char *err,
+                 size_t err_cap)
 {
     char generated[RUN_TRIGGER_ID_MAX + 1];
     if (trigger_id == NULL) {
@@ -270,9 +275,23 @@ int runs_admit(struct store *s, const char *flow, int64_t version, const char *t
     }
     if (store_begin_txn(s, err, err_cap) != 0)
         return -1;
-    return store_end_txn(s, admit_in_txn(store_db(s), flow, version, trigger, trigger_id, run_id,
-                                         err, err_cap),
-                         err, err_cap);
+    int rc = admit_in_txn(store_db(s), flow, version, trigger, trigger_id, run_id, err, err_cap);
+    if (rc == 0 && claim != NULL)
+        rc = claim_in_txn(s, *run_id, &claim->generation, &claim->activation_seq, err, err_cap);
+    return store_end_txn(s, rc, err, err_cap);
+}
+
+int runs_admit(struct store *s, const char *flow, int64_t version, const char *trigger,
+               const char *trigger_id, int64_t *run_id, char *err, size_t err_cap)
+{
+    return admit(s, flow, version, trigger, trigger_id, run_id, NULL, err, err_cap);
+}
+
+int runs_admit_claimed(struct store *s, const char *flow, int64_t version, const char *trigger,
+                       const char *trigger_id, int64_t *run_id, struct run_claim *claim,
+                       char *err, size_t err_cap)
+{
+    return admit(s, flow, version, trigger, trigger_id, run_id, claim, err, err_cap);
 }
 
 /* ---- claims and fenced writes ----------------------------------------------------- */

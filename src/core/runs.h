@@ -66,6 +66,18 @@ bool run_state_is_end(enum run_state state);
 int runs_admit(struct store *s, const char *flow, int64_t version, const char *trigger,
                const char *trigger_id, int64_t *run_id, char *err, size_t err_cap);
 
+/* A claim on a run: the generation that fences its writes and the activation row. */
+struct run_claim {
+    int64_t generation;
+    int64_t activation_seq;
+};
+
+/* runs_admit and runs_claim in one transaction (one commit instead of two): the new
+ * run is running, owned by this process, at generation 1. 0 or -1 (nothing stored). */
+int runs_admit_claimed(struct store *s, const char *flow, int64_t version, const char *trigger,
+                       const char *trigger_id, int64_t *run_id, struct run_claim *claim,
+                       char *err, size_t err_cap);
+
 /* Reads run id. Returns 1 (found, *out filled), 0 (no such run), -1 (store error). */
 int runs_get(struct store *s, int64_t id, struct run_row *out, char *err, size_t err_cap);
 

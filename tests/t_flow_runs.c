@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define TIMEOUT_MS 60000
@@ -750,26 +751,48 @@ static void test_crash_recovery(void)
 
 /* The hook is a test build's only: the release binary neither contains its name nor
  * dies when asked to. */
-static void test_hook_absent_from_release(void)
+/* True if the file at path contains needle. */
+static bool file_contains(const char *path, const char *needle)
 {
-    char *release = read_text_file(harness_release_parent());
-    FILE *f = fopen(harness_release_parent(), "rb");
-    bool found_release = false, found_test = false;
+    char *bytes = NULL;
+    size_t len = 0;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return false;
     char buf[1 << 16];
     size_t n;
-    static const char NEEDLE[] = "BASAL_TEST_KILL_AT";
-    while (f != NULL && (n = fread(buf, 1, sizeof buf, f)) > 0)
-        found_release = found_release || memmem(buf, n, NEEDLE, sizeof NEEDLE - 1) != NULL;
-    if (f != NULL)
-        fclose(f);
-    f = fopen(harness_path("test/bin/ck-basal"), "rb");
-    while (f != NULL && (n = fread(buf, 1, sizeof buf, f)) > 0)
-        found_test = found_test || memmem(buf, n, NEEDLE, sizeof NEEDLE - 1) != NULL;
-    if (f != NULL)
-        fclose(f);
-    free(release);
-    ok(found_test, "kill hook: present in the test build (control)");
-    ok(!found_release, "kill hook: absent from the release build");
+    bool found = false;
+    size_t keep = strlen(needle) - 1; /* bytes carried over a chunk boundary */
+    while (!found && (n = fread(buf, 1, sizeof buf, f)) > 0) {
+        char *grown = realloc(bytes, len + n);
+        if (grown == NULL)
+            break;
+        bytes = grown;
+        memcpy(bytes + len, buf, n);
+        len += n;
+        found = memmem(bytes, len, needle, strlen(needle)) != NULL;
+        if (len > keep) {
+            memmove(bytes, bytes + len - keep, keep);
+            len = keep;
+        }
+    }
+    fclose(f);
+    free(bytes);
+    return found;
+}
+
+/* The hooks are a test build's only: the release binary neither contains their names
+ * nor dies when asked to. */
+static void test_hook_absent_from_release(void)
+{
+    static const char *const NAMES[] = {"BASAL_TEST_KILL_AT", "BASAL_TEST_STOP_AT"};
+    for (size_t i = 0; i < 2; i++) {
+        char what[96];
+        sfmt(what, sizeof what, "test hooks: %s present in the test build (control)", NAMES[i]);
+        ok(file_contains(harness_path("test/bin/ck-basal"), NAMES[i]), what);
+        sfmt(what, sizeof what, "test hooks: %s absent from the release build", NAMES[i]);
+        ok(!file_contains(harness_release_parent(), NAMES[i]), what);
+    }
 
     scenario_begin("release-hook");
     if (!flow_add("crash", CRASH_FLOW, grants_all()))
@@ -951,6 +974,63 @@ static void test_two_processes(void)
                  "two processes: every call journaled");
 }
 
+/* Starts `run long` stopped (SIGSTOP by the test hook) after position 5's outcome
+ * commit. Returns false if it did not stop there. */
+static bool start_stopped(struct proc *p)
+{
+    const char *argv[] = {harness_test_parent(), "--home", S.home, "run", "long", NULL};
+    char *const env[] = {"BASAL_TEST_STOP_AT=after_outcome_commit:5", NULL};
+    struct proc_opts opts = {.use_fds = false, .envp = env};
+    if (proc_start(p, argv, &opts) != 0)
+        return false;
+    int status = 0;
+    if (waitpid(p->pid, &status, WUNTRACED) != p->pid || !WIFSTOPPED(status)) {
+        proc_kill(p);
+        return false;
+    }
+    return true;
+}
+
+/* A run whose owner is alive is not recover's [guard: recover skips live owners], and
+ * an owner that lost its claim writes nothing more [guard: generation fencing]. */
+static void test_claims(void)
+{
+    scenario_begin("claims");
+    static const char *LONG = "for (let i = 0; i < 50; i++) await kv.set('n', i); return 1;";
+    if (!flow_add("long", LONG, ""))
+        return;
+    struct proc p;
+    if (!ok(start_stopped(&p), "claims: the run stops at position 5 holding its claim"))
+        return;
+    struct proc_result r = cli(true, ARGS("recover"));
+    ok(proc_exited_with(&r, 0) && r.out_len == 0, "claims: recover leaves a live owner's run alone");
+    proc_result_free(&r);
+    check_int_eq(sql_number("SELECT generation FROM runs WHERE id = 1"), 1,
+                 "claims: the generation is still the owner's");
+    kill(p.pid, SIGCONT);
+    r = proc_finish(&p, NULL, 0, TIMEOUT_MS);
+    ok(proc_exited_with(&r, 0), "claims: control: the owner, let go, finishes its run");
+    proc_result_free(&r);
+
+    /* Another process takes the run over (its claim bumps the generation) while the
+     * first is stopped: the first must stop writing. */
+    if (!ok(start_stopped(&p), "claims: a second run stops at position 5"))
+        return;
+    ok(sql_exec("UPDATE runs SET generation = generation + 1 WHERE id = 2"),
+       "claims: another owner's claim (generation + 1)");
+    long long rows = sql_number("SELECT count(*) FROM journal WHERE run_id = 2");
+    kill(p.pid, SIGCONT);
+    r = proc_finish(&p, NULL, 0, TIMEOUT_MS);
+    ok(proc_exited_with(&r, 1) && strstr(r.err, "taken over by another process") != NULL,
+       "claims: the fenced owner stops with one line saying why");
+    proc_result_free(&r);
+    check_int_eq(sql_number("SELECT count(*) FROM journal WHERE run_id = 2"), rows,
+                 "claims: the fenced owner journaled nothing more");
+    char *state = sql_text("SELECT state FROM runs WHERE id = 2");
+    check_str_eq(state, "running", "claims: the fenced owner did not end the run");
+    free(state);
+}
+
 /* ---- 6. bad input ----------------------------------------------------------------- */
 
 static void expect_bad(const char *const *args, int code, const char *what)
@@ -1024,6 +1104,7 @@ int main(void)
     test_replay();
     test_run_deadline();
     test_two_processes();
+    test_claims();
     test_bad_input();
     nftw(g_root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     return harness_finish();

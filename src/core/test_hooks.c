@@ -3,6 +3,7 @@
 #ifdef BASAL_TEST_HOOKS
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,19 +15,27 @@ static const char *const BOUNDARY_NAMES[] = {
     [TEST_BOUNDARY_AFTER_DELIVERY] = "after_delivery",
 };
 
-void test_hook_boundary(enum test_boundary boundary, uint32_t position)
+/* True if the variable var names this boundary and position. */
+static bool asked(const char *var, enum test_boundary boundary, uint32_t position)
 {
-    const char *at = getenv("BASAL_TEST_KILL_AT");
+    const char *at = getenv(var);
     if (at == NULL)
-        return;
+        return false;
     const char *name = BOUNDARY_NAMES[boundary];
     size_t n = strlen(name);
     if (strncmp(at, name, n) != 0 || at[n] != ':')
-        return;
+        return false;
     char *end;
     unsigned long want = strtoul(at + n + 1, &end, 10);
-    if (*end == '\0' && want == position)
+    return *end == '\0' && want == position;
+}
+
+void test_hook_boundary(enum test_boundary boundary, uint32_t position)
+{
+    if (asked("BASAL_TEST_KILL_AT", boundary, position))
         raise(SIGKILL);
+    if (asked("BASAL_TEST_STOP_AT", boundary, position))
+        raise(SIGSTOP);
 }
 
 #else

@@ -9,7 +9,11 @@
  *   after_delivery          the worker was sent the outcome (its delivery order is
  *                           committed with the next transaction)
  *
- * Release builds contain neither the code nor these names (t_recovery checks the
+ * BASAL_TEST_STOP_AT=BOUNDARY:POSITION stops the parent there (SIGSTOP) instead, so a
+ * test can act while it holds its claim (take the run over, run recover) and then let
+ * it go on with SIGCONT.
+ *
+ * Release builds contain neither the code nor these names (t_flow_runs checks the
  * binary). */
 #ifndef BASAL_CORE_TEST_HOOKS_H
 #define BASAL_CORE_TEST_HOOKS_H

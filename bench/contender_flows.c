@@ -35,6 +35,7 @@
 #include "core/runs.h"
 #include "core/store.h"
 
+#include "lib/bench_flows.h"
 #include "lib/bench_stats.h"
 
 #include <limits.h>
@@ -63,13 +64,8 @@ __attribute__((noreturn, format(printf, 1, 2))) static void die(const char *fmt,
 
 static void flow_add(struct store *st, const char *id, const char *script)
 {
-    char manifest[256], err[512];
-    snprintf(manifest, sizeof manifest, "{\"format\":1,\"id\":\"%s\",\"version\":1,"
-             "\"purpose\":\"contenders benchmark\",\"trigger\":{\"manual\":true}}", id);
-    struct flow_installed in;
-    if (flows_install(st, script, strlen(script), manifest, strlen(manifest), &in, err,
-                      sizeof err) != 0 ||
-        flows_approve(st, id, 1, in.code_hash, err, sizeof err) != 0)
+    char err[512];
+    if (bench_flow_add(st, id, script, err, sizeof err) != 0)
         die("flow %s: %s", id, err);
 }
 

@@ -25,6 +25,7 @@
 #include "core/runs.h"
 #include "core/store.h"
 
+#include "lib/bench_flows.h"
 #include "lib/bench_stats.h"
 
 #include <errno.h>
@@ -76,16 +77,10 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
 static char g_home[PATH_MAX];
 static struct store *g_store;
 
-/* Installs and approves flow id running script. */
 static void flow_add(const char *id, const char *script)
 {
-    char manifest[256], err[512];
-    snprintf(manifest, sizeof manifest, "{\"format\":1,\"id\":\"%s\",\"version\":1,"
-             "\"purpose\":\"bench\",\"trigger\":{\"manual\":true}}", id);
-    struct flow_installed in;
-    if (flows_install(g_store, script, strlen(script), manifest, strlen(manifest), &in, err,
-                      sizeof err) != 0 ||
-        flows_approve(g_store, id, 1, in.code_hash, err, sizeof err) != 0)
+    char err[512];
+    if (bench_flow_add(g_store, id, script, err, sizeof err) != 0)
         die("flow %s: %s", id, err);
 }
 

@@ -724,6 +724,24 @@ static const char *stderr_tail(const struct run *r, char *buf, size_t cap)
 
 /* Rejects with code and "module M op O: <what>[; stderr: <tail>]" (no 512-byte cut,
  * so the whole tail fits). */
+/* Rejects with {"code": code, "message": message[0..len)}; code is a JSON string the
+ * caller keeps (NULL: no memory). Returns 0 or -1. */
+static int reject_with(struct host_settlement *out, json_t *code, const char *message,
+                       size_t len)
+{
+    json_t *error = json_object();
+    json_t *msg = json_stringn(message, len);
+    int rc = -1;
+    if (error != NULL && code != NULL && msg != NULL && json_object_set(error, "code", code) == 0 &&
+        json_object_set(error, "message", msg) == 0)
+        rc = host_fulfil_json(out, error);
+    json_decref(msg);
+    json_decref(error);
+    if (rc == 0)
+        out->settlement = PROTO_SETTLEMENT_REJECTED;
+    return rc;
+}
+
 __attribute__((format(printf, 5, 6))) static int reject_run(struct host_settlement *out,
                                                              const char *code,
                                                              const struct run *r,
@@ -741,21 +759,9 @@ __attribute__((format(printf, 5, 6))) static int reject_run(struct host_settleme
         tail[0] = '\0';
     snprintf(message, sizeof message, "%s: %s%s%s", who, what, tail[0] != '\0' ? "; stderr: " : "",
              tail);
-    json_t *error = json_object();
-    json_t *c = json_string(code), *msg = json_string(message);
-    if (error == NULL || c == NULL || msg == NULL || json_object_set_new(error, "code", c) != 0 ||
-        json_object_set_new(error, "message", msg) != 0) {
-        if (error == NULL) {
-            json_decref(c);
-            json_decref(msg);
-        }
-        json_decref(error);
-        return -1;
-    }
-    int rc = host_fulfil_json(out, error);
-    json_decref(error);
-    if (rc == 0)
-        out->settlement = PROTO_SETTLEMENT_REJECTED;
+    json_t *c = json_string(code);
+    int rc = reject_with(out, c, message, strlen(message));
+    json_decref(c);
     return rc;
 }
 
@@ -776,20 +782,7 @@ static int reject_module(struct host_settlement *out, json_t *code, json_t *mess
 {
     const char *s = json_string_value(message);
     size_t len = utf8_truncate((const uint8_t *)s, json_string_length(message), MESSAGE_MAX);
-    json_t *error = json_object();
-    json_t *msg = json_stringn(s, len);
-    if (error == NULL || msg == NULL || json_object_set(error, "code", code) != 0 ||
-        json_object_set_new(error, "message", msg) != 0) {
-        if (error == NULL)
-            json_decref(msg);
-        json_decref(error);
-        return -1;
-    }
-    int rc = host_fulfil_json(out, error);
-    json_decref(error);
-    if (rc == 0)
-        out->settlement = PROTO_SETTLEMENT_REJECTED;
-    return rc;
+    return reject_with(out, code, s, len);
 }
 
 /* Settles from a finished run. */

@@ -609,6 +609,36 @@ static void test_kv_limits(void)
     json_decref(o.json);
 }
 
+/* A script cannot grow the journal without bound: refused calls with big arguments
+ * are journaled too, so the run ends failed at the per-run journal limit [guard:
+ * FLOW_RUN_MAX_JOURNAL_BYTES]; a few such calls are fine (control). */
+static void test_journal_limit(void)
+{
+    scenario_begin("journal-limit");
+    static const char *SCRIPT =
+        "const big = 'x'.repeat(250000); let refused = 0;\n"
+        "for (let i = 0; i < N; i++) { try { await kv.get(big); } catch (e) { refused++; } }\n"
+        "return refused;\n";
+    char script[512];
+    sfmt(script, sizeof script, "const N = 4;\n%s", SCRIPT);
+    if (!flow_add("few", script, ""))
+        return;
+    sfmt(script, sizeof script, "const N = 400;\n%s", SCRIPT);
+    if (!flow_add("many", script, ""))
+        return;
+    struct run_out o = run_flow(ARGS("run", "few"), NO_ENV);
+    check_str_eq(state_of(o.json), "succeeded", "journal limit: control: four big refusals are fine");
+    json_decref(o.json);
+    o = run_flow(ARGS("run", "many"), NO_ENV);
+    const char *error = json_string_value(json_object_get(o.json, "error"));
+    check_str_eq(state_of(o.json), "failed", "journal limit: 400 x 250 KB of arguments fails the run");
+    ok(error != NULL && strncmp(error, "limit: the run reached its limit", 32) == 0,
+       "journal limit: the error names the limit");
+    json_decref(o.json);
+    long long bytes = sql_number("SELECT sum(length(args)) FROM journal WHERE run_id = 2");
+    ok(bytes > 0 && bytes <= 64 * 1024 * 1024, "journal limit: the run's journal stayed within 64 MiB");
+}
+
 /* ---- 4. crash at each boundary, then recover -------------------------------------- */
 
 static const char *CRASH_FLOW =
@@ -1099,6 +1129,7 @@ int main(void)
     test_refused_before_running();
     test_grant_checks();
     test_kv_limits();
+    test_journal_limit();
     test_crash_recovery();
     test_hook_absent_from_release();
     test_replay();

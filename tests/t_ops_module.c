@@ -419,6 +419,24 @@ static void test_invoke(void)
     expect_reject(t, "big", HOST_CODE_TOO_LARGE, "reply larger than 1048576 bytes",
                   "invoke: a reply over max_reply_bytes is too_large [guard reply-bound]");
 
+    /* guard: a reply is settled once the program has exited, even while a descendant
+     * that left its group holds the pipes (no timeout, and no kill of a reaped pid). */
+    long long t_detach = mono_ms();
+    rc = ops_module_invoke(t, "detach", "null", "key-detach", &out);
+    long long took_detach = mono_ms() - t_detach;
+    check(rc == 0 && out.settlement == PROTO_SETTLEMENT_FULFILLED && out.value != NULL &&
+              strcmp(out.value, "\"detached\"") == 0 && took_detach < 5000,
+          "invoke: an exited program's reply is settled though a detached child holds its"
+          " pipes [guard exit-grace]",
+          "rc %d after %lld ms: %s", rc, took_detach, out.value != NULL ? out.value : "-");
+    host_settlement_free(&out);
+    char *detach_log = read_text_file(log_path);
+    const char *det = detach_log != NULL ? strstr(detach_log, "detached ") : NULL;
+    long detached = det != NULL ? strtol(det + 9, NULL, 10) : 0;
+    if (detached > 0)
+        (void)kill((pid_t)detached, SIGKILL);
+    free(detach_log);
+
     /* guard: the deadline. timeout_ms 200 against a 30 s sleep: invoke returns soon,
      * the program and the child it started in its group are gone. */
     long long t0 = mono_ms();

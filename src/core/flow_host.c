@@ -42,8 +42,11 @@ struct flow_host {
     size_t journaled_cap;
     struct delivery *deliveries;
     size_t delivery_count, delivery_cap;
+    size_t flushed; /* deliveries written by the open transaction, kept until it commits */
     char stopped[STOP_MAX];
-    bool nondeterminism;
+    enum flow_host_stop stop_kind;
+    uint64_t calls;         /* journal rows of the run */
+    uint64_t journal_bytes; /* their arguments and outcomes */
     const char *const *read_roots;
     const char *const *write_roots;
 };
@@ -118,6 +121,8 @@ struct flow_host *flow_host_new(const struct flow_host_config *cfg)
             flow_host_free(fh);
             return NULL;
         }
+        fh->calls++;
+        fh->journal_bytes += e->args_len + (e->value != NULL ? strlen(e->value) : 0);
         if (e->state == JOURNAL_SETTLED)
             continue; /* delivered: the worker replays it from the prefix */
         if (copy_entry(&fh->open[fh->open_count].entry, e) != 0) {
@@ -152,23 +157,32 @@ void flow_host_free(struct flow_host *fh)
     free(fh);
 }
 
-__attribute__((format(printf, 3, 4))) static void stop(struct flow_host *fh, bool nondeterminism,
+__attribute__((format(printf, 3, 4))) static void stop(struct flow_host *fh,
+                                                       enum flow_host_stop kind,
                                                        const char *fmt, ...)
 {
-    if (fh->stopped[0] != '\0')
+    if (fh->stop_kind != FLOW_HOST_RUNNING)
         return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(fh->stopped, sizeof fh->stopped, fmt, ap);
     va_end(ap);
-    fh->nondeterminism = nondeterminism;
+    fh->stop_kind = kind;
 }
 
-const char *flow_host_stopped(const struct flow_host *fh, bool *nondeterminism)
+const char *flow_host_stopped(const struct flow_host *fh, enum flow_host_stop *kind)
 {
-    if (nondeterminism != NULL)
-        *nondeterminism = fh->nondeterminism;
-    return fh->stopped[0] != '\0' ? fh->stopped : NULL;
+    if (kind != NULL)
+        *kind = fh->stop_kind;
+    return fh->stop_kind != FLOW_HOST_RUNNING ? fh->stopped : NULL;
+}
+
+/* The code a call gets once the host has stopped. */
+static const char *stopped_code(const struct flow_host *fh)
+{
+    return fh->stop_kind == FLOW_HOST_NONDETERMINISM ? HOST_CODE_NONDETERMINISM
+           : fh->stop_kind == FLOW_HOST_LIMIT         ? HOST_CODE_TOO_LARGE
+                                                      : HOST_CODE_IO_ERROR;
 }
 
 bool flow_host_unreached(const struct flow_host *fh, char *buf, size_t cap)
@@ -299,9 +313,12 @@ static void decide(const struct flow_host *fh, const char *kind, const json_t *a
 
 /* ---- transactions ----------------------------------------------------------------- */
 
+/* Writes the delivery orders not yet written, in the open transaction. They are
+ * dropped from memory only once it commits (committed()): a rollback keeps them. */
 static int flush(struct flow_host *fh, char *err, size_t err_cap)
 {
     struct store *s = fh->cfg.store;
+    fh->flushed = 0;
     for (size_t i = 0; i < fh->delivery_count; i++) {
         struct delivery *d = &fh->deliveries[i];
         if (d->unjournaled != NULL &&
@@ -311,10 +328,20 @@ static int flush(struct flow_host *fh, char *err, size_t err_cap)
                             err, err_cap) != 0)
             return -1;
     }
-    for (size_t i = 0; i < fh->delivery_count; i++)
-        delivery_free(&fh->deliveries[i]);
-    fh->delivery_count = 0;
+    fh->flushed = fh->delivery_count;
     return 0;
+}
+
+static void committed(struct flow_host *fh)
+{
+    if (fh->flushed == 0)
+        return;
+    for (size_t i = 0; i < fh->flushed; i++)
+        delivery_free(&fh->deliveries[i]);
+    memmove(fh->deliveries, fh->deliveries + fh->flushed,
+            (fh->delivery_count - fh->flushed) * sizeof *fh->deliveries);
+    fh->delivery_count -= fh->flushed;
+    fh->flushed = 0;
 }
 
 int flow_host_flush(struct flow_host *fh, char *err, size_t err_cap)
@@ -339,14 +366,17 @@ static int txn_open(struct flow_host *fh, char *err, size_t err_cap)
 static int txn_commit(struct flow_host *fh, uint32_t position, char *err, size_t err_cap)
 {
     test_hook_boundary(TEST_BOUNDARY_BEFORE_JOURNAL_COMMIT, position);
-    return store_end_txn(fh->cfg.store, 0, err, err_cap);
+    if (store_end_txn(fh->cfg.store, 0, err, err_cap) != 0)
+        return -1;
+    committed(fh);
+    return 0;
 }
 
 /* The host stops at a store error or a lost claim: the call is answered io_error and
  * nothing more is journaled. */
 static int fail_call(struct flow_host *fh, const char *err, struct host_settlement *out)
 {
-    stop(fh, false, "%s", err);
+    stop(fh, FLOW_HOST_BROKEN, "%s", err);
     return host_reject(out, HOST_CODE_IO_ERROR, "the journal could not record the call: %s", err);
 }
 
@@ -435,7 +465,7 @@ static int journal_at_once(struct flow_host *fh, const struct journal_entry *e,
                            const struct decision *d, const json_t *args,
                            struct host_settlement *out)
 {
-    char err[512];
+    char err[512] = "";
     struct store *s = fh->cfg.store;
     if (txn_open(fh, err, sizeof err) != 0)
         return fail_call(fh, err, out);
@@ -514,6 +544,7 @@ static int journal_around(struct flow_host *fh, const struct journal_entry *e,
         host_settlement_free(out);
         return fail_call(fh, err, out);
     }
+    committed(fh);
     test_hook_boundary(TEST_BOUNDARY_AFTER_OUTCOME_COMMIT, e->position);
     return 0;
 }
@@ -552,14 +583,14 @@ static int call_again(struct flow_host *fh, struct open_row *o, const struct hos
     const struct journal_entry *j = &o->entry;
     char digest[JOURNAL_DIGEST_HEX + 1];
     if (strcmp(j->kind, call->kind) != 0) {
-        stop(fh, true, "position %u: the script called %.80s where the journal records %.80s",
+        stop(fh, FLOW_HOST_NONDETERMINISM, "position %u: the script called %.80s where the journal records %.80s",
              (unsigned)call->position, call->kind, j->kind);
         return host_reject(out, HOST_CODE_NONDETERMINISM, "%s", fh->stopped);
     }
     if (journal_digest(call->args, call->args_len, digest) != 0)
         return -1;
     if (strcmp(digest, j->digest) != 0) {
-        stop(fh, true, "position %u: %.80s called with arguments whose SHA-256 differs from the"
+        stop(fh, FLOW_HOST_NONDETERMINISM, "position %u: %.80s called with arguments whose SHA-256 differs from the"
              " journal's", (unsigned)call->position, call->kind);
         return host_reject(out, HOST_CODE_NONDETERMINISM, "%s", fh->stopped);
     }
@@ -576,7 +607,7 @@ static int call_again(struct flow_host *fh, struct open_row *o, const struct hos
          * are never without an outcome (a sync call lost before its commit is simply
          * asked again as a new call, a kv change re-applied); an unkeyed mutation in
          * doubt is the driver's to stop before any worker runs. */
-        stop(fh, false, "position %u (%s) is in doubt and cannot be performed again",
+        stop(fh, FLOW_HOST_BROKEN, "position %u (%s) is in doubt and cannot be performed again",
              (unsigned)call->position, call->kind);
         return host_reject(out, HOST_CODE_IO_ERROR, "%s", fh->stopped);
     }
@@ -588,9 +619,8 @@ static int flow_host_call(void *self, const struct host_call *call, struct host_
 {
     struct flow_host *fh = self;
     *delay_ms = 0;
-    if (fh->stopped[0] != '\0')
-        return host_reject(out, fh->nondeterminism ? HOST_CODE_NONDETERMINISM : HOST_CODE_IO_ERROR,
-                           "%s", fh->stopped);
+    if (fh->stop_kind != FLOW_HOST_RUNNING)
+        return host_reject(out, stopped_code(fh), "%s", fh->stopped);
     json_t *args = json_loadb(call->args, call->args_len, 0, NULL);
     if (!json_is_array(args)) {
         json_decref(args);
@@ -601,7 +631,15 @@ static int flow_host_call(void *self, const struct host_call *call, struct host_
     struct open_row *o = find_open(fh, call->position);
     if (o != NULL) {
         rc = call_again(fh, o, call, args, out);
+    } else if (fh->calls + 1 > FLOW_RUN_MAX_HOST_CALLS ||
+               fh->journal_bytes + call->args_len > FLOW_RUN_MAX_JOURNAL_BYTES) {
+        stop(fh, FLOW_HOST_LIMIT, "the run reached its limit of %u host calls or %u bytes of"
+             " journal (at position %u, %s)", FLOW_RUN_MAX_HOST_CALLS,
+             FLOW_RUN_MAX_JOURNAL_BYTES, (unsigned)call->position, call->kind);
+        rc = host_reject(out, HOST_CODE_TOO_LARGE, "%s", fh->stopped);
     } else {
+        fh->calls++;
+        fh->journal_bytes += call->args_len;
         struct decision d;
         decide(fh, call->kind, args, &d);
         struct journal_entry e;
@@ -612,6 +650,8 @@ static int flow_host_call(void *self, const struct host_call *call, struct host_
         else
             rc = journal_around(fh, &e, &d, args, false, out);
         journal_entry_free(&e);
+        if (rc == 0 && out->value != NULL)
+            fh->journal_bytes += strlen(out->value);
     }
     json_decref(args);
     return rc;
@@ -621,11 +661,15 @@ static void flow_host_delivered(void *self, const struct host_call *call,
                                 const struct host_settlement *seen, uint32_t delivery_order)
 {
     struct flow_host *fh = self;
+    /* After a stop nothing more is written: in particular not the rejection the
+     * driver delivers for a diverging call, over the row the journal holds there. */
+    if (fh->stop_kind != FLOW_HOST_RUNNING)
+        return;
     if (fh->delivery_count == fh->delivery_cap) {
         size_t cap = fh->delivery_cap == 0 ? 16 : fh->delivery_cap * 2;
         struct delivery *grown = realloc(fh->deliveries, cap * sizeof *grown);
         if (grown == NULL) {
-            stop(fh, false, "out of memory recording a delivery");
+            stop(fh, FLOW_HOST_BROKEN, "out of memory recording a delivery");
             return;
         }
         fh->deliveries = grown;
@@ -648,7 +692,7 @@ static void flow_host_delivered(void *self, const struct host_call *call,
     }
     if (!ok) {
         delivery_free(d);
-        stop(fh, false, "out of memory recording a delivery");
+        stop(fh, FLOW_HOST_BROKEN, "out of memory recording a delivery");
         return;
     }
     fh->delivery_count++;

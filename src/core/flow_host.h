@@ -7,7 +7,8 @@
  *   kv.get/set/delete        local     one transaction: journal row, the kv change,
  *                                      outcome, audit (core/kv_store.h)
  *   fs.read/list/stat        query     transaction 1: journal row; the operation
- *   fs.write                 keyed_mutation (host/fs_builtin.h); transaction 2:
+ *   fs.write                 keyed_mutation: an idempotent whole-file replace, resent
+ *                            as is (host/fs_builtin.h); transaction 2:
  *                                      outcome and audit (refused if "denied")
  *   ops.call                 query, keyed_mutation or mutation, as the catalog marks
  *                            the op (host/ops_module.h); transaction 1: journal row
@@ -44,6 +45,11 @@
 #define HOST_CODE_UNSUPPORTED "unsupported"
 #define HOST_CODE_NONDETERMINISM "nondeterminism"
 
+/* Per run, across its activations: a script cannot grow the store without bound. The
+ * call that would pass either ends the run as failed ("limit: ..."). */
+#define FLOW_RUN_MAX_HOST_CALLS 10000u
+#define FLOW_RUN_MAX_JOURNAL_BYTES (64u << 20) /* arguments and outcomes */
+
 struct store;
 
 struct flow_host_config {
@@ -71,10 +77,17 @@ struct host flow_host_interface(struct flow_host *fh);
  * written. Returns 0 or -1 (reason in err). */
 int flow_host_flush(struct flow_host *fh, char *err, size_t err_cap);
 
-/* Why the host stopped serving the run, or NULL: a divergence from the journal
- * ("nondeterminism: ..."), a lost claim, or a store error. *nondeterminism tells the
- * first apart from the others. */
-const char *flow_host_stopped(const struct flow_host *fh, bool *nondeterminism);
+enum flow_host_stop {
+    FLOW_HOST_RUNNING = 0,
+    FLOW_HOST_NONDETERMINISM, /* the script diverged from the journal: the run fails */
+    FLOW_HOST_LIMIT,          /* a per-run limit above: the run fails */
+    FLOW_HOST_BROKEN,         /* a lost claim or a store error: the run is left as it is */
+};
+
+/* Why the host stopped serving the run (NULL and *kind FLOW_HOST_RUNNING if it did
+ * not). After a stop every further call is refused and nothing more is journaled;
+ * deliveries after it are not recorded. */
+const char *flow_host_stopped(const struct flow_host *fh, enum flow_host_stop *kind);
 
 /* For a run whose script ended by itself: the first journaled, undelivered position
  * the script never called again, described as a nondeterminism detail into buf;

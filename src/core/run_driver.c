@@ -119,11 +119,12 @@ static enum run_state end_state(const struct activation_outcome *out, struct flo
                                 char *error, size_t cap)
 {
     error[0] = '\0';
-    bool nd = false;
-    const char *stopped = flow_host_stopped(fh, &nd);
+    enum flow_host_stop kind;
+    const char *stopped = flow_host_stopped(fh, &kind);
     char unreached[300];
-    if (stopped != NULL && nd) {
-        snprintf(error, cap, "nondeterminism: %s", stopped);
+    if (stopped != NULL) {
+        snprintf(error, cap, "%s: %s", kind == FLOW_HOST_LIMIT ? "limit" : "nondeterminism",
+                 stopped);
         return RUN_FAILED;
     }
     bool ended_by_itself = out->status == ACTIVATION_COMPLETED ||
@@ -235,9 +236,9 @@ static int activate(struct run_driver *d, const struct run_row *run, int64_t gen
     if (out.console != NULL)
         rep->console = strdup(out.console);
     int rc;
-    bool nd = false;
-    const char *stopped = flow_host_stopped(fh, &nd);
-    if (stopped != NULL && !nd)
+    enum flow_host_stop kind;
+    const char *stopped = flow_host_stopped(fh, &kind);
+    if (stopped != NULL && kind == FLOW_HOST_BROKEN)
         rc = error_line(err, err_cap, "run %" PRId64 " stopped: %s", run->id, stopped);
     else
         rc = finish(d, run, generation, seq, fh, &out, rep, err, err_cap);

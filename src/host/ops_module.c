@@ -641,25 +641,47 @@ static void feed(struct run *r)
     close_fd(&r->in_fd); /* the whole request is written: EOF */
 }
 
+/* Once the program has exited, how long its reply may still take to arrive: a
+ * descendant that left the group (setsid) may hold the pipes open. */
+#define EXIT_GRACE_MS 200
+
+/* SIGKILLs the program's group, only while the program is not reaped: after the reap
+ * its pid, and its group's id, may name somebody else's process. */
+static void kill_unreaped(struct run *r)
+{
+    if (!r->exited)
+        kill_group(r);
+    try_reap(r, true);
+}
+
 /* Runs the program to its end, the deadline or too much output. */
 static void pump(struct run *r, uint32_t timeout_ms)
 {
     long long deadline = now_ms() + timeout_ms;
+    bool grace_set = false;
     for (;;) {
         if (r->too_large) {
-            kill_group(r);
-            try_reap(r, true);
+            kill_unreaped(r);
             return;
         }
         if (!r->exited)
             try_reap(r, false);
         if (r->exited && r->out_fd < 0 && r->err_fd < 0)
             return;
+        if (r->exited && !grace_set) {
+            grace_set = true;
+            if (deadline > now_ms() + EXIT_GRACE_MS)
+                deadline = now_ms() + EXIT_GRACE_MS;
+        }
         long long left = deadline - now_ms();
         if (left <= 0) {
+            if (r->exited) { /* it answered and ended: what arrived is its reply */
+                close_fd(&r->out_fd);
+                close_fd(&r->err_fd);
+                return;
+            }
             r->timed_out = true;
-            kill_group(r);
-            try_reap(r, true);
+            kill_unreaped(r);
             return;
         }
         struct pollfd p[4];
@@ -686,8 +708,7 @@ static void pump(struct run *r, uint32_t timeout_ms)
         int rc = poll(p, (nfds_t)np, wait_ms);
         if (rc < 0 && errno != EINTR) { /* cannot wait: give up as a timeout would */
             r->timed_out = true;
-            kill_group(r);
-            try_reap(r, true);
+            kill_unreaped(r);
             return;
         }
         if (rc <= 0)

@@ -34,7 +34,9 @@
  *                                                   [a-z0-9_]) and message S
  * Anything else (exit status not 0, not one of those objects, invalid JSON) is
  * rejected "module_error"; more than max_reply_bytes is "too_large"; no reply within
- * timeout_ms kills the process group and is "timeout". The caller's own calls are
+ * timeout_ms kills the process group and is "timeout". Once the program has exited,
+ * its reply is what arrived within 200 ms more (a descendant that left the group may
+ * hold the pipes); a reaped program is never signalled. The caller's own calls are
  * not interrupted: invoke returns only after the program was reaped. */
 #ifndef BASAL_HOST_OPS_MODULE_H
 #define BASAL_HOST_OPS_MODULE_H

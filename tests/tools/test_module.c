@@ -14,6 +14,8 @@
  *            process group, also sleeping) and sleeps 30 s (for timeouts)
  *   big      a reply of more than 2 MiB
  *   stderr   2000 bytes on stderr (ending "END-OF-STDERR"), then exit 1
+ *   detach   a child leaves the group (setsid) holding stdout/stderr for 30 s, logging
+ *            "detached PID"; the program replies {"result": "detached"} and exits 0
  *   env      {"result": {"cwd": ..., "env": [...], "fds": [...], "pgid_is_pid": bool}}
  *   other    {"error": {"code": "unknown_op", ...}}
  * With --prefix-spaces N it first writes N spaces on stdout (valid leading JSON
@@ -58,6 +60,30 @@ static int reply_json(json_t *v)
 static int reply_error(const char *code, const char *message)
 {
     return reply_json(json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", message));
+}
+
+/* A child that leaves the process group (setsid) holding stdout and stderr open and
+ * sleeps 30 s; it writes "detached N" (its pid) to the log first. The program itself
+ * replies {"result": "detached"} and exits 0. */
+static int do_detach(const char *log)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return 1;
+    if (pid == 0) {
+        (void)setsid();
+        int fd = open(log, O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (fd >= 0) {
+            char line[64];
+            int n = snprintf(line, sizeof line, "detached %ld\n", (long)getpid());
+            (void)write_all(fd, line, (size_t)n);
+            (void)fsync(fd);
+            close(fd);
+        }
+        sleep(30);
+        _exit(0);
+    }
+    return reply_json(json_pack("{s:s}", "result", "detached"));
 }
 
 static char *read_stdin(size_t *len)
@@ -244,6 +270,8 @@ int main(int argc, char **argv)
         rc = do_big();
     } else if (strcmp(op, "stderr") == 0) {
         rc = do_stderr();
+    } else if (strcmp(op, "detach") == 0) {
+        rc = do_detach(log_path);
     } else {
         rc = reply_error("unknown_op", "no such op");
     }

@@ -899,6 +899,11 @@ static void test_replay(void)
                         "00000000000000000000000000000000' WHERE position = 1");
     check_str_eq(st, "failed", "replay: an undelivered call with other arguments -> failed");
     free(st);
+    /* The diverging call's rejection is not written over the row the journal holds
+     * there [guard: no delivery recorded after a stop]. */
+    st = sql_text("SELECT state || ' ' || coalesce(settlement, '-') FROM journal WHERE position = 1");
+    check_str_eq(st, "pending -", "replay: the journaled row of the diverging position is kept");
+    free(st);
     /* Control: the same crash, journal untouched, recovers. */
     st = replay_altered("nd-control", "after_journal_commit:1", "SELECT 1");
     check_str_eq(st, "succeeded", "replay: control: the untouched journal recovers");

@@ -36,7 +36,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <ftw.h>
 #include <jansson.h>
 #include <limits.h>
 #include <sqlite3.h>
@@ -76,15 +75,6 @@ __attribute__((format(printf, 3, 4))) static void sfmt(char *buf, size_t cap, co
     va_start(ap, fmt);
     vsnprintf(buf, cap, fmt, ap);
     va_end(ap);
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    chmod(path, 0700);
-    return remove(path);
 }
 
 static bool write_file(const char *path, const char *text, mode_t mode)
@@ -1144,6 +1134,6 @@ int main(void)
     test_two_processes();
     test_claims();
     test_bad_input();
-    nftw(g_root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    harness_remove_tree(g_root);
     return harness_finish();
 }

@@ -24,7 +24,6 @@
 #include "proto/message.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <jansson.h>
 #include <limits.h>
 #include <sqlite3.h>
@@ -41,15 +40,6 @@
 static char g_root[256];
 static char g_home[PATH_MAX];
 static char g_db[PATH_MAX];
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    chmod(path, 0700);
-    return remove(path);
-}
 
 __attribute__((format(printf, 3, 4))) static void sfmt(char *buf, size_t cap, const char *fmt, ...)
 {
@@ -565,6 +555,6 @@ int main(void)
         test_toggle();
         test_runnable();
     }
-    nftw(g_root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    harness_remove_tree(g_root);
     return harness_finish();
 }

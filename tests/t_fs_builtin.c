@@ -9,7 +9,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -182,19 +181,10 @@ static bool make_tree(void)
     return check(ok, "setup: directory tree", "%s", strerror(errno));
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    (void)remove(path); /* best effort: a leftover shows in /tmp, not as a failure */
-    return 0;
-}
-
 static void remove_tree(void)
 {
     if (base[0] != '\0')
-        (void)nftw(base, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        harness_remove_tree(base);
 }
 
 /* ---- the tests --------------------------------------------------------------------- */

@@ -10,7 +10,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
@@ -724,15 +723,6 @@ static void test_sinks(const char *tmp)
     host_settlement_free(&out);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    (void)remove(path);
-    return 0;
-}
-
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -755,6 +745,6 @@ int main(void)
 
     char dir[PATH_MAX];
     sfmt(dir, sizeof dir, "%s", tmp);
-    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    harness_remove_tree(dir);
     return harness_finish();
 }

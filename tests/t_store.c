@@ -22,7 +22,6 @@
 #include "core/store_schema.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <jansson.h>
 #include <limits.h>
 #include <sqlite3.h>
@@ -35,15 +34,6 @@
 #define TIMEOUT_MS 20000
 
 static char g_root[256];
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    chmod(path, 0700); /* so a narrowed or read-only directory can be emptied */
-    return remove(path);
-}
 
 static const char *tmp_path(const char *rel)
 {
@@ -409,6 +399,6 @@ int main(void)
     test_store_api();
     test_newer_store();
     test_json();
-    nftw(g_root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    harness_remove_tree(g_root);
     return harness_finish();
 }

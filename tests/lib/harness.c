@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -975,6 +976,22 @@ const char *harness_tmp_file(const char *file, const char *text)
     fputs(text, f);
     fclose(f);
     return path;
+}
+
+static int remove_tree_entry(const char *path, const struct stat *sb, int flag,
+                             struct FTW *ftw)
+{
+    (void)sb;
+    (void)ftw;
+    if (flag == FTW_DP || flag == FTW_D)
+        (void)chmod(path, 0700);
+    (void)remove(path);
+    return 0;
+}
+
+void harness_remove_tree(const char *path)
+{
+    (void)nftw(path, remove_tree_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 void harness_remove_tmpdir(void)

@@ -206,6 +206,9 @@ const char *harness_tmpdir(const char *name);
 const char *harness_tmp_file(const char *file, const char *text);
 /* Removes the directory made by harness_tmpdir and the files directly in it. */
 void harness_remove_tmpdir(void);
+/* Removes path and everything below it, never following a link; directories are
+ * made writable first (a test may have narrowed them). Errors are ignored. */
+void harness_remove_tree(const char *path);
 
 /* ---- /proc views ----------------------------------------------------------------- */
 

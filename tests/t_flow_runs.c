@@ -32,6 +32,7 @@
 
 #include "core/flow_host.h"
 #include "core/journal.h"
+#include "core/sql.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -137,7 +138,8 @@ static json_t *cli_json(const char *what, const char *const *args)
     " \"keyed\": {\"program\": \"%s\", \"args\": [\"--log\", \"%s\"],"                     \
     "   \"ops\": {\"echo\": {\"kind\": \"mutate\", \"idempotent\": true}}},"               \
     " \"plain\": {\"program\": \"%s\", \"args\": [\"--log\", \"%s\"],"                     \
-    "   \"ops\": {\"add\": {\"kind\": \"mutate\"}, \"echo\": {\"kind\": \"query\"}}}}}"
+    "   \"ops\": {\"add\": {\"kind\": \"mutate\"}, \"echo\": {\"kind\": \"query\"},"          \
+    "    \"sleep\": {\"kind\": \"query\"}}}}}"
 
 /* A fresh data home with the catalog, roots and logs. */
 static void scenario_begin(const char *name)
@@ -201,7 +203,8 @@ static const char *grants_all(void)
     static char g[4096];
     sfmt(g, sizeof g,
          "\"ops\":[{\"module\":\"keyed\",\"op\":\"echo\"},{\"module\":\"plain\",\"op\":\"add\"},"
-         "{\"module\":\"plain\",\"op\":\"echo\"},{\"module\":\"plain\",\"op\":\"missing\"}],"
+         "{\"module\":\"plain\",\"op\":\"echo\"},{\"module\":\"plain\",\"op\":\"missing\"},"
+         "{\"module\":\"plain\",\"op\":\"sleep\"}],"
          "\"fs\":{\"read\":[\"%s\",\"%s\"],\"write\":[\"%s\"]},\"sinks\":[\"events\"]",
          S.data, S.ro, S.out);
     return g;
@@ -1058,6 +1061,29 @@ static void test_claims(void)
     free(state);
 }
 
+/* A module program gets at most what is left of the activation's wall deadline, not
+ * its catalog timeout (10 s here) [guard: module calls bounded by the deadline]. */
+static void test_module_deadline(void)
+{
+    scenario_begin("module-deadline");
+    char grants[4096];
+    sfmt(grants, sizeof grants, "%s,\"deadline\":\"2s\"", grants_all());
+    if (!flow_add("slow", "await ops.call('plain', 'sleep', {}); return 1;", grants))
+        return;
+    long long t0 = sql_now_ms();
+    struct run_out o = run_flow(ARGS("run", "slow"), NO_ENV);
+    long long took = sql_now_ms() - t0;
+    const char *error = json_string_value(json_object_get(o.json, "error"));
+    check_str_eq(state_of(o.json), "failed", "module deadline: the run fails");
+    ok(error != NULL && strstr(error, "deadline") != NULL, "module deadline: at its deadline");
+    ok(took < 6000, "module deadline: within the run's 2 s, not the module's 10 s");
+    json_decref(o.json);
+    char *tl = read_text_file(S.log_plain);
+    const char *at = tl != NULL ? strstr(tl, "sleep ") : NULL;
+    ok(at != NULL, "module deadline: the module was called");
+    free(tl);
+}
+
 /* ---- 6. bad input ----------------------------------------------------------------- */
 
 static void expect_bad(const char *const *args, int code, const char *what)
@@ -1133,6 +1159,7 @@ int main(void)
     test_run_deadline();
     test_two_processes();
     test_claims();
+    test_module_deadline();
     test_bad_input();
     harness_remove_tree(g_root);
     return harness_finish();

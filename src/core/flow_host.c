@@ -400,15 +400,31 @@ static int do_sync(const char *kind, struct host_settlement *out)
     return host_fulfil_text(out, text);
 }
 
+static long long monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static int do_ops(const struct flow_host *fh, const struct decision *d, const json_t *args,
                   const char *key, struct host_settlement *out)
 {
+    /* The module gets the catalog's time, cut to what is left of the activation's. */
+    struct ops_module module = *d->module;
+    if (fh->cfg.deadline_at_ms > 0) {
+        long long left = fh->cfg.deadline_at_ms - monotonic_ms();
+        if (left <= 0)
+            return host_reject(out, HOST_CODE_TIMEOUT, "ops.call %s.%s: the activation's wall"
+                               " deadline has passed", module.name, d->op);
+        if (left < (long long)module.timeout_ms)
+            module.timeout_ms = (uint32_t)left;
+    }
     const json_t *inner = json_array_get(args, 2);
     char *text = inner != NULL ? json_dumps(inner, JSON_COMPACT | JSON_ENCODE_ANY) : strdup("null");
     if (text == NULL)
         return -1;
-    (void)fh;
-    int rc = ops_module_invoke(d->module, d->op, text, key, out);
+    int rc = ops_module_invoke(&module, d->op, text, key, out);
     free(text);
     return rc;
 }

@@ -63,6 +63,9 @@ struct flow_host_config {
     const struct ops_catalog *catalog;
     const struct journal_entry *journal; /* every row of the run (the host copies what it needs) */
     size_t journal_count;
+    /* CLOCK_MONOTONIC ms at which the activation's wall deadline passes (0: none): a
+     * module program gets at most the time left, and none once it has passed. */
+    long long deadline_at_ms;
 };
 
 struct flow_host;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void run_report_free(struct run_report *r)
 {
@@ -218,15 +219,20 @@ static int activate(struct run_driver *d, const struct run_row *run, int64_t gen
     if (journal_prefix(rows, row_count, &prefix, &prefix_count) != 0)
         return error_line(err, err_cap, "run %" PRId64 ": the journal holds a malformed digest",
                           run->id);
+    struct activation_request req;
+    request_for(run, seq, in, prefix, prefix_count, &req);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    /* Taken before the worker is: never later than the driver's own deadline. */
+    long long deadline_at = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000 + req.deadline_ms;
     struct flow_host_config cfg = {d->store, d->home, run->flow_id, run->id, run->trigger_id,
-                                   generation, &in->manifest, &in->catalog, rows, row_count};
+                                   generation, &in->manifest, &in->catalog, rows, row_count,
+                                   deadline_at};
     struct flow_host *fh = flow_host_new(&cfg);
     if (fh == NULL) {
         free(prefix);
         return error_line(err, err_cap, "out of memory");
     }
-    struct activation_request req;
-    request_for(run, seq, in, prefix, prefix_count, &req);
     struct host host = flow_host_interface(fh);
     struct activation_outcome out;
     pool_run(d->pool, run->flow_id, POOL_USE_FLOW, &req, &host, &out);

@@ -410,6 +410,8 @@ static long long monotonic_ms(void)
 static int do_ops(const struct flow_host *fh, const struct decision *d, const json_t *args,
                   const char *key, struct host_settlement *out)
 {
+    if (d->module == NULL) /* decide() sets it for every granted ops.call */
+        return host_reject(out, HOST_CODE_DENIED, "ops.call: no module was decided");
     /* The module gets the catalog's time, cut to what is left of the activation's. */
     struct ops_module module = *d->module;
     if (fh->cfg.deadline_at_ms > 0) {

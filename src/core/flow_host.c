@@ -601,15 +601,17 @@ static int call_again(struct flow_host *fh, struct open_row *o, const struct hos
     const struct journal_entry *j = &o->entry;
     char digest[JOURNAL_DIGEST_HEX + 1];
     if (strcmp(j->kind, call->kind) != 0) {
-        stop(fh, FLOW_HOST_NONDETERMINISM, "position %u: the script called %.80s where the journal records %.80s",
+        stop(fh, FLOW_HOST_NONDETERMINISM,
+             "position %u: the script called %.80s where the journal records %.80s",
              (unsigned)call->position, call->kind, j->kind);
         return host_reject(out, HOST_CODE_NONDETERMINISM, "%s", fh->stopped);
     }
     if (journal_digest(call->args, call->args_len, digest) != 0)
         return -1;
     if (strcmp(digest, j->digest) != 0) {
-        stop(fh, FLOW_HOST_NONDETERMINISM, "position %u: %.80s called with arguments whose SHA-256 differs from the"
-             " journal's", (unsigned)call->position, call->kind);
+        stop(fh, FLOW_HOST_NONDETERMINISM,
+             "position %u: %.80s called with arguments whose SHA-256 differs from the journal's",
+             (unsigned)call->position, call->kind);
         return host_reject(out, HOST_CODE_NONDETERMINISM, "%s", fh->stopped);
     }
     if (j->has_outcome) { /* in the mailbox: never performed twice */

@@ -122,7 +122,7 @@ static int load_version(struct store *s, const char *id, int64_t version,
     memset(out, 0, sizeof *out);
     sqlite3_stmt *st;
     if (sql_prepare(store_db(s), "SELECT script, manifest, code_hash, state FROM flow_versions"
-                   " WHERE flow_id = ?1 AND version = ?2", &st, err, err_cap) != 0)
+                    " WHERE flow_id = ?1 AND version = ?2", &st, err, err_cap) != 0)
         return -1;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, version);
@@ -161,26 +161,24 @@ static int install_locked(struct store *s, const char *id, int64_t version, cons
         return -1;
     if (version <= top)
         return error_line(err, err_cap,
-                      "manifest.version: %" PRId64 " is not above version %" PRId64
-                      " already installed for flow '%s'",
-                      version, top, id);
+                          "manifest.version: %" PRId64 " is not above version %" PRId64
+                          " already installed for flow '%s'",
+                          version, top, id);
     int64_t now = sql_now_ms();
     sqlite3_stmt *st;
     if (!exists) {
-        if (sql_prepare(store_db(s), "INSERT INTO flows (id, created_at, enabled) VALUES (?1, ?2, 1)", &st,
-                    err, err_cap) != 0)
+        if (sql_prepare(store_db(s), "INSERT INTO flows (id, created_at, enabled)"
+                        " VALUES (?1, ?2, 1)", &st, err, err_cap) != 0)
             return -1;
         sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, now);
-        int rc = sqlite3_step(st);
-        sql_release(st);
-        if (rc != SQLITE_DONE)
-            return sql_fail(store_db(s), err, err_cap);
+        if (sql_run(store_db(s), st, err, err_cap) != 0)
+            return -1;
     }
     *new_flow = !exists;
-    if (sql_prepare(store_db(s), "INSERT INTO flow_versions (flow_id, version, script, manifest, code_hash,"
-                   " state, created_at) VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6)",
-                &st, err, err_cap) != 0)
+    if (sql_prepare(store_db(s), "INSERT INTO flow_versions (flow_id, version, script, manifest,"
+                    " code_hash, state, created_at) VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6)",
+                    &st, err, err_cap) != 0)
         return -1;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, version);
@@ -188,11 +186,7 @@ static int install_locked(struct store *s, const char *id, int64_t version, cons
     sqlite3_bind_blob64(st, 4, manifest_len > 0 ? manifest : "", manifest_len, SQLITE_STATIC);
     sqlite3_bind_text(st, 5, hash, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 6, now);
-    int rc = sqlite3_step(st);
-    sql_release(st);
-    if (rc != SQLITE_DONE)
-        return sql_fail(store_db(s), err, err_cap);
-    return 0;
+    return sql_run(store_db(s), st, err, err_cap);
 }
 
 int flows_install(struct store *s, const void *script, size_t script_len,
@@ -204,7 +198,7 @@ int flows_install(struct store *s, const void *script, size_t script_len,
         return -1;
     if (manifest_len > MANIFEST_MAX_BYTES)
         return error_line(err, err_cap, "manifest: more than the %u bytes allowed",
-                      MANIFEST_MAX_BYTES);
+                          MANIFEST_MAX_BYTES);
     struct manifest m;
     if (manifest_parse(manifest, manifest_len, &m, err, err_cap) != 0)
         return -1;
@@ -274,22 +268,22 @@ static int approve_locked(struct store *s, const char *id, int64_t version, cons
         error_line(err, err_cap, "flow '%s' version %" PRId64 " is already approved", id, version);
     } else if (strcmp(hash, v.code_hash) != 0) {
         error_line(err, err_cap,
-               "--code-hash %s does not match the code hash of flow '%s' version %" PRId64,
-               hash, id, version);
+                   "--code-hash %s does not match the code hash of flow '%s' version %" PRId64,
+                   hash, id, version);
     } else if (code_hash_hex(v.script.bytes, v.script.len, v.manifest.bytes, v.manifest.len,
                              again) != 0) {
         error_line(err, err_cap, "code hash: libcrypto failed");
     } else if (strcmp(again, v.code_hash) != 0) {
         error_line(err, err_cap,
                "flow '%s' version %" PRId64 ": the stored script and manifest no longer hash to "
-               "its recorded code hash (altered in the store)",
-               id, version);
+                   "its recorded code hash (altered in the store)",
+                   id, version);
     } else if (max_version(s, id, true, &approved_top, err, err_cap) != 0) {
         /* err set */
     } else if (approved_top > version) {
         error_line(err, err_cap,
-               "flow '%s' version %" PRId64 " is below the approved version %" PRId64, id,
-               version, approved_top);
+                   "flow '%s' version %" PRId64 " is below the approved version %" PRId64, id,
+                   version, approved_top);
     } else {
         rc = 0;
     }
@@ -299,29 +293,25 @@ static int approve_locked(struct store *s, const char *id, int64_t version, cons
     int64_t now = sql_now_ms();
     sqlite3_stmt *st;
     if (sql_prepare(store_db(s), "INSERT INTO approvals (flow_id, version, code_hash, approved_at)"
-                   " VALUES (?1, ?2, ?3, ?4)", &st, err, err_cap) != 0)
+                    " VALUES (?1, ?2, ?3, ?4)", &st, err, err_cap) != 0)
         return -1;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, version);
     sqlite3_bind_text(st, 3, hash, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 4, now);
-    int step = sqlite3_step(st);
-    sql_release(st);
-    if (step != SQLITE_DONE)
-        return sql_fail(store_db(s), err, err_cap);
+    if (sql_run(store_db(s), st, err, err_cap) != 0)
+        return -1;
     if (sql_prepare(store_db(s), "UPDATE flow_versions SET state = 'approved'"
-                   " WHERE flow_id = ?1 AND version = ?2 AND state = 'pending'",
-                &st, err, err_cap) != 0)
+                    " WHERE flow_id = ?1 AND version = ?2 AND state = 'pending'",
+                    &st, err, err_cap) != 0)
         return -1;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, version);
-    step = sqlite3_step(st);
-    sql_release(st);
-    if (step != SQLITE_DONE)
-        return sql_fail(store_db(s), err, err_cap);
+    if (sql_run(store_db(s), st, err, err_cap) != 0)
+        return -1;
     if (sqlite3_changes(store_db(s)) != 1)
         return error_line(err, err_cap, "flow '%s' version %" PRId64 " changed while approving", id,
-                      version);
+                          version);
     return 0;
 }
 
@@ -334,8 +324,8 @@ int flows_approve(struct store *s, const char *id, int64_t version, const char *
         return error_line(err, err_cap, "--version: %" PRId64 " is not a version (>= 1)", version);
     if (!code_hash_hex_valid(code_hash))
         return error_line(err, err_cap,
-                      "--code-hash: '%.80s' is not 64 lowercase hexadecimal characters",
-                      code_hash);
+                          "--code-hash: '%.80s' is not 64 lowercase hexadecimal characters",
+                          code_hash);
     if (store_begin_txn(s, err, err_cap) != 0)
         return -1;
     return store_end_txn(s, approve_locked(s, id, version, code_hash, err, err_cap), err, err_cap);
@@ -373,13 +363,13 @@ int flows_list(struct store *s, struct flow_summary **out, size_t *count, char *
     sqlite3_stmt *st;
     if (sql_prepare(store_db(s),
                 "SELECT f.id, f.enabled, l.version, l.state, l.code_hash, a.version, a.code_hash"
-                " FROM flows f"
-                " LEFT JOIN flow_versions l ON l.flow_id = f.id AND l.version ="
-                "   (SELECT max(version) FROM flow_versions WHERE flow_id = f.id)"
-                " LEFT JOIN approvals a ON a.flow_id = f.id AND a.version ="
-                "   (SELECT max(version) FROM approvals WHERE flow_id = f.id)"
-                " ORDER BY f.id",
-                &st, err, err_cap) != 0)
+                    " FROM flows f"
+                    " LEFT JOIN flow_versions l ON l.flow_id = f.id AND l.version ="
+                    "   (SELECT max(version) FROM flow_versions WHERE flow_id = f.id)"
+                    " LEFT JOIN approvals a ON a.flow_id = f.id AND a.version ="
+                    "   (SELECT max(version) FROM approvals WHERE flow_id = f.id)"
+                    " ORDER BY f.id",
+                    &st, err, err_cap) != 0)
         return -1;
     struct flow_summary *rows = NULL;
     size_t n = 0, cap = 0;
@@ -436,8 +426,8 @@ static int runnable_check(struct store *s, const char *id, int64_t want, int64_t
         return error_line(err, err_cap, "flow '%s' is disabled (ck-basal flow enable %s)", id, id);
     sqlite3_stmt *st;
     if (sql_prepare(store_db(s), "SELECT version, code_hash FROM approvals WHERE flow_id = ?1"
-                   " AND (?2 = 0 OR version = ?2) ORDER BY version DESC LIMIT 1", &st, err,
-                err_cap) != 0)
+                    " AND (?2 = 0 OR version = ?2) ORDER BY version DESC LIMIT 1", &st, err,
+                    err_cap) != 0)
         return -1;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, want);
@@ -466,16 +456,16 @@ static int runnable_check(struct store *s, const char *id, int64_t want, int64_t
     int ok = -1;
     if (!sv.approved || strcmp(sv.code_hash, approved) != 0)
         error_line(err, err_cap,
-               "flow '%s' version %" PRId64 ": its recorded code hash is not the approved one",
-               id, v);
+                   "flow '%s' version %" PRId64 ": its recorded code hash is not the approved one",
+                   id, v);
     else if (code_hash_hex(sv.script.bytes, sv.script.len, sv.manifest.bytes, sv.manifest.len,
                            again) != 0)
         error_line(err, err_cap, "code hash: libcrypto failed");
     else if (strcmp(again, approved) != 0)
         error_line(err, err_cap,
-               "flow '%s' version %" PRId64 ": the stored script and manifest hash to %s, "
-               "not the approved %s",
-               id, v, again, approved);
+                   "flow '%s' version %" PRId64 ": the stored script and manifest hash to %s, "
+                   "not the approved %s",
+                   id, v, again, approved);
     else
         ok = 0;
     if (ok != 0) {

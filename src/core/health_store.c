@@ -126,7 +126,8 @@ static int add_run_states(sqlite3 *db, json_t *root, char *err, size_t err_cap)
         const char *flow = (const char *)sqlite3_column_text(st, 0);
         const char *state = (const char *)sqlite3_column_text(st, 1);
         json_int_t n = sqlite3_column_int64(st, 2);
-        json_object_set_new(all, state, json_integer(json_integer_value(json_object_get(all, state)) + n));
+        json_int_t before = json_integer_value(json_object_get(all, state));
+        json_object_set_new(all, state, json_integer(before + n));
         json_t *f = json_object_get(flows, flow);
         if (f == NULL) {
             f = json_object();

@@ -134,7 +134,8 @@ static int entry_read(sqlite3_stmt *st, struct journal_entry *e)
     e->settlement = settlement != NULL && strcmp(settlement, "fulfilled") == 0
                         ? PROTO_SETTLEMENT_FULFILLED
                         : PROTO_SETTLEMENT_REJECTED;
-    e->delivery_order = sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9);
+    e->delivery_order =
+        sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9);
     if (sql_column_dup(st, 1, &e->kind, NULL) != 0 ||
         sql_column_dup(st, 2, &e->args, &e->args_len) != 0 ||
         (e->has_outcome && sql_column_dup(st, value_col, &e->value, NULL) != 0) ||

@@ -75,13 +75,8 @@ fi
   echo "<!-- bench:end -->"
 } >"$table.doc"
 
-if [ -f "$doc" ] && grep -q '^<!-- bench:begin' "$doc" && grep -q '^<!-- bench:end -->' "$doc"; then
-  awk -v gen="$table.doc" '
-    /^<!-- bench:begin/ { while ((getline line < gen) > 0) print line; skip = 1; next }
-    /^<!-- bench:end -->/ { skip = 0; next }
-    !skip { print }
-  ' "$doc" >"$doc.tmp"
-  mv "$doc.tmp" "$doc"
+if [ -f "$doc" ] && bench/replace-section.sh "$doc" bench "$table.doc"; then
+  :
 else
   { echo "# Benchmarks"; echo; cat "$table.doc"; } >"$doc"
 fi

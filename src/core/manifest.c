@@ -1,6 +1,8 @@
 /* Manifest parsing and validation (basal.md section 6; docs/manifest.md). */
 #include "core/manifest.h"
+
 #include "core/bounded_file.h"
+#include "core/json_fields.h"
 
 #include "core/activation.h"
 #include "proto/utf8.h"
@@ -17,197 +19,46 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define PATH_CAP 256 /* a field path such as manifest.trigger.events[63].version */
-#define SHOW_CAP 200 /* an untrusted value shown in an error, escaped and cut */
-#define SHOW_BYTES 48
-
-struct ctx {
-    char *err;
-    size_t cap;
-};
-
-__attribute__((format(printf, 3, 4))) static void fail_msg(struct ctx *c, const char *path,
-                                                            const char *fmt, ...)
-{
-    if (c->err == NULL || c->cap == 0)
-        return;
-    int n = snprintf(c->err, c->cap, "%s: ", path);
-    if (n >= 0 && (size_t)n < c->cap) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(c->err + n, c->cap - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
-}
-
-/* Writes the refusal and is -1, visibly to the static analyzer (which does not follow
- * variadic calls). */
-#define fail(...) (fail_msg(__VA_ARGS__), -1)
-
-/* s escaped for a one-line message: printable ASCII kept, everything else \xNN, cut
- * after SHOW_BYTES source bytes; quoted if quote. */
-static const char *show(const char *s, bool quote, char *buf, size_t cap)
-{
-    static const char hex[] = "0123456789abcdef";
-    size_t o = 0;
-    if (cap < 16) {
-        if (cap > 0)
-            buf[0] = '\0';
-        return buf;
-    }
-    if (quote)
-        buf[o++] = '"';
-    size_t i = 0;
-    for (; i < SHOW_BYTES && s[i] != '\0' && o + 8 < cap; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch >= 0x20 && ch < 0x7f && (!quote || (ch != '"' && ch != '\\'))) {
-            buf[o++] = (char)ch;
-        } else {
-            buf[o++] = '\\';
-            buf[o++] = 'x';
-            buf[o++] = hex[ch >> 4];
-            buf[o++] = hex[ch & 15];
-        }
-    }
-    if (quote)
-        buf[o++] = '"';
-    if (s[i] != '\0') {
-        buf[o++] = '.';
-        buf[o++] = '.';
-        buf[o++] = '.';
-    }
-    buf[o] = '\0';
-    return buf;
-}
-
-static bool plain_key(const char *key)
-{
-    size_t n = strlen(key);
-    if (n == 0 || n > SHOW_BYTES)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char ch = key[i];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-              ch == '_' || ch == '-'))
-            return false;
-    }
-    return true;
-}
-
-static const char *key_path(char *buf, size_t cap, const char *path, const char *key)
-{
-    char shown[SHOW_CAP];
-    buf[0] = '\0';
-    int n = snprintf(buf, cap, "%s.%s", path,
-                     plain_key(key) ? key : show(key, true, shown, sizeof shown));
-    return n >= 0 ? buf : path;
-}
-
-static const char *index_path(char *buf, size_t cap, const char *path, size_t i)
-{
-    char idx[24];
-    int k = snprintf(idx, sizeof idx, "[%zu]", i);
-    size_t plen = strlen(path);
-    if (k < 0 || plen + (size_t)k >= cap) { /* cannot happen with our paths: keep the path */
-        size_t m = plen < cap - 1 ? plen : cap - 1;
-        memcpy(buf, path, m);
-        buf[m] = '\0';
-        return buf;
-    }
-    memcpy(buf, path, plen);
-    memcpy(buf + plen, idx, (size_t)k + 1);
-    return buf;
-}
-
-static char *dup_or_fail(struct ctx *c, const char *path, const char *s)
-{
-    char *d = strdup(s);
-    if (d == NULL)
-        fail_msg(c, path, "out of memory");
-    return d;
-}
-
 /* ---- generic value checks -------------------------------------------------------- */
 
-/* An object whose keys are all in allowed (NULL-terminated). */
-static int want_object(struct ctx *c, json_t *v, const char *path, const char *const *allowed)
-{
-    if (!json_is_object(v))
-        return fail(c, path, "must be an object");
-    const char *key;
-    json_t *val;
-    json_object_foreach(v, key, val) {
-        (void)val;
-        bool known = false;
-        for (size_t i = 0; allowed[i] != NULL; i++) {
-            if (strcmp(allowed[i], key) == 0) {
-                known = true;
-                break;
-            }
-        }
-        if (!known) {
-            char sub[PATH_CAP];
-            return fail(c, key_path(sub, sizeof sub, path, key), "unknown field");
-        }
-    }
-    return 0;
-}
-
 /* The member key of obj: 1 present (*val set), 0 absent and optional, -1 missing. */
-static int member(struct ctx *c, json_t *obj, const char *path, const char *key, bool required,
+static int member(struct field_check *c, json_t *obj, const char *path, const char *key, bool required,
                   json_t **val, char *sub, size_t sub_cap)
 {
-    key_path(sub, sub_cap, path, key);
+    field_key_path(sub, sub_cap, path, key);
     *val = json_object_get(obj, key);
     if (*val != NULL)
         return 1;
     if (required)
-        return fail(c, sub, "missing");
+        return field_fail(c, sub, "missing");
     return 0;
 }
 
-static int want_string(struct ctx *c, json_t *v, const char *path, size_t max, const char **s)
+static int want_string(struct field_check *c, json_t *v, const char *path, size_t max, const char **s)
 {
     *s = "";
     if (!json_is_string(v))
-        return fail(c, path, "must be a string");
+        return field_fail(c, path, "must be a string");
     size_t n = json_string_length(v);
     if (n == 0)
-        return fail(c, path, "must not be empty");
+        return field_fail(c, path, "must not be empty");
     if (n > max)
-        return fail(c, path, "%zu bytes, more than the %zu allowed", n, max);
+        return field_fail(c, path, "%zu bytes, more than the %zu allowed", n, max);
     *s = json_string_value(v);
     if (strlen(*s) != n) /* jansson refuses \u0000 already; belt and braces */
-        return fail(c, path, "contains a NUL character");
+        return field_fail(c, path, "contains a NUL character");
     return 0;
 }
 
-static int want_int(struct ctx *c, json_t *v, const char *path, long long lo, long long hi,
-                    long long *out)
-{
-    if (!json_is_integer(v))
-        return fail(c, path, "must be an integer");
-    long long x = json_integer_value(v);
-    if (x < lo || x > hi) {
-        if (lo == hi)
-            return fail(c, path, "must be %lld, not %lld", lo, x);
-        if (hi == LLONG_MAX)
-            return fail(c, path, "must be at least %lld, not %lld", lo, x);
-        return fail(c, path, "must be between %lld and %lld, not %lld", lo, hi, x);
-    }
-    *out = x;
-    return 0;
-}
-
-static int want_array(struct ctx *c, json_t *v, const char *path, size_t min)
+static int want_array(struct field_check *c, json_t *v, const char *path, size_t min)
 {
     if (!json_is_array(v))
-        return fail(c, path, "must be a list");
+        return field_fail(c, path, "must be a list");
     size_t n = json_array_size(v);
     if (n > MANIFEST_MAX_LIST)
-        return fail(c, path, "%zu entries, more than the %u allowed", n, MANIFEST_MAX_LIST);
+        return field_fail(c, path, "%zu entries, more than the %u allowed", n, MANIFEST_MAX_LIST);
     if (n < min)
-        return fail(c, path, "must have at least %zu entr%s", min, min == 1 ? "y" : "ies");
+        return field_fail(c, path, "must have at least %zu entr%s", min, min == 1 ? "y" : "ies");
     return 0;
 }
 
@@ -452,78 +303,78 @@ static bool tz_valid(const char *s)
 
 /* ---- sections ---------------------------------------------------------------------- */
 
-static int want_name(struct ctx *c, json_t *v, const char *path, char **out)
+static int want_name(struct field_check *c, json_t *v, const char *path, char **out)
 {
     const char *s;
     if (want_string(c, v, path, MANIFEST_NAME_MAX, &s) != 0)
         return -1;
     if (!manifest_name_valid(s)) {
-        char shown[SHOW_CAP];
-        return fail(c, path, "%s is not a name (1-63 of [a-z0-9_.-], starting with a-z or 0-9)",
-                    show(s, true, shown, sizeof shown));
+        char shown[FIELD_SHOW_CAP];
+        return field_fail(c, path, "%s is not a name (1-63 of [a-z0-9_.-], starting with a-z or 0-9)",
+                    field_show(s, true, shown, sizeof shown));
     }
-    *out = dup_or_fail(c, path, s);
+    *out = field_dup(c, path, s);
     return *out != NULL ? 0 : -1;
 }
 
-static int want_duration(struct ctx *c, json_t *v, const char *path, uint32_t lo, uint32_t hi,
+static int want_duration(struct field_check *c, json_t *v, const char *path, uint32_t lo, uint32_t hi,
                          const char *range, uint32_t *out)
 {
     const char *s;
-    char shown[SHOW_CAP];
+    char shown[FIELD_SHOW_CAP];
     if (want_string(c, v, path, 16, &s) != 0)
         return -1;
     if (manifest_parse_duration(s, out) != 0)
-        return fail(c, path,
+        return field_fail(c, path,
                     "%s is not a duration (a whole number without leading zeros and one unit "
                     "s, m, h or d, e.g. \"30s\")",
-                    show(s, true, shown, sizeof shown));
+                    field_show(s, true, shown, sizeof shown));
     if (*out < lo || *out > hi)
-        return fail(c, path, "%s is outside %s", show(s, true, shown, sizeof shown), range);
+        return field_fail(c, path, "%s is outside %s", field_show(s, true, shown, sizeof shown), range);
     return 0;
 }
 
-static int parse_schedule(struct ctx *c, json_t *v, const char *path, struct manifest_schedule *s)
+static int parse_schedule(struct field_check *c, json_t *v, const char *path, struct manifest_schedule *s)
 {
     static const char *const keys[] = {"cron", "interval", "tz", "missed", "each_cap", NULL};
-    char sub[PATH_CAP];
-    char shown[SHOW_CAP];
+    char sub[FIELD_PATH_CAP];
+    char shown[FIELD_SHOW_CAP];
     json_t *cron, *interval, *tz, *missed, *cap;
     const char *text;
-    if (want_object(c, v, path, keys) != 0)
+    if (field_want_object(c, v, path, keys) != 0)
         return -1;
     cron = json_object_get(v, "cron");
     interval = json_object_get(v, "interval");
     if (cron != NULL && interval != NULL)
-        return fail(c, path, "has both cron and interval; exactly one is allowed");
+        return field_fail(c, path, "has both cron and interval; exactly one is allowed");
     if (cron == NULL && interval == NULL)
-        return fail(c, path, "needs one of cron or interval");
+        return field_fail(c, path, "needs one of cron or interval");
     if (cron != NULL) {
         char why[160];
-        key_path(sub, sizeof sub, path, "cron");
+        field_key_path(sub, sizeof sub, path, "cron");
         if (want_string(c, cron, sub, MANIFEST_CRON_MAX, &text) != 0)
             return -1;
         if (!cron_valid(text, why, sizeof why))
-            return fail(c, sub, "%s", why);
-        if ((s->cron = dup_or_fail(c, sub, text)) == NULL)
+            return field_fail(c, sub, "%s", why);
+        if ((s->cron = field_dup(c, sub, text)) == NULL)
             return -1;
     } else {
-        key_path(sub, sizeof sub, path, "interval");
+        field_key_path(sub, sizeof sub, path, "interval");
         if (want_duration(c, interval, sub, MANIFEST_INTERVAL_MIN_S, MANIFEST_INTERVAL_MAX_S,
                           "10s..7d", &s->interval_s) != 0)
             return -1;
     }
     if (member(c, v, path, "tz", false, &tz, sub, sizeof sub) > 0) {
         if (cron == NULL)
-            return fail(c, sub, "only with cron (an interval has no time zone)");
+            return field_fail(c, sub, "only with cron (an interval has no time zone)");
         if (want_string(c, tz, sub, MANIFEST_TZ_MAX, &text) != 0)
             return -1;
         if (!tz_valid(text))
-            return fail(c, sub, "%s is not a time zone name (like \"UTC\" or \"Europe/Berlin\")",
-                        show(text, true, shown, sizeof shown));
-        if ((s->tz = dup_or_fail(c, sub, text)) == NULL)
+            return field_fail(c, sub, "%s is not a time zone name (like \"UTC\" or \"Europe/Berlin\")",
+                        field_show(text, true, shown, sizeof shown));
+        if ((s->tz = field_dup(c, sub, text)) == NULL)
             return -1;
-    } else if (cron != NULL && (s->tz = dup_or_fail(c, sub, "UTC")) == NULL) {
+    } else if (cron != NULL && (s->tz = field_dup(c, sub, "UTC")) == NULL) {
         return -1;
     }
     s->missed = MANIFEST_MISSED_ONCE;
@@ -537,14 +388,14 @@ static int parse_schedule(struct ctx *c, json_t *v, const char *path, struct man
         else if (strcmp(text, "each") == 0)
             s->missed = MANIFEST_MISSED_EACH;
         else
-            return fail(c, sub, "%s is not one of once, skip, each",
-                        show(text, true, shown, sizeof shown));
+            return field_fail(c, sub, "%s is not one of once, skip, each",
+                        field_show(text, true, shown, sizeof shown));
     }
     if (member(c, v, path, "each_cap", false, &cap, sub, sizeof sub) > 0) {
         long long n;
         if (s->missed != MANIFEST_MISSED_EACH)
-            return fail(c, sub, "only with missed \"each\"");
-        if (want_int(c, cap, sub, 1, MANIFEST_EACH_CAP_MAX, &n) != 0)
+            return field_fail(c, sub, "only with missed \"each\"");
+        if (field_want_int(c, cap, sub, 1, MANIFEST_EACH_CAP_MAX, &n) != 0)
             return -1;
         s->each_cap = (uint32_t)n;
     } else if (s->missed == MANIFEST_MISSED_EACH) {
@@ -553,7 +404,7 @@ static int parse_schedule(struct ctx *c, json_t *v, const char *path, struct man
     return 0;
 }
 
-static int parse_events(struct ctx *c, json_t *v, const char *path, struct manifest_trigger *t)
+static int parse_events(struct field_check *c, json_t *v, const char *path, struct manifest_trigger *t)
 {
     static const char *const keys[] = {"module", "name", "version", NULL};
     if (want_array(c, v, path, 1) != 0)
@@ -561,36 +412,36 @@ static int parse_events(struct ctx *c, json_t *v, const char *path, struct manif
     size_t n = json_array_size(v);
     t->events = calloc(n, sizeof *t->events);
     if (t->events == NULL)
-        return fail(c, path, "out of memory");
+        return field_fail(c, path, "out of memory");
     for (size_t i = 0; i < n; i++) {
-        char at[PATH_CAP], sub[PATH_CAP];
+        char at[FIELD_PATH_CAP], sub[FIELD_PATH_CAP];
         json_t *e = json_array_get(v, i), *f;
         struct manifest_event *ev = &t->events[i];
         long long ver;
-        index_path(at, sizeof at, path, i);
+        field_index_path(at, sizeof at, path, i);
         t->event_count = i + 1;
-        if (want_object(c, e, at, keys) != 0 ||
+        if (field_want_object(c, e, at, keys) != 0 ||
             member(c, e, at, "module", true, &f, sub, sizeof sub) < 0 ||
             want_name(c, f, sub, &ev->module) != 0 ||
             member(c, e, at, "name", true, &f, sub, sizeof sub) < 0 ||
             want_name(c, f, sub, &ev->name) != 0 ||
             member(c, e, at, "version", true, &f, sub, sizeof sub) < 0 ||
-            want_int(c, f, sub, 1, INT32_MAX, &ver) != 0)
+            field_want_int(c, f, sub, 1, INT32_MAX, &ver) != 0)
             return -1;
         ev->version = ver;
         for (size_t j = 0; j < i; j++)
             if (strcmp(t->events[j].module, ev->module) == 0 &&
                 strcmp(t->events[j].name, ev->name) == 0 && t->events[j].version == ev->version)
-                return fail(c, at, "the same event as entry %zu", j);
+                return field_fail(c, at, "the same event as entry %zu", j);
     }
     return 0;
 }
 
-static int parse_trigger(struct ctx *c, json_t *v, const char *path, struct manifest_trigger *t)
+static int parse_trigger(struct field_check *c, json_t *v, const char *path, struct manifest_trigger *t)
 {
     static const char *const keys[] = {"schedule", "events", "manual", NULL};
-    char sub[PATH_CAP];
-    if (want_object(c, v, path, keys) != 0)
+    char sub[FIELD_PATH_CAP];
+    if (field_want_object(c, v, path, keys) != 0)
         return -1;
     const char *present[3];
     size_t count = 0;
@@ -598,9 +449,9 @@ static int parse_trigger(struct ctx *c, json_t *v, const char *path, struct mani
         if (json_object_get(v, keys[i]) != NULL)
             present[count++] = keys[i];
     if (count == 0)
-        return fail(c, path, "needs exactly one of schedule, events or manual");
+        return field_fail(c, path, "needs exactly one of schedule, events or manual");
     if (count > 1)
-        return fail(c, path, "has both %s and %s; exactly one of schedule, events or manual is "
+        return field_fail(c, path, "has both %s and %s; exactly one of schedule, events or manual is "
                     "allowed", present[0], present[1]);
     json_t *f;
     if (member(c, v, path, "schedule", false, &f, sub, sizeof sub) > 0) {
@@ -613,12 +464,12 @@ static int parse_trigger(struct ctx *c, json_t *v, const char *path, struct mani
     }
     member(c, v, path, "manual", false, &f, sub, sizeof sub);
     if (!json_is_true(f))
-        return fail(c, sub, "must be true");
+        return field_fail(c, sub, "must be true");
     t->kind = MANIFEST_TRIGGER_MANUAL;
     return 0;
 }
 
-static int parse_ops(struct ctx *c, json_t *v, const char *path, struct manifest *m)
+static int parse_ops(struct field_check *c, json_t *v, const char *path, struct manifest *m)
 {
     static const char *const keys[] = {"module", "op", NULL};
     if (want_array(c, v, path, 0) != 0)
@@ -628,14 +479,14 @@ static int parse_ops(struct ctx *c, json_t *v, const char *path, struct manifest
         return 0;
     m->ops = calloc(n, sizeof *m->ops);
     if (m->ops == NULL)
-        return fail(c, path, "out of memory");
+        return field_fail(c, path, "out of memory");
     for (size_t i = 0; i < n; i++) {
-        char at[PATH_CAP], sub[PATH_CAP];
+        char at[FIELD_PATH_CAP], sub[FIELD_PATH_CAP];
         json_t *e = json_array_get(v, i), *f;
         struct manifest_op *op = &m->ops[i];
-        index_path(at, sizeof at, path, i);
+        field_index_path(at, sizeof at, path, i);
         m->op_count = i + 1;
-        if (want_object(c, e, at, keys) != 0 ||
+        if (field_want_object(c, e, at, keys) != 0 ||
             member(c, e, at, "module", true, &f, sub, sizeof sub) < 0 ||
             want_name(c, f, sub, &op->module) != 0 ||
             member(c, e, at, "op", true, &f, sub, sizeof sub) < 0 ||
@@ -643,38 +494,38 @@ static int parse_ops(struct ctx *c, json_t *v, const char *path, struct manifest
             return -1;
         for (size_t j = 0; j < i; j++)
             if (strcmp(m->ops[j].module, op->module) == 0 && strcmp(m->ops[j].op, op->op) == 0)
-                return fail(c, at, "the same op as entry %zu", j);
+                return field_fail(c, at, "the same op as entry %zu", j);
     }
     return 0;
 }
 
 enum strings_kind { STRINGS_DIRS, STRINGS_NAMES };
 
-static int want_dir(struct ctx *c, json_t *v, const char *path, char **out)
+static int want_dir(struct field_check *c, json_t *v, const char *path, char **out)
 {
     const char *s;
-    char shown[SHOW_CAP];
+    char shown[FIELD_SHOW_CAP];
     struct stat st;
     if (want_string(c, v, path, PATH_MAX - 1, &s) != 0)
         return -1;
     if (s[0] != '/')
-        return fail(c, path, "%s is not an absolute path", show(s, true, shown, sizeof shown));
+        return field_fail(c, path, "%s is not an absolute path", field_show(s, true, shown, sizeof shown));
     char *real = realpath(s, NULL);
     if (real == NULL) {
         int e = errno;
         if (e == ENOENT)
-            return fail(c, path, "%s does not exist", show(s, true, shown, sizeof shown));
-        return fail(c, path, "%s: %s", show(s, true, shown, sizeof shown), strerror(e));
+            return field_fail(c, path, "%s does not exist", field_show(s, true, shown, sizeof shown));
+        return field_fail(c, path, "%s: %s", field_show(s, true, shown, sizeof shown), strerror(e));
     }
     if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
         free(real);
-        return fail(c, path, "%s is not a directory", show(s, true, shown, sizeof shown));
+        return field_fail(c, path, "%s is not a directory", field_show(s, true, shown, sizeof shown));
     }
     *out = real;
     return 0;
 }
 
-static int parse_strings(struct ctx *c, json_t *v, const char *path, enum strings_kind kind,
+static int parse_strings(struct field_check *c, json_t *v, const char *path, enum strings_kind kind,
                          struct manifest_strings *out)
 {
     if (want_array(c, v, path, 0) != 0)
@@ -684,11 +535,11 @@ static int parse_strings(struct ctx *c, json_t *v, const char *path, enum string
         return 0;
     out->items = calloc(n, sizeof *out->items);
     if (out->items == NULL)
-        return fail(c, path, "out of memory");
+        return field_fail(c, path, "out of memory");
     for (size_t i = 0; i < n; i++) {
-        char at[PATH_CAP];
+        char at[FIELD_PATH_CAP];
         json_t *e = json_array_get(v, i);
-        index_path(at, sizeof at, path, i);
+        field_index_path(at, sizeof at, path, i);
         out->count = i + 1;
         int rc = kind == STRINGS_DIRS ? want_dir(c, e, at, &out->items[i])
                                       : want_name(c, e, at, &out->items[i]);
@@ -696,21 +547,21 @@ static int parse_strings(struct ctx *c, json_t *v, const char *path, enum string
             return -1;
         for (size_t j = 0; j < i; j++)
             if (strcmp(out->items[j], out->items[i]) == 0)
-                return fail(c, at, kind == STRINGS_DIRS ? "the same directory as entry %zu"
+                return field_fail(c, at, kind == STRINGS_DIRS ? "the same directory as entry %zu"
                                                         : "the same name as entry %zu", j);
     }
     return 0;
 }
 
-static int parse_methods(struct ctx *c, json_t *v, const char *path, unsigned *out)
+static int parse_methods(struct field_check *c, json_t *v, const char *path, unsigned *out)
 {
     if (want_array(c, v, path, 1) != 0)
         return -1;
     *out = 0;
     for (size_t i = 0; i < json_array_size(v); i++) {
-        char at[PATH_CAP];
+        char at[FIELD_PATH_CAP];
         const char *s;
-        index_path(at, sizeof at, path, i);
+        field_index_path(at, sizeof at, path, i);
         if (want_string(c, json_array_get(v, i), at, 16, &s) != 0)
             return -1;
         unsigned bit = 0;
@@ -718,24 +569,24 @@ static int parse_methods(struct ctx *c, json_t *v, const char *path, unsigned *o
             if (strcmp(METHOD_NAMES[k], s) == 0)
                 bit = 1u << k;
         if (bit == 0) {
-            char shown[SHOW_CAP];
-            return fail(c, at, "unknown method %s (GET, HEAD, POST, PUT, PATCH or DELETE)",
-                        show(s, true, shown, sizeof shown));
+            char shown[FIELD_SHOW_CAP];
+            return field_fail(c, at, "unknown method %s (GET, HEAD, POST, PUT, PATCH or DELETE)",
+                        field_show(s, true, shown, sizeof shown));
         }
         if (*out & bit)
-            return fail(c, at, "%s listed twice", s);
+            return field_fail(c, at, "%s listed twice", s);
         *out |= bit;
     }
     return 0;
 }
 
-static int parse_net(struct ctx *c, json_t *v, const char *path, struct manifest *m)
+static int parse_net(struct field_check *c, json_t *v, const char *path, struct manifest *m)
 {
     static const char *const keys[] = {"fetch", NULL};
     static const char *const entry_keys[] = {"host", "methods", NULL};
-    char sub[PATH_CAP];
+    char sub[FIELD_PATH_CAP];
     json_t *fetch;
-    if (want_object(c, v, path, keys) != 0)
+    if (field_want_object(c, v, path, keys) != 0)
         return -1;
     if (member(c, v, path, "fetch", false, &fetch, sub, sizeof sub) <= 0)
         return 0;
@@ -746,23 +597,23 @@ static int parse_net(struct ctx *c, json_t *v, const char *path, struct manifest
         return 0;
     m->fetch = calloc(n, sizeof *m->fetch);
     if (m->fetch == NULL)
-        return fail(c, sub, "out of memory");
+        return field_fail(c, sub, "out of memory");
     for (size_t i = 0; i < n; i++) {
-        char at[PATH_CAP], field[PATH_CAP];
+        char at[FIELD_PATH_CAP], field[FIELD_PATH_CAP];
         json_t *e = json_array_get(fetch, i), *f;
         struct manifest_fetch *fe = &m->fetch[i];
         const char *host, *why;
-        index_path(at, sizeof at, sub, i);
+        field_index_path(at, sizeof at, sub, i);
         m->fetch_count = i + 1;
-        if (want_object(c, e, at, entry_keys) != 0 ||
+        if (field_want_object(c, e, at, entry_keys) != 0 ||
             member(c, e, at, "host", true, &f, field, sizeof field) < 0 ||
             want_string(c, f, field, MANIFEST_HOST_MAX + 1, &host) != 0)
             return -1;
         if ((why = host_problem(host)) != NULL) {
-            char shown[SHOW_CAP];
-            return fail(c, field, "%s %s", show(host, true, shown, sizeof shown), why);
+            char shown[FIELD_SHOW_CAP];
+            return field_fail(c, field, "%s %s", field_show(host, true, shown, sizeof shown), why);
         }
-        if ((fe->host = dup_or_fail(c, field, host)) == NULL)
+        if ((fe->host = field_dup(c, field, host)) == NULL)
             return -1;
         fe->methods = MANIFEST_METHODS_DEFAULT;
         if (member(c, e, at, "methods", false, &f, field, sizeof field) > 0 &&
@@ -770,44 +621,44 @@ static int parse_net(struct ctx *c, json_t *v, const char *path, struct manifest
             return -1;
         for (size_t j = 0; j < i; j++)
             if (strcmp(m->fetch[j].host, fe->host) == 0)
-                return fail(c, at, "the same host as entry %zu (list its methods once)", j);
+                return field_fail(c, at, "the same host as entry %zu (list its methods once)", j);
     }
     return 0;
 }
 
-static int parse_limits(struct ctx *c, json_t *v, const char *path, struct proto_budgets *b)
+static int parse_limits(struct field_check *c, json_t *v, const char *path, struct proto_budgets *b)
 {
     static const char *const keys[] = {"cpu_ms", "heap_bytes", "stack_bytes", "max_value_bytes",
                                        NULL};
-    char sub[PATH_CAP];
+    char sub[FIELD_PATH_CAP];
     json_t *f;
     long long n;
-    if (want_object(c, v, path, keys) != 0)
+    if (field_want_object(c, v, path, keys) != 0)
         return -1;
     if (member(c, v, path, "cpu_ms", false, &f, sub, sizeof sub) > 0) {
-        if (want_int(c, f, sub, MANIFEST_CPU_MS_MIN, MANIFEST_CPU_MS_MAX, &n) != 0)
+        if (field_want_int(c, f, sub, MANIFEST_CPU_MS_MIN, MANIFEST_CPU_MS_MAX, &n) != 0)
             return -1;
         b->cpu_ms = (uint32_t)n;
     }
     if (member(c, v, path, "heap_bytes", false, &f, sub, sizeof sub) > 0) {
-        if (want_int(c, f, sub, (long long)MANIFEST_HEAP_MIN, (long long)MANIFEST_HEAP_MAX, &n) != 0)
+        if (field_want_int(c, f, sub, (long long)MANIFEST_HEAP_MIN, (long long)MANIFEST_HEAP_MAX, &n) != 0)
             return -1;
         b->heap_bytes = (uint64_t)n;
     }
     if (member(c, v, path, "stack_bytes", false, &f, sub, sizeof sub) > 0) {
-        if (want_int(c, f, sub, MANIFEST_STACK_MIN, MANIFEST_STACK_MAX, &n) != 0)
+        if (field_want_int(c, f, sub, MANIFEST_STACK_MIN, MANIFEST_STACK_MAX, &n) != 0)
             return -1;
         b->stack_bytes = (uint32_t)n;
     }
     if (member(c, v, path, "max_value_bytes", false, &f, sub, sizeof sub) > 0) {
-        if (want_int(c, f, sub, MANIFEST_VALUE_MIN, MANIFEST_VALUE_MAX, &n) != 0)
+        if (field_want_int(c, f, sub, MANIFEST_VALUE_MIN, MANIFEST_VALUE_MAX, &n) != 0)
             return -1;
         b->max_value_bytes = (uint32_t)n;
     }
     return 0;
 }
 
-static int parse_root(struct ctx *c, json_t *root, struct manifest *m)
+static int parse_root(struct field_check *c, json_t *root, struct manifest *m)
 {
     static const char *const keys[] = {"format", "id", "version", "purpose", "trigger",
                                        "ops", "fs", "git", "net", "sinks", "limits",
@@ -815,7 +666,7 @@ static int parse_root(struct ctx *c, json_t *root, struct manifest *m)
     static const char *const fs_keys[] = {"read", "write", NULL};
     static const char *const git_keys[] = {"read", NULL};
     const char *path = "manifest";
-    char sub[PATH_CAP], sub2[PATH_CAP];
+    char sub[FIELD_PATH_CAP], sub2[FIELD_PATH_CAP];
     json_t *f, *g;
     const char *s;
     long long n;
@@ -827,24 +678,24 @@ static int parse_root(struct ctx *c, json_t *root, struct manifest *m)
     m->deadline_s = MANIFEST_DEADLINE_DEFAULT_S;
     m->concurrency = 1;
 
-    if (want_object(c, root, path, keys) != 0)
+    if (field_want_object(c, root, path, keys) != 0)
         return -1;
     if (member(c, root, path, "format", true, &f, sub, sizeof sub) < 0 ||
-        want_int(c, f, sub, 1, 1, &n) != 0)
+        field_want_int(c, f, sub, 1, 1, &n) != 0)
         return -1;
     m->format = n;
     if (member(c, root, path, "id", true, &f, sub, sizeof sub) < 0 ||
         want_string(c, f, sub, MANIFEST_ID_MAX, &s) != 0)
         return -1;
     if (!manifest_id_valid(s)) {
-        char shown[SHOW_CAP];
-        return fail(c, sub, "%s is not an id (1-63 of [a-z0-9_-])",
-                    show(s, true, shown, sizeof shown));
+        char shown[FIELD_SHOW_CAP];
+        return field_fail(c, sub, "%s is not an id (1-63 of [a-z0-9_-])",
+                    field_show(s, true, shown, sizeof shown));
     }
-    if ((m->id = dup_or_fail(c, sub, s)) == NULL)
+    if ((m->id = field_dup(c, sub, s)) == NULL)
         return -1;
     if (member(c, root, path, "version", true, &f, sub, sizeof sub) < 0 ||
-        want_int(c, f, sub, 1, LLONG_MAX, &n) != 0)
+        field_want_int(c, f, sub, 1, LLONG_MAX, &n) != 0)
         return -1;
     m->version = n;
     if (member(c, root, path, "purpose", true, &f, sub, sizeof sub) < 0 ||
@@ -852,8 +703,8 @@ static int parse_root(struct ctx *c, json_t *root, struct manifest *m)
         return -1;
     for (const char *p = s; *p != '\0'; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            return fail(c, sub, "contains a control character (one line of text)");
-    if ((m->purpose = dup_or_fail(c, sub, s)) == NULL)
+            return field_fail(c, sub, "contains a control character (one line of text)");
+    if ((m->purpose = field_dup(c, sub, s)) == NULL)
         return -1;
     if (member(c, root, path, "trigger", true, &f, sub, sizeof sub) < 0 ||
         parse_trigger(c, f, sub, &m->trigger) != 0)
@@ -862,7 +713,7 @@ static int parse_root(struct ctx *c, json_t *root, struct manifest *m)
         parse_ops(c, f, sub, m) != 0)
         return -1;
     if (member(c, root, path, "fs", false, &f, sub, sizeof sub) > 0) {
-        if (want_object(c, f, sub, fs_keys) != 0)
+        if (field_want_object(c, f, sub, fs_keys) != 0)
             return -1;
         if (member(c, f, sub, "read", false, &g, sub2, sizeof sub2) > 0 &&
             parse_strings(c, g, sub2, STRINGS_DIRS, &m->fs_read) != 0)
@@ -872,7 +723,7 @@ static int parse_root(struct ctx *c, json_t *root, struct manifest *m)
             return -1;
     }
     if (member(c, root, path, "git", false, &f, sub, sizeof sub) > 0) {
-        if (want_object(c, f, sub, git_keys) != 0)
+        if (field_want_object(c, f, sub, git_keys) != 0)
             return -1;
         if (member(c, f, sub, "read", false, &g, sub2, sizeof sub2) > 0 &&
             parse_strings(c, g, sub2, STRINGS_DIRS, &m->git_read) != 0)
@@ -892,7 +743,7 @@ static int parse_root(struct ctx *c, json_t *root, struct manifest *m)
                       &m->deadline_s) != 0)
         return -1;
     if (member(c, root, path, "concurrency", false, &f, sub, sizeof sub) > 0) {
-        if (want_int(c, f, sub, 1, 1, &n) != 0)
+        if (field_want_int(c, f, sub, 1, 1, &n) != 0)
             return -1;
         m->concurrency = (uint32_t)n;
     }
@@ -903,29 +754,29 @@ static int parse_root(struct ctx *c, json_t *root, struct manifest *m)
 
 int manifest_parse(const char *json, size_t len, struct manifest *out, char *err, size_t err_cap)
 {
-    struct ctx c = {err, err_cap};
+    struct field_check c = {err, err_cap, NULL};
     memset(out, 0, sizeof *out);
     if (err != NULL && err_cap > 0)
         err[0] = '\0';
     if (json == NULL && len > 0)
-        return fail(&c, "manifest", "no bytes");
+        return field_fail(&c, "manifest", "no bytes");
     if (len > MANIFEST_MAX_BYTES)
-        return fail(&c, "manifest", "%zu bytes, more than the %u allowed", len,
+        return field_fail(&c, "manifest", "%zu bytes, more than the %u allowed", len,
                     MANIFEST_MAX_BYTES);
     if (len == 0)
-        return fail(&c, "manifest", "empty");
+        return field_fail(&c, "manifest", "empty");
     if (!utf8_valid((const uint8_t *)json, len))
-        return fail(&c, "manifest", "not valid UTF-8");
+        return field_fail(&c, "manifest", "not valid UTF-8");
     json_error_t je;
     json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
     if (root == NULL) {
-        char shown[SHOW_CAP];
-        return fail(&c, "manifest", "invalid JSON at line %d column %d: %s", je.line, je.column,
-                    show(je.text, false, shown, sizeof shown));
+        char shown[FIELD_SHOW_CAP];
+        return field_fail(&c, "manifest", "invalid JSON at line %d column %d: %s", je.line, je.column,
+                    field_show(je.text, false, shown, sizeof shown));
     }
     if (!json_is_object(root)) {
         json_decref(root);
-        return fail(&c, "manifest", "must be a JSON object");
+        return field_fail(&c, "manifest", "must be a JSON object");
     }
     int rc = parse_root(&c, root, out);
     json_decref(root);

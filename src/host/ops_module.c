@@ -2,6 +2,8 @@
  * a module program per ops.call (see ops_module.h for the contract). */
 #include "host/ops_module.h"
 
+#include "core/json_fields.h"
+
 #include "core/manifest.h"
 #include "proto/utf8.h"
 
@@ -21,8 +23,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PATH_CAP 256       /* a field path such as modules.tickets.ops.create.kind */
-#define SHOW_BYTES 48      /* bytes of an untrusted key shown in a path */
 #define ARG_MAX_BYTES 4096 /* one program argument */
 #define STDERR_TAIL 512    /* bytes of the module's stderr kept for messages */
 #define MESSAGE_MAX 1024   /* bytes of a module's own error message passed on */
@@ -30,243 +30,142 @@
 
 /* ---- catalog ------------------------------------------------------------------------ */
 
-struct ctx {
-    char *err;
-    size_t cap;
-};
-
-__attribute__((format(printf, 3, 4))) static void fail_msg(struct ctx *c, const char *path,
-                                                            const char *fmt, ...)
-{
-    if (c->err == NULL || c->cap == 0)
-        return;
-    int n = snprintf(c->err, c->cap, OPS_CATALOG_FILE ": %s%s", path, path[0] != '\0' ? ": " : "");
-    if (n >= 0 && (size_t)n < c->cap) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(c->err + n, c->cap - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
-    for (char *p = c->err; *p != '\0'; p++) /* one line, whatever was formatted */
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
-}
-
-/* Writes the refusal and is -1, visibly to the static analyzer. */
-#define fail(...) (fail_msg(__VA_ARGS__), -1)
-
-/* path.key, the key shown escaped and quoted unless it is plain. */
-static void key_path(char *buf, size_t cap, const char *path, const char *key)
-{
-    static const char hex[] = "0123456789abcdef";
-    char shown[SHOW_BYTES * 4 + 8];
-    bool plain = key[0] != '\0';
-    for (const char *p = key; *p != '\0'; p++) {
-        char ch = *p;
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-              ch == '_' || ch == '-' || ch == '.'))
-            plain = false;
-    }
-    size_t o = 0, n = strnlen(key, SHOW_BYTES + 1);
-    bool cut = n > SHOW_BYTES;
-    if (cut)
-        n = SHOW_BYTES;
-    if (!plain)
-        shown[o++] = '"';
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)key[i];
-        if (ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\') {
-            shown[o++] = (char)ch;
-        } else {
-            shown[o++] = '\\';
-            shown[o++] = 'x';
-            shown[o++] = hex[ch >> 4];
-            shown[o++] = hex[ch & 15];
-        }
-    }
-    if (!plain)
-        shown[o++] = '"';
-    if (cut) {
-        memcpy(shown + o, "...", 3);
-        o += 3;
-    }
-    shown[o] = '\0';
-    snprintf(buf, cap, "%s%s%s", path, path[0] != '\0' ? "." : "", shown);
-}
-
-/* An object whose keys are all in allowed (NULL-terminated). */
-static int want_object(struct ctx *c, json_t *v, const char *path, const char *const *allowed)
-{
-    if (!json_is_object(v))
-        return fail(c, path, "must be an object");
-    const char *key;
-    json_t *val;
-    json_object_foreach(v, key, val) {
-        (void)val;
-        bool known = false;
-        for (size_t i = 0; allowed[i] != NULL; i++)
-            if (strcmp(allowed[i], key) == 0)
-                known = true;
-        if (!known) {
-            char sub[PATH_CAP];
-            key_path(sub, sizeof sub, path, key);
-            return fail(c, sub, "unknown field");
-        }
-    }
-    return 0;
-}
-
-static int want_int(struct ctx *c, json_t *v, const char *path, long long lo, long long hi,
-                    uint32_t *out)
-{
-    if (!json_is_integer(v))
-        return fail(c, path, "must be an integer");
-    long long x = json_integer_value(v);
-    if (x < lo || x > hi)
-        return fail(c, path, "must be between %lld and %lld, not %lld", lo, hi, x);
-    *out = (uint32_t)x;
-    return 0;
-}
-
-static char *dup_or_fail(struct ctx *c, const char *path, const char *s)
-{
-    char *d = strdup(s);
-    if (d == NULL)
-        fail_msg(c, path, "out of memory");
-    return d;
-}
-
 /* A name key (module or op) at path. */
-static int want_name(struct ctx *c, const char *key, const char *path)
+static int want_name(struct field_check *c, const char *key, const char *path)
 {
     if (!manifest_name_valid(key))
-        return fail(c, path, "not a name (1-63 of [a-z0-9_.-], starting with a-z or 0-9)");
+        return field_fail(c, path, "not a name (1-63 of [a-z0-9_.-], starting with a-z or 0-9)");
     return 0;
 }
 
-static int parse_program(struct ctx *c, json_t *v, const char *path, char **out)
+static int parse_program(struct field_check *c, json_t *v, const char *path, char **out)
 {
     if (!json_is_string(v))
-        return fail(c, path, "must be a string");
+        return field_fail(c, path, "must be a string");
     const char *s = json_string_value(v);
     size_t n = json_string_length(v);
     if (n == 0 || n >= PATH_MAX || strlen(s) != n)
-        return fail(c, path, "must be a path of 1 to %d bytes", PATH_MAX - 1);
+        return field_fail(c, path, "must be a path of 1 to %d bytes", PATH_MAX - 1);
     if (s[0] != '/')
-        return fail(c, path, "must be an absolute path");
+        return field_fail(c, path, "must be an absolute path");
     struct stat st;
     if (stat(s, &st) != 0)
-        return fail(c, path, "cannot use the program: %s", strerror(errno));
+        return field_fail(c, path, "cannot use the program: %s", strerror(errno));
     if (!S_ISREG(st.st_mode))
-        return fail(c, path, "the program is not a regular file");
+        return field_fail(c, path, "the program is not a regular file");
     if ((st.st_mode & (S_IXUSR | S_IXGRP | S_IXOTH)) == 0 || access(s, X_OK) != 0)
-        return fail(c, path, "the program is not executable");
-    *out = dup_or_fail(c, path, s);
+        return field_fail(c, path, "the program is not executable");
+    *out = field_dup(c, path, s);
     return *out != NULL ? 0 : -1;
 }
 
-static int parse_args(struct ctx *c, json_t *v, const char *path, struct ops_module *m)
+static int parse_args(struct field_check *c, json_t *v, const char *path, struct ops_module *m)
 {
     if (!json_is_array(v))
-        return fail(c, path, "must be a list of strings");
+        return field_fail(c, path, "must be a list of strings");
     size_t n = json_array_size(v);
     if (n > OPS_MAX_PROGRAM_ARGS)
-        return fail(c, path, "%zu entries, more than the %u allowed", n, OPS_MAX_PROGRAM_ARGS);
+        return field_fail(c, path, "%zu entries, more than the %u allowed", n, OPS_MAX_PROGRAM_ARGS);
     m->args = calloc(n + 1, sizeof *m->args);
     if (m->args == NULL)
-        return fail(c, path, "out of memory");
+        return field_fail(c, path, "out of memory");
     for (size_t i = 0; i < n; i++) {
-        char at[PATH_CAP];
+        char at[FIELD_PATH_CAP];
         json_t *e = json_array_get(v, i);
         int k = snprintf(at, sizeof at, "%s[%zu]", path, i);
         if (k < 0 || (size_t)k >= sizeof at)
-            return fail(c, path, "path too long");
+            return field_fail(c, path, "path too long");
         if (!json_is_string(e))
-            return fail(c, at, "must be a string");
+            return field_fail(c, at, "must be a string");
         if (json_string_length(e) > ARG_MAX_BYTES ||
             strlen(json_string_value(e)) != json_string_length(e))
-            return fail(c, at, "must be at most %d bytes without NUL", ARG_MAX_BYTES);
-        if ((m->args[i] = dup_or_fail(c, at, json_string_value(e))) == NULL)
+            return field_fail(c, at, "must be at most %d bytes without NUL", ARG_MAX_BYTES);
+        if ((m->args[i] = field_dup(c, at, json_string_value(e))) == NULL)
             return -1;
         m->arg_count = i + 1;
     }
     return 0;
 }
 
-static int parse_op(struct ctx *c, const char *name, json_t *v, const char *path,
+static int parse_op(struct field_check *c, const char *name, json_t *v, const char *path,
                     struct ops_op *op)
 {
     static const char *const keys[] = {"kind", "idempotent", NULL};
-    char sub[PATH_CAP];
-    if (want_name(c, name, path) != 0 || want_object(c, v, path, keys) != 0)
+    char sub[FIELD_PATH_CAP];
+    if (want_name(c, name, path) != 0 || field_want_object(c, v, path, keys) != 0)
         return -1;
-    if ((op->name = dup_or_fail(c, path, name)) == NULL)
+    if ((op->name = field_dup(c, path, name)) == NULL)
         return -1;
-    key_path(sub, sizeof sub, path, "kind");
+    field_key_path(sub, sizeof sub, path, "kind");
     json_t *f = json_object_get(v, "kind");
     if (f == NULL)
-        return fail(c, sub, "missing");
+        return field_fail(c, sub, "missing");
     const char *kind = json_string_value(f);
     if (kind == NULL || (strcmp(kind, "query") != 0 && strcmp(kind, "mutate") != 0))
-        return fail(c, sub, "must be \"query\" or \"mutate\"");
+        return field_fail(c, sub, "must be \"query\" or \"mutate\"");
     op->mutate = strcmp(kind, "mutate") == 0;
     if ((f = json_object_get(v, "idempotent")) != NULL) {
-        key_path(sub, sizeof sub, path, "idempotent");
+        field_key_path(sub, sizeof sub, path, "idempotent");
         if (!json_is_boolean(f))
-            return fail(c, sub, "must be true or false");
+            return field_fail(c, sub, "must be true or false");
         op->idempotent = json_is_true(f);
     }
     return 0;
 }
 
-static int parse_module(struct ctx *c, const char *name, json_t *v, const char *path,
+static int parse_module(struct field_check *c, const char *name, json_t *v, const char *path,
                         struct ops_module *m)
 {
     static const char *const keys[] = {"program", "args", "timeout_ms", "max_reply_bytes", "ops",
                                        NULL};
-    char sub[PATH_CAP];
+    char sub[FIELD_PATH_CAP];
     json_t *f;
     m->timeout_ms = OPS_TIMEOUT_DEFAULT_MS;
     m->max_reply_bytes = OPS_REPLY_DEFAULT_BYTES;
-    if (want_name(c, name, path) != 0 || want_object(c, v, path, keys) != 0)
+    if (want_name(c, name, path) != 0 || field_want_object(c, v, path, keys) != 0)
         return -1;
-    if ((m->name = dup_or_fail(c, path, name)) == NULL)
+    if ((m->name = field_dup(c, path, name)) == NULL)
         return -1;
-    key_path(sub, sizeof sub, path, "program");
+    field_key_path(sub, sizeof sub, path, "program");
     if ((f = json_object_get(v, "program")) == NULL)
-        return fail(c, sub, "missing");
+        return field_fail(c, sub, "missing");
     if (parse_program(c, f, sub, &m->program) != 0)
         return -1;
-    key_path(sub, sizeof sub, path, "args");
+    field_key_path(sub, sizeof sub, path, "args");
     if ((f = json_object_get(v, "args")) != NULL) {
         if (parse_args(c, f, sub, m) != 0)
             return -1;
     } else if ((m->args = calloc(1, sizeof *m->args)) == NULL) {
-        return fail(c, sub, "out of memory");
+        return field_fail(c, sub, "out of memory");
     }
-    key_path(sub, sizeof sub, path, "timeout_ms");
-    if ((f = json_object_get(v, "timeout_ms")) != NULL &&
-        want_int(c, f, sub, 1, OPS_TIMEOUT_MAX_MS, &m->timeout_ms) != 0)
-        return -1;
-    key_path(sub, sizeof sub, path, "max_reply_bytes");
-    if ((f = json_object_get(v, "max_reply_bytes")) != NULL &&
-        want_int(c, f, sub, 1, OPS_REPLY_MAX_BYTES, &m->max_reply_bytes) != 0)
-        return -1;
-    key_path(sub, sizeof sub, path, "ops");
+    long long limit = 0;
+    field_key_path(sub, sizeof sub, path, "timeout_ms");
+    if ((f = json_object_get(v, "timeout_ms")) != NULL) {
+        if (field_want_int(c, f, sub, 1, OPS_TIMEOUT_MAX_MS, &limit) != 0)
+            return -1;
+        m->timeout_ms = (uint32_t)limit;
+    }
+    field_key_path(sub, sizeof sub, path, "max_reply_bytes");
+    if ((f = json_object_get(v, "max_reply_bytes")) != NULL) {
+        if (field_want_int(c, f, sub, 1, OPS_REPLY_MAX_BYTES, &limit) != 0)
+            return -1;
+        m->max_reply_bytes = (uint32_t)limit;
+    }
+    field_key_path(sub, sizeof sub, path, "ops");
     if ((f = json_object_get(v, "ops")) == NULL)
-        return fail(c, sub, "missing");
+        return field_fail(c, sub, "missing");
     if (!json_is_object(f))
-        return fail(c, sub, "must be an object");
+        return field_fail(c, sub, "must be an object");
     size_t n = json_object_size(f);
     if (n > 0 && (m->ops = calloc(n, sizeof *m->ops)) == NULL)
-        return fail(c, sub, "out of memory");
+        return field_fail(c, sub, "out of memory");
     const char *key;
     json_t *val;
     json_object_foreach(f, key, val) {
-        char at[PATH_CAP];
-        key_path(at, sizeof at, sub, key);
+        char at[FIELD_PATH_CAP];
+        field_key_path(at, sizeof at, sub, key);
         if (m->op_count >= n) /* cannot happen: the object did not change */
-            return fail(c, at, "internal error");
+            return field_fail(c, at, "internal error");
         m->op_count++;
         if (parse_op(c, key, val, at, &m->ops[m->op_count - 1]) != 0)
             return -1;
@@ -274,26 +173,26 @@ static int parse_module(struct ctx *c, const char *name, json_t *v, const char *
     return 0;
 }
 
-static int parse_catalog(struct ctx *c, json_t *root, struct ops_catalog *out)
+static int parse_catalog(struct field_check *c, json_t *root, struct ops_catalog *out)
 {
     static const char *const keys[] = {"modules", NULL};
-    if (want_object(c, root, "", keys) != 0)
+    if (field_want_object(c, root, "", keys) != 0)
         return -1;
     json_t *mods = json_object_get(root, "modules");
     if (mods == NULL)
-        return fail(c, "modules", "missing");
+        return field_fail(c, "modules", "missing");
     if (!json_is_object(mods))
-        return fail(c, "modules", "must be an object");
+        return field_fail(c, "modules", "must be an object");
     size_t n = json_object_size(mods);
     if (n > 0 && (out->modules = calloc(n, sizeof *out->modules)) == NULL)
-        return fail(c, "modules", "out of memory");
+        return field_fail(c, "modules", "out of memory");
     const char *key;
     json_t *val;
     json_object_foreach(mods, key, val) {
-        char at[PATH_CAP];
-        key_path(at, sizeof at, "modules", key);
+        char at[FIELD_PATH_CAP];
+        field_key_path(at, sizeof at, "modules", key);
         if (out->count >= n)
-            return fail(c, at, "internal error");
+            return field_fail(c, at, "internal error");
         out->count++;
         if (parse_module(c, key, val, at, &out->modules[out->count - 1]) != 0)
             return -1;
@@ -302,22 +201,22 @@ static int parse_catalog(struct ctx *c, json_t *root, struct ops_catalog *out)
 }
 
 /* Reads the catalog file (opened as fd) after checking who may have written it. */
-static int read_catalog(struct ctx *c, int fd, char **buf_out, size_t *len_out)
+static int read_catalog(struct field_check *c, int fd, char **buf_out, size_t *len_out)
 {
     struct stat st;
     if (fstat(fd, &st) != 0)
-        return fail(c, "", "cannot stat: %s", strerror(errno));
+        return field_fail(c, "", "cannot stat: %s", strerror(errno));
     if (!S_ISREG(st.st_mode))
-        return fail(c, "", "not a regular file");
+        return field_fail(c, "", "not a regular file");
     if (st.st_uid != geteuid())
-        return fail(c, "", "owned by uid %u, not by the operator (uid %u)", (unsigned)st.st_uid,
+        return field_fail(c, "", "owned by uid %u, not by the operator (uid %u)", (unsigned)st.st_uid,
                     (unsigned)geteuid());
     if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
-        return fail(c, "", "group- or world-writable (mode %04o); make it 0600 or 0644",
+        return field_fail(c, "", "group- or world-writable (mode %04o); make it 0600 or 0644",
                     (unsigned)(st.st_mode & 07777));
     char *buf = malloc(OPS_CATALOG_MAX_BYTES + 2);
     if (buf == NULL)
-        return fail(c, "", "out of memory");
+        return field_fail(c, "", "out of memory");
     size_t len = 0;
     while (len < OPS_CATALOG_MAX_BYTES + 1) {
         ssize_t r = read(fd, buf + len, OPS_CATALOG_MAX_BYTES + 1 - len);
@@ -326,7 +225,7 @@ static int read_catalog(struct ctx *c, int fd, char **buf_out, size_t *len_out)
         if (r < 0) {
             int e = errno;
             free(buf);
-            return fail(c, "", "cannot read: %s", strerror(e));
+            return field_fail(c, "", "cannot read: %s", strerror(e));
         }
         if (r == 0)
             break;
@@ -334,7 +233,7 @@ static int read_catalog(struct ctx *c, int fd, char **buf_out, size_t *len_out)
     }
     if (len > OPS_CATALOG_MAX_BYTES) {
         free(buf);
-        return fail(c, "", "more than the %u bytes allowed", OPS_CATALOG_MAX_BYTES);
+        return field_fail(c, "", "more than the %u bytes allowed", OPS_CATALOG_MAX_BYTES);
     }
     buf[len] = '\0';
     *buf_out = buf;
@@ -344,18 +243,18 @@ static int read_catalog(struct ctx *c, int fd, char **buf_out, size_t *len_out)
 
 int ops_catalog_load(const char *home, struct ops_catalog *out, char *err, size_t err_cap)
 {
-    struct ctx c = {err, err_cap};
+    struct field_check c = {err, err_cap, OPS_CATALOG_FILE};
     memset(out, 0, sizeof *out);
     if (err != NULL && err_cap > 0)
         err[0] = '\0';
     char path[PATH_MAX];
     if ((size_t)snprintf(path, sizeof path, "%s/%s", home, OPS_CATALOG_FILE) >= sizeof path)
-        return fail(&c, "", "the data home path is too long");
+        return field_fail(&c, "", "the data home path is too long");
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0) {
         if (errno == ENOENT)
             return 0; /* no catalog: no modules */
-        return fail(&c, "", "cannot open %s: %s", path, strerror(errno));
+        return field_fail(&c, "", "cannot open %s: %s", path, strerror(errno));
     }
     char *buf = NULL;
     size_t len = 0;
@@ -365,7 +264,7 @@ int ops_catalog_load(const char *home, struct ops_catalog *out, char *err, size_
         return -1;
     if (!utf8_valid((const uint8_t *)buf, len)) {
         free(buf);
-        return fail(&c, "", "not valid UTF-8");
+        return field_fail(&c, "", "not valid UTF-8");
     }
     json_error_t je;
     json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
@@ -376,7 +275,7 @@ int ops_catalog_load(const char *home, struct ops_catalog *out, char *err, size_
         for (char *p = text; *p != '\0'; p++)
             if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
                 *p = '?';
-        return fail(&c, "", "invalid JSON at line %d column %d: %s", je.line, je.column, text);
+        return field_fail(&c, "", "invalid JSON at line %d column %d: %s", je.line, je.column, text);
     }
     rc = parse_catalog(&c, root, out);
     json_decref(root);

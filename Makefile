@@ -22,7 +22,12 @@ QSRC     := quickjs.c libregexp.c libunicode.c cutils.c libbf.c
 
 PROTO_SRC  := $(wildcard src/proto/*.c)
 WORKER_SRC := $(wildcard src/worker/*.c)
-CORE_SRC   := $(wildcard src/core/*.c)
+BASE_SRC   := $(wildcard src/base/*.c)
+SUPERVISOR_SRC := $(wildcard src/supervisor/*.c)
+STORE_SRC  := $(wildcard src/store/*.c)
+FLOWS_SRC  := $(wildcard src/flows/*.c)
+# Everything of the parent below its command line (src/README.md has the order).
+CORE_SRC   := $(BASE_SRC) $(SUPERVISOR_SRC) $(STORE_SRC) $(FLOWS_SRC)
 HOST_SRC   := $(wildcard src/host/*.c)
 CLI_SRC    := $(wildcard src/cli/*.c)
 TEST_SRC   := $(wildcard tests/t_*.c)

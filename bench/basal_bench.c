@@ -1,4 +1,4 @@
-/* The benchmarks of issue 3 (make bench; bench/run.sh runs this and writes
+/* The worker and activation benchmarks (make bench; bench/run.sh runs this and writes
  * docs/benchmarks.md). Every measurement and its reference are taken in this one
  * process run, interleaved iteration by iteration so that drift on a noisy machine
  * touches both alike:
@@ -25,10 +25,10 @@
  * Nothing here passes or fails: the goals are printed beside the numbers. The output
  * is a Markdown table on stdout; progress goes to stderr. docs/benchmarks.md explains
  * every row. */
-#include "core/activation.h"
-#include "core/pool.h"
-#include "core/worker_check.h"
-#include "core/worker_proc.h"
+#include "supervisor/activation.h"
+#include "supervisor/pool.h"
+#include "supervisor/worker_check.h"
+#include "supervisor/worker_proc.h"
 #include "host/host.h"
 #include "host/test_host.h"
 #include "proto/message.h"

@@ -1,4 +1,4 @@
-/* basal's flow rows of the contenders benchmark (issue 5; bench/contenders/run.sh):
+/* basal's flow rows of the contenders benchmark (bench/contenders/run.sh):
  * the workloads run as flows through the real run driver and store, in this process,
  * exactly as bench/flow_bench.c drives them (runs_admit_claimed + run_drive_claimed, as `ck-basal run` does, a pool with one
  * spare), with the journal on. Each sample is one run, from runs_admit_claimed to run_drive_claimed's
@@ -28,12 +28,12 @@
  * When BENCH_START_AT (CLOCK_MONOTONIC, microseconds) is set, the measured runs start
  * at that time (after the warm-up), so that two processes start together; the last
  * line is then "# end T" (CLOCK_MONOTONIC µs after the last run). */
-#include "core/datahome.h"
-#include "core/flows.h"
-#include "core/pool.h"
-#include "core/run_driver.h"
-#include "core/runs.h"
-#include "core/store.h"
+#include "store/datahome.h"
+#include "flows/flows.h"
+#include "supervisor/pool.h"
+#include "flows/run_driver.h"
+#include "store/runs.h"
+#include "store/store.h"
 
 #include "lib/bench_flows.h"
 #include "lib/bench_stats.h"

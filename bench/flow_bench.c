@@ -1,4 +1,4 @@
-/* The flow benchmarks of issue 4 (make bench; bench/run.sh runs this after
+/* The flow benchmarks (make bench; bench/run.sh runs this after
  * basal_bench and writes both tables into docs/benchmarks.md). In one process run,
  * interleaved sample by sample so that drift touches both alike:
  *
@@ -18,12 +18,12 @@
  *                         spawn of the worker included, as in a fresh recover)
  *
  * Nothing passes or fails; the goals are printed beside the numbers. */
-#include "core/datahome.h"
-#include "core/flows.h"
-#include "core/pool.h"
-#include "core/run_driver.h"
-#include "core/runs.h"
-#include "core/store.h"
+#include "store/datahome.h"
+#include "flows/flows.h"
+#include "supervisor/pool.h"
+#include "flows/run_driver.h"
+#include "store/runs.h"
+#include "store/store.h"
 
 #include "lib/bench_flows.h"
 #include "lib/bench_stats.h"

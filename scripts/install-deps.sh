@@ -6,7 +6,7 @@ set -euo pipefail
 
 build_pkgs="gcc make patch openssl ca-certificates libseccomp-dev libsqlite3-dev
 libjansson-dev libssl-dev libcurl4-openssl-dev"
-test_pkgs="clang clang-tidy cppcheck libclang-rt-14-dev strace"
+test_pkgs="clang clang-tidy cppcheck libclang-rt-14-dev strace python3"
 
 pkgs="$build_pkgs"
 [ "${1:-}" = "--test" ] && pkgs="$pkgs $test_pkgs"

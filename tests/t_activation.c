@@ -1,4 +1,4 @@
-/* The activation driver (src/core/activation.c) and `ck-basal exec`.
+/* The activation driver (src/supervisor/activation.c) and `ck-basal exec`.
  *
  * Part 1 drives activation_run against scripted stand-in workers: child processes of
  * this test that speak the real protocol codec over pipes and misbehave on purpose
@@ -8,7 +8,7 @@
  *
  * Part 2 drives the real binaries: build/<variant>/bin/ck-basal exec, with the
  * test-build worker beside it. */
-#include "core/activation.h"
+#include "supervisor/activation.h"
 #include "host/test_host.h"
 #include "lib/harness.h"
 #include "proto/channel.h"

@@ -1,4 +1,4 @@
-/* Issue 2, test 4: descriptors planted by whoever starts the worker are gone before
+/* Descriptor close: descriptors planted by whoever starts the worker are gone before
  * its first read [guard: descriptor close, confinement steps 2 and 5].
  *
  * tests/tools/launch plants descriptors 3 (/dev/null), 64 (a Unix socket) and 1023

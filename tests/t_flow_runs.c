@@ -1,5 +1,6 @@
-/* Flow runs end to end through the real ck-basal (basal.md sections 6-8; issue 4,
- * "what the tests must show" 1-6). Every scenario has its own data home in a temp
+/* Flow runs end to end through the real ck-basal (basal.md sections 6-8): durable
+ * effects, refusals before running, grant checks, crash recovery at every boundary of
+ * a call, replay and bad input, numbered below. Every scenario has its own data home in a temp
  * dir, installs and approves its flow with the CLI, and drives runs with `run`,
  * `recover` and `flow reconcile`; the module side is tests/tools/test_module, which
  * logs every request it receives (op, idempotency key, args) before answering.
@@ -30,9 +31,9 @@
  *      changes nothing stored. */
 #include "lib/harness.h"
 
-#include "core/flow_host.h"
-#include "core/journal.h"
-#include "core/sql.h"
+#include "flows/flow_host.h"
+#include "store/journal.h"
+#include "store/sql.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-/* The flow registry (basal.md sections 6 and 8; issue 4): `ck-basal flow install |
+/* The flow registry (basal.md sections 6 and 8): `ck-basal flow install |
  * approve | list | disable | enable` driven through the real binary with --home in a
  * temp dir, and flows_runnable through the store API.
  *   - install prints id, version and the code hash computed over the exact files;
@@ -17,10 +17,10 @@
  *     approved one [guard: code hash rechecked before a run]. */
 #include "lib/harness.h"
 
-#include "core/code_hash.h"
-#include "core/flows.h"
-#include "core/manifest.h"
-#include "core/store.h"
+#include "flows/code_hash.h"
+#include "flows/flows.h"
+#include "flows/manifest.h"
+#include "store/store.h"
 #include "proto/message.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* Issue 2, test 2: Landlock alone is a real layer. With seccomp left off by the
+/* Landlock alone is a real layer. With seccomp left off by the
  * test-only switch --test-skip-seccomp (test builds only, -DBASAL_TEST_HOOKS), the
  * worker's empty Landlock ruleset still refuses an outside open and a loopback TCP
  * connect. Each refusal comes with an unconfined control (--no-sandbox) showing the

@@ -1,10 +1,10 @@
-/* Manifest parsing and validation (src/core/manifest.c) and the code hash and script
- * validator (src/core/code_hash.c), in process. Every refusal is checked for the field
+/* Manifest parsing and validation (src/flows/manifest.c) and the code hash and script
+ * validator (src/flows/code_hash.c), in process. Every refusal is checked for the field
  * path it names and for being one line; the code hash against a digest computed here
  * from a hand-built buffer and against a pinned value. */
-#include "core/activation.h"
-#include "core/code_hash.h"
-#include "core/manifest.h"
+#include "supervisor/activation.h"
+#include "flows/code_hash.h"
+#include "flows/manifest.h"
 #include "lib/harness.h"
 #include "proto/message.h"
 

@@ -1,4 +1,4 @@
-/* Issue 2, test 5: the confined worker is non-dumpable [guard dumpable: confinement
+/* The confined worker is non-dumpable [guard dumpable: confinement
  * step 3, PR_SET_DUMPABLE 0].
  *
  * A non-root process of the worker's own uid (65534) must get EPERM from

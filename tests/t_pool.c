@@ -1,7 +1,7 @@
-/* The worker pool (src/core/pool.c) in process, with the real test-build worker (and
+/* The worker pool (src/supervisor/pool.c) in process, with the real test-build worker (and
  * fake_worker for refused Welcomes), a test host, and an injected clock for idle
  * retirement and backoff. Reuse and replacement are proven by worker pids. */
-#include "core/pool.h"
+#include "supervisor/pool.h"
 #include "host/test_host.h"
 #include "lib/harness.h"
 

@@ -1,4 +1,4 @@
-/* Issue 2, test 1: every confinement probe, run on the RELEASE worker, is killed by the
+/* The seccomp boundary: every confinement probe, run on the RELEASE worker, is killed by the
  * seccomp filter at its attempt; the same probe unconfined (--no-sandbox) reaches the
  * kernel and prints its result, which is the control that proves the attempt works.
  *

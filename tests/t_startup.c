@@ -1,4 +1,4 @@
-/* Issue 2, test 3: the worker's startup refusals (sandbox.md "Linux", basal.md 2).
+/* The worker's startup refusals (sandbox.md "Linux", basal.md 2).
  *
  * Each case starts the RELEASE worker (build/bin/ck-basal-worker, no test hooks)
  * through tests/tools/launch, which sets up one hostile condition and then execs the

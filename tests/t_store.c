@@ -1,4 +1,4 @@
-/* The data home and the store (basal.md sections 1, 6 and 8; issue 4).
+/* The data home and the store (basal.md sections 1, 6 and 8).
  *
  * Drives the real binary (`ck-basal --home DIR setup`) and the store API:
  *   - setup creates the data home and its missing parents 0700, basal.db 0600 (and
@@ -16,10 +16,10 @@
  *   - setup --json parses and names the kernel's Landlock ABI and seccomp answer. */
 #include "lib/harness.h"
 
-#include "core/datahome.h"
-#include "core/kernel_facts.h"
-#include "core/store.h"
-#include "core/store_schema.h"
+#include "store/datahome.h"
+#include "supervisor/kernel_facts.h"
+#include "store/store.h"
+#include "store/store_schema.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -1,5 +1,5 @@
 /* Keeps docs/syscall-admission.md and the worker's seccomp filter equal, for x86_64 and
- * aarch64 (issue 2: "a test keeps the table and the filter equal").
+ * aarch64, as basal.md section 2 requires ("a test keeps that table and the filter equal").
  *
  * For each architecture the test builds the real filter with seccomp_policy_build
  * (src/worker/seccomp_policy.c, linked into every test binary), exports it twice:

@@ -1,4 +1,4 @@
-/* The worker's command line (basal.md section 1, issue 2) and what its release binary
+/* The worker's command line (basal.md section 1) and what its release binary
  * contains (basal.md section 11).
  *
  * Usage errors exit 64 with the usage text on stderr and nothing on stdout, before

@@ -1,11 +1,11 @@
-/* Issue 2, test 6 and the parent's acceptance of a worker (src/core/worker_check.c).
+/* The parent accepts a worker only on a truthful Welcome and the kernel's own view (src/supervisor/worker_check.c).
  *
  * The real parent (ck-basal worker-check) is driven against the real worker, against
  * the worker under a Landlock-less kernel (ENOSYS injected into both by the launcher),
  * and against fake_worker, which sends a lying Welcome and is not confined at all.
  * welcome_acceptable() is also checked directly for every rule. */
-#include "core/kernel_facts.h"
-#include "core/worker_check.h"
+#include "supervisor/kernel_facts.h"
+#include "supervisor/worker_check.h"
 #include "lib/harness.h"
 
 #include <errno.h>

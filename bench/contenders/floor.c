@@ -1,4 +1,4 @@
-/* The floor for the contenders benchmark (issue 5): the same QuickJS build basal uses
+/* The floor for the contenders benchmark: the same QuickJS build basal uses
  * (build/lib/libquickjs.a), evaluating in this process with a fresh runtime and context
  * per execution and a native host function. No process, no confinement.
  *

@@ -1,4 +1,4 @@
-/* Times a command run as a fresh process, N times back to back (issue 5 contenders).
+/* Times a command run as a fresh process, N times back to back.
  * Each sample is fork to waitpid's return, with the child's stdout read through a pipe
  * and checked: one of its lines must be EXPECT. Prints one line per run: microseconds.
  * When BENCH_START_AT (CLOCK_MONOTONIC, microseconds) is set, the first run starts at

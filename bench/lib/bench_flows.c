@@ -1,6 +1,6 @@
 #include "bench_flows.h"
 
-#include "core/flows.h"
+#include "flows/flows.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* Helpers the store-backed commands share. */
 #include "cli/commands.h"
-#include "core/datahome.h"
-#include "core/store.h"
+#include "store/datahome.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <jansson.h>

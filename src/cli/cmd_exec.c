@@ -3,10 +3,10 @@
  * id, so pooling, reuse and retirement can be watched from the outside (the worker pid
  * of each run is in the --json output). docs/operations.md has the formats. */
 #include "cli/commands.h"
-#include "core/activation.h"
-#include "core/health.h"
-#include "core/pool.h"
-#include "core/worker_proc.h"
+#include "supervisor/activation.h"
+#include "supervisor/health.h"
+#include "supervisor/pool.h"
+#include "supervisor/worker_proc.h"
 #include "host/test_host.h"
 #include "proto/utf8.h"
 

@@ -1,9 +1,9 @@
-/* ck-basal flow install|approve|list|disable|enable: the flow registry (core/flows.h)
+/* ck-basal flow install|approve|list|disable|enable: the flow registry (flows/flows.h)
  * from the command line. Every refusal is one line on stderr and changes nothing. */
 #include "cli/commands.h"
-#include "core/datahome.h"
-#include "core/flows.h"
-#include "core/store.h"
+#include "store/datahome.h"
+#include "flows/flows.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <inttypes.h>

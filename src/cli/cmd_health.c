@@ -1,10 +1,10 @@
-/* ck-basal health: the health the store has accumulated (core/health_store.h), as JSON:
+/* ck-basal health: the health the store has accumulated (store/health_store.h), as JSON:
  * runs by state, activations by outcome overall and per flow, the worker counters of
  * every process that drove runs, and the confinement counter. No pool outlives a
  * command, so the pool gauges are 0; `ck-basal exec --health` shows a live pool's. */
 #include "cli/commands.h"
-#include "core/health_store.h"
-#include "core/store.h"
+#include "store/health_store.h"
+#include "store/store.h"
 
 #include <jansson.h>
 #include <limits.h>

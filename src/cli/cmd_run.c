@@ -1,10 +1,10 @@
 /* ck-basal run ID [--trigger JSON] and ck-basal recover: drive runs to their end in
- * this process (core/run_driver.h). */
+ * this process (flows/run_driver.h). */
 #include "cli/commands.h"
-#include "core/reconcile.h"
-#include "core/run_driver.h"
-#include "core/runs.h"
-#include "core/store.h"
+#include "flows/reconcile.h"
+#include "flows/run_driver.h"
+#include "store/runs.h"
+#include "store/store.h"
 #include "proto/utf8.h"
 
 #include <inttypes.h>

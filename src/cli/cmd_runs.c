@@ -1,9 +1,10 @@
 /* ck-basal runs [FLOW] and ck-basal journal RUN: what the store knows about runs and
  * their host calls. Read-only. */
 #include "cli/commands.h"
-#include "core/journal.h"
-#include "core/runs.h"
-#include "core/store.h"
+#include "base/names.h"
+#include "store/journal.h"
+#include "store/runs.h"
+#include "store/store.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -50,7 +51,7 @@ int cmd_runs(const struct cli_globals *g, int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *flow = argc == 1 ? argv[0] : NULL;
-    if (flow != NULL && !manifest_id_valid(flow)) {
+    if (flow != NULL && !flow_id_valid(flow)) {
         fprintf(stderr, "ck-basal runs: unknown flow '%.80s' (not a flow id)\n", flow);
         return EXIT_REFUSED;
     }

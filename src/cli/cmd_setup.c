@@ -2,9 +2,9 @@
  * store (creating or migrating it) and says what the kernel offers the worker's
  * confinement: seccomp with KILL_PROCESS and the Landlock ABI. */
 #include "cli/commands.h"
-#include "core/datahome.h"
-#include "core/kernel_facts.h"
-#include "core/store.h"
+#include "store/datahome.h"
+#include "supervisor/kernel_facts.h"
+#include "store/store.h"
 
 #include <jansson.h>
 #include <limits.h>

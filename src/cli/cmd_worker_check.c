@@ -1,7 +1,7 @@
 /* ck-basal worker-check: start one confined worker, check it exactly as the pool
  * does before any flow code, and show what was checked. */
 #include "cli/commands.h"
-#include "core/worker_check.h"
+#include "supervisor/worker_check.h"
 
 #include <jansson.h>
 #include <stdio.h>

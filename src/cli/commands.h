@@ -33,7 +33,7 @@ int cmd_journal(const struct cli_globals *globals, int argc, char **argv);
 /* flow reconcile (dispatched by cmd_flow). */
 int cmd_flow_reconcile(const struct cli_globals *globals, int argc, char **argv);
 
-/* The data home: --home if given, else the default (core/datahome.h). Writes it into
+/* The data home: --home if given, else the default (store/datahome.h). Writes it into
  * out; returns 0, or -1 with a one-line reason in err. */
 int cli_data_home(const struct cli_globals *globals, char *out, size_t cap, char *err,
                   size_t err_cap);

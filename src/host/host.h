@@ -1,7 +1,7 @@
 /* Host calls as the activation driver sees them.
  *
  * A script's host call reaches the parent as HostCall{position, kind, args}. The
- * activation driver (core/activation.c) hands it to a host through this interface and
+ * activation driver (supervisor/activation.c) hands it to a host through this interface and
  * gets back a settlement: fulfilled with a JSON value, or rejected with a JSON error
  * object {"code": ..., "message": ...}. A host says when the settlement may be
  * released to the worker: at once (delay 0) or after a delay in milliseconds (the test

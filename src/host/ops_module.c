@@ -2,9 +2,9 @@
  * a module program per ops.call (see ops_module.h for the contract). */
 #include "host/ops_module.h"
 
-#include "core/json_fields.h"
+#include "base/json_fields.h"
 
-#include "core/manifest.h"
+#include "base/names.h"
 #include "proto/utf8.h"
 
 #include <errno.h>
@@ -33,7 +33,7 @@
 /* A name key (module or op) at path. */
 static int want_name(struct field_check *c, const char *key, const char *path)
 {
-    if (!manifest_name_valid(key))
+    if (!object_name_valid(key))
         return field_fail(c, path, "not a name (1-63 of [a-z0-9_.-], starting with a-z or 0-9)");
     return 0;
 }

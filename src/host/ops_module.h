@@ -16,8 +16,8 @@
  *          "notify": {"kind": "mutate"}
  *        }}}}
  *
- * Module and op names follow the manifest's name form (manifest_name_valid in
- * core/manifest.h); unknown fields and duplicate keys are refused like the
+ * Module and op names follow the manifest's name form (object_name_valid in
+ * flows/manifest.h); unknown fields and duplicate keys are refused like the
  * manifest's; "idempotent" (default false) says the op honours the idempotency key.
  * A missing catalog file is an empty catalog.
  *

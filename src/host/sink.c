@@ -1,7 +1,7 @@
 /* JSON-lines file sinks (see sink.h for the contract). */
 #include "host/sink.h"
 
-#include "core/manifest.h"
+#include "base/names.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -50,7 +50,7 @@ static int open_sink_dir(const char *home, bool create)
 
 static int file_name(const char *name, char *buf, size_t cap)
 {
-    if (!manifest_name_valid(name))
+    if (!object_name_valid(name))
         return -1;
     return (size_t)snprintf(buf, cap, "%s" SINK_FILE_SUFFIX, name) < cap ? 0 : -1;
 }

@@ -11,7 +11,7 @@
  * created frozen on first use); it is used when quickjs.h declares it. */
 #include <stdbool.h>
 
-#include "worker/engine_internal.h"
+#include "worker/engine_harden.h"
 
 #ifdef JS_HAVE_HARDEN_REACHABLE
 

@@ -1,5 +1,7 @@
-/* The engine's state, shared by engine.c (runtime, lockdown, the activation loop),
- * host_bridge.c (host calls, replay, deliveries) and engine_harden.c. Not for serve. */
+/* The engine's state: the data engine.c (runtime, lockdown, the activation loop),
+ * engine_outcome.c (deciding the outcome) and host_bridge.c (host calls, replay,
+ * deliveries) share. Data only: each file's functions are in its own header. Private
+ * to src/worker/ and not for serve, which sees only engine.h. */
 #ifndef BASAL_WORKER_ENGINE_INTERNAL_H
 #define BASAL_WORKER_ENGINE_INTERNAL_H
 
@@ -11,17 +13,7 @@
 
 #include "proto/message.h"
 #include "worker/budget.h"
-#include "worker/engine.h"
-
-/* Failure kinds of Finished(failed) (docs/engine.md, "Outcomes"). */
-#define FAIL_SCRIPT_ERROR "script_error"
-#define FAIL_SYNTAX_ERROR "syntax_error"
-#define FAIL_UNSERIALIZABLE "unserializable_result"
-#define FAIL_RESULT_TOO_LARGE "result_too_large"
-#define FAIL_NONDETERMINISM "nondeterminism"
-#define FAIL_INVALID_TRIGGER "invalid_trigger"
-#define FAIL_PROTOCOL "protocol_error"
-#define FAIL_ENGINE "engine_error"
+#include "worker/engine_io.h"
 
 /* One host call, by position (positions are dense: 0, 1, 2, ... in call order). */
 enum call_state {
@@ -115,85 +107,5 @@ struct engine {
     const char *value_cstr; /* JS_ToCStringLen result, freed with the runtime */
     char detail[PROTO_MAX_DETAIL_BYTES + 1];
 };
-
-/* ---- engine.c ---- */
-
-/* Ends the activation with Finished(failed, kind, detail) unless an outcome is already
- * decided, and stops the script at its next interrupt poll. A budget already exhausted
- * takes precedence (it happened first). */
-void engine_fail(struct engine *engine, const char *kind, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* True once the script must not run further: an outcome is decided, a budget is
- * exhausted or the engine asked it to stop. */
-bool engine_stopping(struct engine *engine);
-
-/* The largest argument or result JSON: the Activate's max_value_bytes (0: no limit),
- * never above what a protocol text can carry. */
-size_t engine_value_limit(const struct engine *engine);
-
-/* Copies src[0..len) into dst (capacity cap + 1) as valid UTF-8 without NUL, replacing
- * what is not by U+FFFD and cutting at a character boundary; returns the length. */
-size_t engine_clean_text(char *dst, size_t cap, const char *src, size_t len);
-
-/* "Name: message" of a thrown value, cleaned, into dst (capacity cap + 1). With
- * with_stack, the error's stack follows on the next lines. */
-void engine_describe_exception(JSContext *ctx, JSValueConst error, bool with_stack, char *dst,
-                               size_t cap);
-
-/* ---- engine_harden.c ---- */
-
-/* Freezes every object reachable from root through own properties (values, getters,
- * setters) and prototypes. -1 with an exception pending on failure. */
-int engine_harden(JSContext *ctx, JSValueConst root);
-
-/* Makes every own property of obj non-configurable (and non-writable if a data
- * property) and hardens the values, without making obj itself non-extensible: the
- * global object keeps accepting new properties. */
-int engine_harden_bindings(JSContext *ctx, JSValueConst obj);
-
-/* ---- host_bridge.c ---- */
-
-/* Installs the profile's global API (flow: kv, fs, net, git, ops, sink, now, random,
- * step; codemode: tools, console), every value created and frozen now. Test builds add
- * __basalTestForbiddenSyscall, and print/console.log on stderr in the plain context.
- * Runs before the heap budget applies. -1 after engine_fail on failure. */
-int bridge_install_api(struct engine *engine);
-
-/* Parses the Activate's trigger (empty: null), freezes it and installs it as the
- * read-only global `trigger`. -1 after engine_fail (invalid_trigger) on failure. */
-int bridge_install_trigger(struct engine *engine);
-
-/* Starts the bridge for engine->activation: indexes its prefix by position and by
- * delivery order. False, with the reason in refusal (the Activate is refused, nothing
- * has run), if the prefix records a position or a delivery order twice. */
-bool bridge_begin(struct engine *engine, char *refusal, size_t cap);
-
-/* The synchronous host functions the prelude puts behind Date.now, new Date() and
- * Math.random (and the flow's now() and random()). */
-JSValue bridge_now(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv);
-JSValue bridge_random(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv);
-
-/* At an idle point (no job pending): releases the next recorded outcome if its turn
- * has come (1), reports nondeterminism if it cannot (-1 after engine_fail), or 0 if
- * the prefix is done. */
-int bridge_release_next(struct engine *engine);
-
-/* Applies one buffered delivery if any (1), else 0. */
-int bridge_apply_buffered(struct engine *engine);
-
-/* What the idle script waits for. */
-enum bridge_wait { WAIT_NOTHING, WAIT_LONG_RUNNING_ONLY, WAIT_LIVE };
-enum bridge_wait bridge_waiting(const struct engine *engine);
-
-/* Sends Blocked if the awaited set changed, reads frames until one settles a call or
- * changes what is awaited. */
-void bridge_wait(struct engine *engine);
-
-/* Unreleased prefix entries remain (the script ended or stalled before them). */
-bool bridge_prefix_pending(const struct engine *engine, char *detail, size_t cap);
-
-/* Releases every JS value the bridge holds (before the runtime is freed). */
-void bridge_free(struct engine *engine);
 
 #endif

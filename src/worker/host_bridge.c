@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include "proto/utf8.h"
+#include "worker/engine_harden.h"
 #include "worker/engine_internal.h"
+#include "worker/engine_outcome.h"
 #include "worker/engine_sha256.h"
 
 /* Indices into HOST_APIS (the magic of each host function). */

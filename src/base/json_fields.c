@@ -1,0 +1,143 @@
+#include "base/json_fields.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void field_fail_msg(struct field_check *c, const char *path, const char *fmt, ...)
+{
+    if (c->err == NULL || c->cap == 0)
+        return;
+    int n = c->file != NULL ? snprintf(c->err, c->cap, "%s: %s%s", c->file, path,
+                                       path[0] != '\0' ? ": " : "")
+                            : snprintf(c->err, c->cap, "%s: ", path);
+    if (n >= 0 && (size_t)n < c->cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->err + n, c->cap - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    for (char *p = c->err; *p != '\0'; p++) /* one line, whatever was formatted */
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+}
+
+const char *field_show(const char *s, bool quote, char *buf, size_t cap)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    if (cap < 16) {
+        if (cap > 0)
+            buf[0] = '\0';
+        return buf;
+    }
+    if (quote)
+        buf[o++] = '"';
+    size_t i = 0;
+    for (; i < FIELD_SHOW_BYTES && s[i] != '\0' && o + 8 < cap; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch >= 0x20 && ch < 0x7f && (!quote || (ch != '"' && ch != '\\'))) {
+            buf[o++] = (char)ch;
+        } else {
+            buf[o++] = '\\';
+            buf[o++] = 'x';
+            buf[o++] = hex[ch >> 4];
+            buf[o++] = hex[ch & 15];
+        }
+    }
+    if (quote)
+        buf[o++] = '"';
+    if (s[i] != '\0') {
+        buf[o++] = '.';
+        buf[o++] = '.';
+        buf[o++] = '.';
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+static bool plain_key(const char *key)
+{
+    size_t n = strlen(key);
+    if (n == 0 || n > FIELD_SHOW_BYTES)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = key[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '_' || ch == '-'))
+            return false;
+    }
+    return true;
+}
+
+const char *field_key_path(char *buf, size_t cap, const char *path, const char *key)
+{
+    char shown[FIELD_SHOW_CAP];
+    buf[0] = '\0';
+    int n = snprintf(buf, cap, "%s%s%s", path, path[0] != '\0' ? "." : "",
+                     plain_key(key) ? key : field_show(key, true, shown, sizeof shown));
+    return n >= 0 ? buf : path;
+}
+
+const char *field_index_path(char *buf, size_t cap, const char *path, size_t i)
+{
+    char idx[24];
+    int k = snprintf(idx, sizeof idx, "[%zu]", i);
+    size_t plen = strlen(path);
+    if (k < 0 || plen + (size_t)k >= cap) { /* cannot happen with our paths: keep the path */
+        size_t m = plen < cap - 1 ? plen : cap - 1;
+        memcpy(buf, path, m);
+        buf[m] = '\0';
+        return buf;
+    }
+    memcpy(buf, path, plen);
+    memcpy(buf + plen, idx, (size_t)k + 1);
+    return buf;
+}
+
+char *field_dup(struct field_check *c, const char *path, const char *s)
+{
+    char *d = strdup(s);
+    if (d == NULL)
+        field_fail_msg(c, path, "out of memory");
+    return d;
+}
+
+int field_want_object(struct field_check *c, json_t *v, const char *path,
+                      const char *const *allowed)
+{
+    if (!json_is_object(v))
+        return field_fail(c, path, "must be an object");
+    const char *key;
+    json_t *val;
+    json_object_foreach(v, key, val) {
+        (void)val;
+        bool known = false;
+        for (size_t i = 0; allowed[i] != NULL && !known; i++)
+            known = strcmp(allowed[i], key) == 0;
+        if (!known) {
+            char sub[FIELD_PATH_CAP];
+            return field_fail(c, field_key_path(sub, sizeof sub, path, key), "unknown field");
+        }
+    }
+    return 0;
+}
+
+int field_want_int(struct field_check *c, const json_t *v, const char *path, long long lo,
+                   long long hi, long long *out)
+{
+    if (!json_is_integer(v))
+        return field_fail(c, path, "must be an integer");
+    long long x = json_integer_value(v);
+    if (x < lo || x > hi) {
+        if (lo == hi)
+            return field_fail(c, path, "must be %lld, not %lld", lo, x);
+        if (hi == LLONG_MAX)
+            return field_fail(c, path, "must be at least %lld, not %lld", lo, x);
+        return field_fail(c, path, "must be between %lld and %lld, not %lld", lo, hi, x);
+    }
+    *out = x;
+    return 0;
+}

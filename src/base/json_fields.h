@@ -1,0 +1,54 @@
+/* Checking an operator's JSON document (a flow manifest, the module catalog) field by
+ * field, with refusals as one line naming the field path:
+ *   "manifest.ops[2].op: missing"
+ *   "modules.json: modules.tickets.ops.create.kind: must be \"query\" or \"mutate\""
+ * Keys that are not plain (1-48 of [A-Za-z0-9_-]) are shown quoted and escaped, so an
+ * untrusted key can neither break the line nor pass for a path. */
+#ifndef BASAL_BASE_JSON_FIELDS_H
+#define BASAL_BASE_JSON_FIELDS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define FIELD_PATH_CAP 256 /* a field path such as manifest.trigger.events[63].version */
+#define FIELD_SHOW_CAP 200 /* an untrusted value shown in a refusal, escaped and cut */
+#define FIELD_SHOW_BYTES 48
+
+/* Where a refusal goes, and the document's name to put first (NULL: none). */
+struct field_check {
+    char *err;
+    size_t cap;
+    const char *file;
+};
+
+/* Writes "[file: ]path: message" into the check's buffer, on one line. */
+__attribute__((format(printf, 3, 4))) void field_fail_msg(struct field_check *c,
+                                                          const char *path, const char *fmt,
+                                                          ...);
+
+/* Writes the refusal and is -1, visibly to the static analyzer (which does not follow
+ * variadic calls). */
+#define field_fail(...) (field_fail_msg(__VA_ARGS__), -1)
+
+/* s escaped for a one-line message: printable ASCII kept, everything else \xNN, cut
+ * after FIELD_SHOW_BYTES source bytes ("..."); quoted if quote. Returns buf. */
+const char *field_show(const char *s, bool quote, char *buf, size_t cap);
+
+/* "path.key" (just "key" when path is empty), key shown as above unless plain. */
+const char *field_key_path(char *buf, size_t cap, const char *path, const char *key);
+/* "path[i]". */
+const char *field_index_path(char *buf, size_t cap, const char *path, size_t i);
+
+/* strdup, or NULL after writing "out of memory" for path. */
+char *field_dup(struct field_check *c, const char *path, const char *s);
+
+/* An object whose keys are all in allowed (NULL-terminated): 0, or -1 refused. */
+int field_want_object(struct field_check *c, json_t *v, const char *path,
+                      const char *const *allowed);
+
+/* An integer in [lo, hi] into *out: 0, or -1 refused. */
+int field_want_int(struct field_check *c, const json_t *v, const char *path, long long lo,
+                   long long hi, long long *out);
+
+#endif

@@ -1,0 +1,100 @@
+/* The host of a flow run: every host call is checked against the approved manifest,
+ * journaled in the store before it leaves, performed, and its outcome recorded
+ * (basal.md sections 6 and 7; docs/flows.md has the script's view).
+ *
+ * Classes and how a call is carried out:
+ *   now, random              sync      one transaction: journal row, outcome, audit
+ *   kv.get/set/delete        local     one transaction: journal row, the kv change,
+ *                                      outcome, audit (store/kv_store.h)
+ *   fs.read/list/stat        query     transaction 1: journal row; the operation
+ *   fs.write                 keyed_mutation: an idempotent whole-file replace, resent
+ *                            as is (host/fs_builtin.h); transaction 2:
+ *                                      outcome and audit (refused if "denied")
+ *   ops.call                 query, keyed_mutation or mutation, as the catalog marks
+ *                            the op (host/ops_module.h); transaction 1: journal row
+ *                            and audit; the module runs; transaction 2: outcome
+ *   sink.emit                keyed_mutation (host/sink.h), like ops.call
+ *   anything else            refused "unsupported" (net.fetch, git.*: not in this
+ *                            build)
+ * A call the manifest does not grant is refused "denied" in one transaction (journal
+ * row, rejection, audit "refused"); the script catches it as HostError with that
+ * data.code. Every transaction first checks the run's generation (fencing) and writes
+ * the delivery orders of the outcomes delivered since the previous one: a delivery
+ * becomes durable before anything the script did after seeing it can leave.
+ *
+ * Resume: the host is given the run's journal rows that were not delivered. When the
+ * script calls such a position again, kind and argument digest must match (else the
+ * run is failed as nondeterminism and every further call is refused); an outcome
+ * already in the mailbox is returned without performing anything; otherwise the call
+ * is performed again by class: sync asked again, queries and keyed mutations resent
+ * with the same idempotency key (a sink first looks for the key in its file). An
+ * unkeyed mutation in doubt never reaches the host: the run driver puts the run in
+ * needs_reconcile before it starts a worker. */
+#ifndef BASAL_FLOWS_FLOW_HOST_H
+#define BASAL_FLOWS_FLOW_HOST_H
+
+#include "store/journal.h"
+#include "flows/manifest.h"
+#include "host/host.h"
+#include "host/ops_module.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HOST_CODE_UNSUPPORTED "unsupported"
+#define HOST_CODE_NONDETERMINISM "nondeterminism"
+
+/* Per run, across its activations: a script cannot grow the store without bound. The
+ * call that would pass either ends the run as failed ("limit: ..."). */
+#define FLOW_RUN_MAX_HOST_CALLS 10000u
+#define FLOW_RUN_MAX_JOURNAL_BYTES (64u << 20) /* arguments and outcomes */
+
+struct store;
+
+struct flow_host_config {
+    struct store *store;
+    const char *home; /* data home (sinks) */
+    const char *flow_id;
+    int64_t run_id;
+    const char *trigger_id;
+    int64_t generation;
+    const struct manifest *manifest;
+    const struct ops_catalog *catalog;
+    const struct journal_entry *journal; /* every row of the run (the host copies what it needs) */
+    size_t journal_count;
+    /* CLOCK_MONOTONIC ms at which the activation's wall deadline passes (0: none): a
+     * module program gets at most the time left, and none once it has passed. */
+    long long deadline_at_ms;
+};
+
+struct flow_host;
+
+/* NULL on no memory. The configuration's pointers must outlive the host. */
+struct flow_host *flow_host_new(const struct flow_host_config *cfg);
+void flow_host_free(struct flow_host *fh);
+
+struct host flow_host_interface(struct flow_host *fh);
+
+/* Inside the caller's (fenced) transaction: writes the delivery orders not yet
+ * written. Returns 0 or -1 (reason in err). */
+int flow_host_flush(struct flow_host *fh, char *err, size_t err_cap);
+
+enum flow_host_stop {
+    FLOW_HOST_RUNNING = 0,
+    FLOW_HOST_NONDETERMINISM, /* the script diverged from the journal: the run fails */
+    FLOW_HOST_LIMIT,          /* a per-run limit above: the run fails */
+    FLOW_HOST_BROKEN,         /* a lost claim or a store error: the run is left as it is */
+};
+
+/* Why the host stopped serving the run (NULL and *kind FLOW_HOST_RUNNING if it did
+ * not). After a stop every further call is refused and nothing more is journaled;
+ * deliveries after it are not recorded. */
+const char *flow_host_stopped(const struct flow_host *fh, enum flow_host_stop *kind);
+
+/* For a run whose script ended by itself: the first journaled, undelivered position
+ * the script never called again, described as a nondeterminism detail into buf;
+ * false if there is none. */
+bool flow_host_unreached(const struct flow_host *fh, char *buf, size_t cap);
+
+#endif

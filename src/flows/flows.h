@@ -1,0 +1,99 @@
+/* The flow registry on the store (basal.md sections 6 and 8): installed flows, their
+ * versions with the exact script and manifest bytes, and approvals by code hash.
+ *
+ * Every function that writes does all of its checks and writes inside one BEGIN
+ * IMMEDIATE transaction, and a refusal rolls it back: a refused call changes nothing
+ * stored. Refusals are one line (no newline) in the caller's err buffer, naming the
+ * problem. None of these functions prints. */
+#ifndef BASAL_FLOWS_FLOWS_H
+#define BASAL_FLOWS_FLOWS_H
+
+#include "flows/code_hash.h"
+#include "flows/manifest.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct store;
+
+#define FLOWS_SCRIPT_FILE "flow.js"
+#define FLOWS_MANIFEST_FILE "manifest.json"
+
+/* Exact bytes read from a file or the store; bytes[len] is a NUL not counted in len.
+ * Release with flows_blob_free. */
+struct flow_blob {
+    char *bytes;
+    size_t len;
+};
+
+void flows_blob_free(struct flow_blob *b);
+
+/* What flows_install recorded. */
+struct flow_installed {
+    char id[FLOW_ID_MAX + 1];
+    int64_t version;
+    char code_hash[CODE_HASH_HEX_LEN + 1];
+    bool new_flow; /* the flow itself was created (enabled) by this install */
+};
+
+/* Installs script and manifest (exact bytes): validates the script (script_validate)
+ * and the manifest (manifest_parse, at most MANIFEST_MAX_BYTES), computes the code
+ * hash over the bytes and, in one transaction, creates the flow if it is new
+ * (enabled) and records a pending version. The manifest's version must be above
+ * every version of that flow already stored. Returns 0 with *out filled, or -1. */
+int flows_install(struct store *s, const void *script, size_t script_len,
+                  const void *manifest, size_t manifest_len, struct flow_installed *out,
+                  char *err, size_t err_cap);
+
+/* Reads dir/flow.js (at most PROTO_MAX_SCRIPT_BYTES) and dir/manifest.json (at most
+ * MANIFEST_MAX_BYTES), both regular files, and installs them with flows_install. */
+int flows_install_dir(struct store *s, const char *dir, struct flow_installed *out,
+                      char *err, size_t err_cap);
+
+/* Approves version of flow id: refused unless the version exists, is pending, is not
+ * below an already approved version, code_hash is 64 lowercase hex characters equal
+ * to the stored version's hash, and the hash recomputed over the stored bytes is that
+ * same hash. Records the approval row and marks the version approved in one
+ * transaction. Returns 0 or -1. */
+int flows_approve(struct store *s, const char *id, int64_t version, const char *code_hash,
+                  char *err, size_t err_cap);
+
+/* Enables or disables flow id (refused if unknown; the same state again is fine).
+ * Returns 0 or -1. */
+int flows_set_enabled(struct store *s, const char *id, bool enabled, char *err,
+                      size_t err_cap);
+
+/* One row of flows_list. */
+struct flow_summary {
+    char id[FLOW_ID_MAX + 1];
+    bool enabled;
+    int64_t latest_version;                       /* the highest installed */
+    bool latest_approved;                         /* its state */
+    char latest_hash[CODE_HASH_HEX_LEN + 1];
+    int64_t approved_version;                     /* the highest approved, 0 if none */
+    char approved_hash[CODE_HASH_HEX_LEN + 1];    /* "" if none */
+};
+
+/* Every flow, by id. *out is malloc'd (free it; NULL with *count 0 when there are
+ * none). Returns 0 or -1. */
+int flows_list(struct store *s, struct flow_summary **out, size_t *count, char *err,
+               size_t err_cap);
+
+/* The check a run makes before any script runs: refused unless flow id exists, is
+ * enabled, has an approved version, and the stored script and manifest of its
+ * highest approved version still hash to the hash the approval recorded (and the
+ * version row's). On success returns 0 with *version, *script and *manifest (owned by
+ * the caller: flows_blob_free) set; on refusal -1 with them zeroed. */
+int flows_runnable(struct store *s, const char *id, int64_t *version,
+                   struct flow_blob *script, struct flow_blob *manifest, char *err,
+                   size_t err_cap);
+
+/* The same check for one version (want >= 1; 0 means the highest approved): a run
+ * admitted at a version is resumed at that version, and only while its approval
+ * still holds. */
+int flows_runnable_version(struct store *s, const char *id, int64_t want, int64_t *version,
+                           struct flow_blob *script, struct flow_blob *manifest, char *err,
+                           size_t err_cap);
+
+#endif

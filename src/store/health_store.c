@@ -1,0 +1,165 @@
+#include "store/health_store.h"
+
+#include "base/error_line.h"
+#include "store/runs.h"
+#include "store/sql.h"
+#include "store/store.h"
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#define ACTIVATIONS_PREFIX "activations."
+#define FLOW_PREFIX "flow."
+
+struct counter_field {
+    const char *name;
+    size_t offset_health; /* in struct health */
+    size_t offset_mark;   /* in struct health_mark */
+};
+
+#define FIELD(n) {#n, offsetof(struct health, n), offsetof(struct health_mark, n)}
+static const struct counter_field FIELDS[] = {
+    FIELD(spawned), FIELD(refused_welcomes), FIELD(spawn_failures), FIELD(retired),
+    FIELD(killed),  FIELD(crashed),          FIELD(respawned),      FIELD(sigsys_deaths),
+};
+#define FIELD_COUNT (sizeof FIELDS / sizeof FIELDS[0])
+
+static unsigned long long *health_field(struct health *h, size_t i)
+{
+    return (unsigned long long *)((char *)h + FIELDS[i].offset_health);
+}
+
+static unsigned long long health_value(const struct health *h, size_t i)
+{
+    return *(const unsigned long long *)((const char *)h + FIELDS[i].offset_health);
+}
+
+int health_store_add(struct store *s, const struct health *now, struct health_mark *mark,
+                     const char *flow, enum activation_status status)
+{
+    for (size_t i = 0; i < FIELD_COUNT; i++) {
+        unsigned long long value = health_value(now, i);
+        unsigned long long *seen = (unsigned long long *)((char *)mark + FIELDS[i].offset_mark);
+        if (value > *seen && store_health_add(s, FIELDS[i].name, (long long)(value - *seen)) != 0)
+            return -1;
+        *seen = value;
+    }
+    if (flow == NULL)
+        return 0;
+    char name[160];
+    snprintf(name, sizeof name, ACTIVATIONS_PREFIX "%s", activation_status_name(status));
+    if (store_health_add(s, name, 1) != 0)
+        return -1;
+    snprintf(name, sizeof name, FLOW_PREFIX "%s." ACTIVATIONS_PREFIX "%s", flow,
+             activation_status_name(status));
+    return store_health_add(s, name, 1);
+}
+
+static enum activation_status status_named(const char *name)
+{
+    for (unsigned st = 1; st <= ACTIVATION_STATUS_COUNT; st++)
+        if (strcmp(name, activation_status_name((enum activation_status)st)) == 0)
+            return (enum activation_status)st;
+    return (enum activation_status)0;
+}
+
+static void count_one(struct health *h, const char *name, long long value)
+{
+    for (size_t i = 0; i < FIELD_COUNT; i++) {
+        if (strcmp(name, FIELDS[i].name) == 0) {
+            *health_field(h, i) = (unsigned long long)value;
+            return;
+        }
+    }
+    size_t pl = strlen(ACTIVATIONS_PREFIX);
+    if (strncmp(name, ACTIVATIONS_PREFIX, pl) == 0) {
+        health_count_runs(h, NULL, status_named(name + pl), (unsigned long long)value);
+        return;
+    }
+    /* flow.<id>.activations.<status>: ids hold no '.', so the first '.' ends the id. */
+    size_t fl = strlen(FLOW_PREFIX);
+    if (strncmp(name, FLOW_PREFIX, fl) != 0)
+        return;
+    const char *id = name + fl;
+    const char *dot = strchr(id, '.');
+    if (dot == NULL || strncmp(dot + 1, ACTIVATIONS_PREFIX, pl) != 0)
+        return;
+    char flow[FLOW_ID_MAX + 1];
+    snprintf(flow, sizeof flow, "%.*s", (int)(dot - id), id);
+    enum activation_status st = status_named(dot + 1 + pl);
+    if ((unsigned)st == 0)
+        return;
+    /* health_count_runs adds to the total too; the total has its own counter. */
+    h->runs[st] -= (unsigned long long)value;
+    health_count_runs(h, flow, st, (unsigned long long)value);
+}
+
+static int load_counters(sqlite3 *db, struct health *h, char *err, size_t err_cap)
+{
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "SELECT name, value FROM health_counters ORDER BY name", &st, err,
+                    err_cap) != 0)
+        return -1;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        count_one(h, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1));
+    sql_release(st);
+    return rc == SQLITE_DONE ? 0 : sql_fail(db, err, err_cap);
+}
+
+/* run_states overall into root, and per flow into root.flows.<id>.run_states. */
+static int add_run_states(sqlite3 *db, json_t *root, char *err, size_t err_cap)
+{
+    json_t *all = json_object();
+    json_t *flows = json_object_get(root, "flows");
+    for (int st = RUN_PENDING; st <= RUN_CANCELLED; st++)
+        json_object_set_new(all, run_state_name((enum run_state)st), json_integer(0));
+    json_object_set_new(root, "run_states", all);
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "SELECT flow_id, state, count(*) FROM runs GROUP BY flow_id, state",
+                    &st, err, err_cap) != 0)
+        return -1;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *flow = (const char *)sqlite3_column_text(st, 0);
+        const char *state = (const char *)sqlite3_column_text(st, 1);
+        json_int_t n = sqlite3_column_int64(st, 2);
+        json_int_t before = json_integer_value(json_object_get(all, state));
+        json_object_set_new(all, state, json_integer(before + n));
+        json_t *f = json_object_get(flows, flow);
+        if (f == NULL) {
+            f = json_object();
+            json_object_set_new(flows, flow, f);
+        }
+        json_t *states = json_object_get(f, "run_states");
+        if (states == NULL) {
+            states = json_object();
+            json_object_set_new(f, "run_states", states);
+        }
+        json_object_set_new(states, state, json_integer(n));
+    }
+    sql_release(st);
+    return rc == SQLITE_DONE ? 0 : sql_fail(db, err, err_cap);
+}
+
+void *health_store_json(struct store *s, enum landlock_policy landlock, char *err,
+                        size_t err_cap)
+{
+    struct health h;
+    health_init(&h, landlock);
+    sqlite3 *db = store_db(s);
+    json_t *root = NULL;
+    if (load_counters(db, &h, err, err_cap) == 0) {
+        root = health_to_json(&h);
+        if (root == NULL)
+            error_line(err, err_cap, "out of memory");
+        else if (add_run_states(db, root, err, err_cap) != 0) {
+            json_decref(root);
+            root = NULL;
+        }
+    }
+    health_free(&h);
+    return root;
+}

@@ -1,0 +1,361 @@
+#include "store/journal.h"
+
+#include "base/error_line.h"
+#include "store/sql.h"
+#include "store/store.h"
+
+#include <inttypes.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KEY_TAG "basal idempotency key v1"
+
+static const char *const CLASS_NAMES[] = {
+    [JOURNAL_SYNC] = "sync",         [JOURNAL_LOCAL] = "local",
+    [JOURNAL_QUERY] = "query",       [JOURNAL_MUTATION] = "mutation",
+    [JOURNAL_KEYED_MUTATION] = "keyed_mutation",
+};
+static const char *const STATE_NAMES[] = {
+    [JOURNAL_PENDING] = "pending", [JOURNAL_SETTLED] = "settled", [JOURNAL_UNKNOWN] = "unknown"};
+
+const char *journal_class_name(enum journal_class cls)
+{
+    return (unsigned)cls < 5 ? CLASS_NAMES[cls] : "query";
+}
+
+const char *journal_state_name(enum journal_state state)
+{
+    return (unsigned)state < 3 ? STATE_NAMES[state] : "pending";
+}
+
+static enum journal_class class_parse(const char *name)
+{
+    for (unsigned i = 0; i < 5; i++)
+        if (name != NULL && strcmp(name, CLASS_NAMES[i]) == 0)
+            return (enum journal_class)i;
+    return JOURNAL_MUTATION; /* the schema admits no other name; the safest reading */
+}
+
+static enum journal_state state_parse(const char *name)
+{
+    if (name != NULL && strcmp(name, "settled") == 0)
+        return JOURNAL_SETTLED;
+    if (name != NULL && strcmp(name, "unknown") == 0)
+        return JOURNAL_UNKNOWN;
+    return JOURNAL_PENDING; /* pending, or the unused dispatched */
+}
+
+void journal_entry_free(struct journal_entry *e)
+{
+    if (e == NULL)
+        return;
+    free(e->kind);
+    free(e->args);
+    free(e->value);
+    e->kind = e->args = e->value = NULL;
+}
+
+void journal_entries_free(struct journal_entry *list, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        journal_entry_free(&list[i]);
+    free(list);
+}
+
+/* ---- digests and keys ------------------------------------------------------------- */
+
+static void hex(const unsigned char *bytes, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[bytes[i] >> 4];
+        out[2 * i + 1] = digits[bytes[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+/* SHA-256 over parts, each given as (bytes, len); a NULL part ends the list. */
+static int sha256_hex(const void *const *parts, const size_t *lens, size_t n, char *out)
+{
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    unsigned char digest[32];
+    unsigned len = 0;
+    int ok = md != NULL && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = lens[i] == 0 || EVP_DigestUpdate(md, parts[i], lens[i]) == 1;
+    ok = ok && EVP_DigestFinal_ex(md, digest, &len) == 1 && len == sizeof digest;
+    EVP_MD_CTX_free(md);
+    if (!ok)
+        return -1;
+    hex(digest, sizeof digest, out);
+    return 0;
+}
+
+int journal_digest(const void *bytes, size_t len, char out[JOURNAL_DIGEST_HEX + 1])
+{
+    const void *parts[1] = {bytes};
+    size_t lens[1] = {len};
+    return sha256_hex(parts, lens, 1, out);
+}
+
+int journal_idempotency_key(const char *flow, int64_t run_id, const char *trigger_id,
+                            uint32_t position, char out[JOURNAL_KEY_HEX + 1])
+{
+    char numbers[64];
+    int n = snprintf(numbers, sizeof numbers, "%" PRId64 "\n%" PRIu32, run_id, position);
+    /* Each part ends in a byte no part contains ('\n' after the numbers, NUL after
+     * the strings), so different tuples never hash the same bytes. */
+    const void *parts[4] = {KEY_TAG, flow, trigger_id, numbers};
+    size_t lens[4] = {sizeof KEY_TAG, strlen(flow) + 1, strlen(trigger_id) + 1, (size_t)n};
+    return sha256_hex(parts, lens, 4, out);
+}
+
+/* ---- reading ---------------------------------------------------------------------- */
+
+static int entry_read(sqlite3_stmt *st, struct journal_entry *e)
+{
+    memset(e, 0, sizeof *e);
+    e->position = (uint32_t)sqlite3_column_int64(st, 0);
+    const char *text = (const char *)sqlite3_column_text(st, 3);
+    snprintf(e->digest, sizeof e->digest, "%s", text != NULL ? text : "");
+    text = (const char *)sqlite3_column_text(st, 4);
+    snprintf(e->key, sizeof e->key, "%s", text != NULL ? text : "");
+    e->cls = class_parse((const char *)sqlite3_column_text(st, 5));
+    e->state = state_parse((const char *)sqlite3_column_text(st, 6));
+    const char *settlement = (const char *)sqlite3_column_text(st, 7);
+    int value_col = 8;
+    if (settlement == NULL) { /* not delivered: the mailbox's, if any */
+        settlement = (const char *)sqlite3_column_text(st, 10);
+        value_col = 11;
+    }
+    e->has_outcome = settlement != NULL;
+    e->settlement = settlement != NULL && strcmp(settlement, "fulfilled") == 0
+                        ? PROTO_SETTLEMENT_FULFILLED
+                        : PROTO_SETTLEMENT_REJECTED;
+    e->delivery_order =
+        sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9);
+    if (sql_column_dup(st, 1, &e->kind, NULL) != 0 ||
+        sql_column_dup(st, 2, &e->args, &e->args_len) != 0 ||
+        (e->has_outcome && sql_column_dup(st, value_col, &e->value, NULL) != 0) ||
+        e->kind == NULL || e->args == NULL) {
+        journal_entry_free(e);
+        return -1;
+    }
+    return 0;
+}
+
+static int entry_read_row(sqlite3_stmt *st, void *elem)
+{
+    return entry_read(st, elem);
+}
+
+static void entry_drop(void *elem)
+{
+    journal_entry_free(elem);
+}
+
+int journal_load(struct store *s, int64_t run_id, struct journal_entry **rows,
+                 size_t *count, char *err, size_t err_cap)
+{
+    *rows = NULL;
+    *count = 0;
+    sqlite3 *db = store_db(s);
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "SELECT j.position, j.kind, j.args, j.args_digest, j.idempotency_key,"
+                        " j.class, j.state, j.settlement, j.value, j.delivery_order,"
+                        " m.settlement, m.value FROM journal j LEFT JOIN mailbox m"
+                        " ON m.run_id = j.run_id AND m.position = j.position"
+                        " WHERE j.run_id = ?1 ORDER BY j.position", &st, err, err_cap) != 0)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    void *list;
+    if (sql_collect(db, st, sizeof **rows, entry_read_row, entry_drop, &list, count, err,
+                    err_cap) != 0)
+        return -1;
+    *rows = list;
+    return 0;
+}
+
+/* ---- writing ---------------------------------------------------------------------- */
+
+int journal_insert(struct store *s, int64_t run_id, const struct journal_entry *e, char *err,
+                   size_t err_cap)
+{
+    sqlite3 *db = store_db(s);
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "INSERT INTO journal (run_id, position, kind, args, args_digest,"
+                        " idempotency_key, class, state, created_at)"
+                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8)",
+                    &st, err, err_cap) != 0)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, e->position);
+    sqlite3_bind_text(st, 3, e->kind, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 4, e->args, (int)e->args_len, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, e->digest, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, e->key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 7, journal_class_name(e->cls), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 8, sql_now_ms());
+    return sql_run(db, st, err, err_cap);
+}
+
+static const char *settlement_name(enum proto_settlement settlement)
+{
+    return settlement == PROTO_SETTLEMENT_FULFILLED ? "fulfilled" : "rejected";
+}
+
+int journal_mailbox_put(struct store *s, int64_t run_id, uint32_t position,
+                        enum proto_settlement settlement, const char *value, char *err,
+                        size_t err_cap)
+{
+    sqlite3 *db = store_db(s);
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "INSERT OR REPLACE INTO mailbox (run_id, position, settlement, value,"
+                        " arrived_at) VALUES (?1, ?2, ?3, ?4, ?5)", &st, err, err_cap) != 0)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, position);
+    sqlite3_bind_text(st, 3, settlement_name(settlement), -1, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 4, value, (int)strlen(value), SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, sql_now_ms());
+    return sql_run(db, st, err, err_cap);
+}
+
+static int delete_mailbox(sqlite3 *db, int64_t run_id, uint32_t position, char *err,
+                          size_t err_cap)
+{
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "DELETE FROM mailbox WHERE run_id = ?1 AND position = ?2", &st, err,
+                    err_cap) != 0)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, position);
+    return sql_run(db, st, err, err_cap);
+}
+
+int journal_deliver(struct store *s, int64_t run_id, uint32_t position,
+                    enum proto_settlement settlement, const char *value, int64_t order,
+                    char *err, size_t err_cap)
+{
+    sqlite3 *db = store_db(s);
+    if (delete_mailbox(db, run_id, position, err, err_cap) != 0)
+        return -1;
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "UPDATE journal SET state = 'settled', settlement = ?3, value = ?4,"
+                        " delivery_order = ?5, settled_at = ?6"
+                        " WHERE run_id = ?1 AND position = ?2", &st, err, err_cap) != 0)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, position);
+    sqlite3_bind_text(st, 3, settlement_name(settlement), -1, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 4, value, (int)strlen(value), SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, order);
+    sqlite3_bind_int64(st, 6, sql_now_ms());
+    if (sql_run(db, st, err, err_cap) != 0)
+        return -1;
+    if (sqlite3_changes(db) != 1)
+        return error_line(err, err_cap, "journal: run %" PRId64 " has no position %" PRIu32,
+                          run_id, position);
+    return 0;
+}
+
+static int exec_position(sqlite3 *db, const char *sql, int64_t run_id, uint32_t position,
+                         char *err, size_t err_cap)
+{
+    sqlite3_stmt *st;
+    if (sql_prepare(db, sql, &st, err, err_cap) != 0)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, position);
+    return sql_run(db, st, err, err_cap);
+}
+
+int journal_mark_unknown(struct store *s, int64_t run_id, uint32_t position, char *err,
+                         size_t err_cap)
+{
+    return exec_position(store_db(s),
+                         "UPDATE journal SET state = 'unknown' WHERE run_id = ?1 AND position = ?2",
+                         run_id, position, err, err_cap);
+}
+
+int journal_mark_pending(struct store *s, int64_t run_id, uint32_t position, char *err,
+                         size_t err_cap)
+{
+    return exec_position(store_db(s),
+                         "UPDATE journal SET state = 'pending' WHERE run_id = ?1 AND position = ?2",
+                         run_id, position, err, err_cap);
+}
+
+int journal_forget(struct store *s, int64_t run_id, uint32_t position, char *err,
+                   size_t err_cap)
+{
+    sqlite3 *db = store_db(s);
+    if (delete_mailbox(db, run_id, position, err, err_cap) != 0)
+        return -1;
+    return exec_position(db, "DELETE FROM journal WHERE run_id = ?1 AND position = ?2", run_id,
+                         position, err, err_cap);
+}
+
+/* ---- the prefix ------------------------------------------------------------------- */
+
+static int unhex(const char *text, uint8_t *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned v = 0;
+        for (int k = 0; k < 2; k++) {
+            char c = text[2 * i + (size_t)k];
+            unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0')
+                         : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) : 16u;
+            if (d == 16)
+                return -1;
+            v = v * 16 + d;
+        }
+        out[i] = (uint8_t)v;
+    }
+    return text[2 * n] == '\0' ? 0 : -1;
+}
+
+static int by_order(const void *a, const void *b)
+{
+    uint32_t x = ((const struct proto_recorded_entry *)a)->delivery_order;
+    uint32_t y = ((const struct proto_recorded_entry *)b)->delivery_order;
+    return x < y ? -1 : x > y;
+}
+
+int journal_prefix(const struct journal_entry *rows, size_t count,
+                   struct proto_recorded_entry **prefix, size_t *prefix_count)
+{
+    *prefix = NULL;
+    *prefix_count = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++)
+        if (rows[i].state == JOURNAL_SETTLED && rows[i].delivery_order >= 0)
+            n++;
+    if (n == 0)
+        return 0;
+    struct proto_recorded_entry *list = calloc(n, sizeof *list);
+    if (list == NULL)
+        return -1;
+    size_t k = 0;
+    for (size_t i = 0; i < count; i++) {
+        const struct journal_entry *e = &rows[i];
+        if (e->state != JOURNAL_SETTLED || e->delivery_order < 0)
+            continue;
+        struct proto_recorded_entry *p = &list[k++];
+        p->position = e->position;
+        p->kind = proto_text_of(e->kind);
+        p->settlement = e->settlement;
+        p->value = proto_text_of(e->value != NULL ? e->value : "null");
+        p->delivery_order = (uint32_t)e->delivery_order;
+        if (unhex(e->digest, p->args_digest, PROTO_DIGEST_BYTES) != 0) {
+            free(list);
+            return -1;
+        }
+    }
+    qsort(list, n, sizeof *list, by_order);
+    *prefix = list;
+    *prefix_count = n;
+    return 0;
+}

@@ -1,0 +1,150 @@
+#include "store/kv_store.h"
+
+#include "base/error_line.h"
+#include "store/sql.h"
+#include "store/store.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool kv_store_handles(const char *kind)
+{
+    return strcmp(kind, "kv.get") == 0 || strcmp(kind, "kv.set") == 0 ||
+           strcmp(kind, "kv.delete") == 0;
+}
+
+/* The key argument, or NULL after rejecting *out. *rc gets host_reject's result. */
+static const char *key_arg(const json_t *args, const char *kind, struct host_settlement *out,
+                           int *rc)
+{
+    const json_t *k = json_array_get(args, 0);
+    if (!json_is_string(k)) {
+        *rc = host_reject(out, HOST_CODE_INVALID_ARGUMENTS, "%s: the key must be a string", kind);
+        return NULL;
+    }
+    size_t len = json_string_length(k);
+    if (len == 0 || memchr(json_string_value(k), '\0', len) != NULL) {
+        *rc = host_reject(out, HOST_CODE_INVALID_ARGUMENTS,
+                          "%s: the key must be 1 to %u bytes without NUL", kind, KV_KEY_MAX_BYTES);
+        return NULL;
+    }
+    if (len > KV_KEY_MAX_BYTES) {
+        *rc = host_reject(out, HOST_CODE_TOO_LARGE, "%s: the key is %zu bytes, over %u", kind,
+                          len, KV_KEY_MAX_BYTES);
+        return NULL;
+    }
+    return json_string_value(k);
+}
+
+static int kv_get(sqlite3 *db, const char *flow, const char *key, struct host_settlement *out,
+                  char *err, size_t err_cap)
+{
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "SELECT value FROM kv WHERE flow_id = ?1 AND key = ?2", &st, err,
+                    err_cap) != 0)
+        return -1;
+    sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    int ret;
+    if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+        const char *value = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : "null";
+        ret = host_fulfil_text(out, value) == 0 ? 0 : error_line(err, err_cap, "out of memory");
+    } else {
+        ret = sql_fail(db, err, err_cap);
+    }
+    sql_release(st);
+    return ret;
+}
+
+/* Bytes flow holds now, keys and values, without key (which is being replaced). */
+static int flow_bytes(sqlite3 *db, const char *flow, const char *key, long long *bytes,
+                      char *err, size_t err_cap)
+{
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "SELECT coalesce(sum(length(CAST(key AS BLOB)) +"
+                        " length(CAST(value AS BLOB))), 0) FROM kv WHERE flow_id = ?1"
+                        " AND key <> ?2", &st, err, err_cap) != 0)
+        return -1;
+    sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *bytes = sqlite3_column_int64(st, 0);
+    sql_release(st);
+    return rc == SQLITE_ROW ? 0 : sql_fail(db, err, err_cap);
+}
+
+static int kv_set(sqlite3 *db, const char *flow, const char *key, const json_t *value,
+                  struct host_settlement *out, char *err, size_t err_cap)
+{
+    if (value == NULL)
+        return host_reject(out, HOST_CODE_INVALID_ARGUMENTS, "kv.set: missing the value") == 0
+                   ? 0 : error_line(err, err_cap, "out of memory");
+    char *text = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (text == NULL)
+        return error_line(err, err_cap, "out of memory");
+    size_t len = strlen(text);
+    long long held = 0;
+    int ret = 0;
+    if (len > KV_VALUE_MAX_BYTES) {
+        ret = host_reject(out, HOST_CODE_TOO_LARGE, "kv.set: the value is %zu bytes of JSON,"
+                          " over %u", len, KV_VALUE_MAX_BYTES);
+    } else if (flow_bytes(db, flow, key, &held, err, err_cap) != 0) {
+        free(text);
+        return -1;
+    } else if (held + (long long)strlen(key) + (long long)len > KV_FLOW_MAX_BYTES) {
+        ret = host_reject(out, HOST_CODE_TOO_LARGE, "kv.set: the flow would hold %lld bytes,"
+                          " over %u", held + (long long)strlen(key) + (long long)len,
+                          KV_FLOW_MAX_BYTES);
+    } else {
+        sqlite3_stmt *st;
+        if (sql_prepare(db, "INSERT OR REPLACE INTO kv (flow_id, key, value) VALUES (?1, ?2, ?3)",
+                        &st, err, err_cap) != 0) {
+            free(text);
+            return -1;
+        }
+        sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, text, (int)len, SQLITE_STATIC);
+        if (sql_run(db, st, err, err_cap) != 0) {
+            free(text);
+            return -1;
+        }
+        ret = host_fulfil_text(out, "null");
+    }
+    free(text);
+    return ret == 0 ? 0 : error_line(err, err_cap, "out of memory");
+}
+
+static int kv_delete(sqlite3 *db, const char *flow, const char *key,
+                     struct host_settlement *out, char *err, size_t err_cap)
+{
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "DELETE FROM kv WHERE flow_id = ?1 AND key = ?2", &st, err, err_cap) != 0)
+        return -1;
+    sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+    if (sql_run(db, st, err, err_cap) != 0)
+        return -1;
+    if (host_fulfil_text(out, sqlite3_changes(db) > 0 ? "true" : "false") != 0)
+        return error_line(err, err_cap, "out of memory");
+    return 0;
+}
+
+int kv_store_call(struct store *s, const char *flow, const char *kind, const void *args,
+                  struct host_settlement *out, char *err, size_t err_cap)
+{
+    const json_t *array = args;
+    sqlite3 *db = store_db(s);
+    int rc = 0;
+    const char *key = key_arg(array, kind, out, &rc);
+    if (key == NULL)
+        return rc == 0 ? 0 : error_line(err, err_cap, "out of memory");
+    if (strcmp(kind, "kv.get") == 0)
+        return kv_get(db, flow, key, out, err, err_cap);
+    if (strcmp(kind, "kv.set") == 0)
+        return kv_set(db, flow, key, json_array_get(array, 1), out, err, err_cap);
+    return kv_delete(db, flow, key, out, err, err_cap);
+}

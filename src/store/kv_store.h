@@ -1,0 +1,35 @@
+/* kv.get, kv.set and kv.delete for flows, served by the parent from the store's kv
+ * table inside the caller's (the journal's) transaction, so a value and the journal
+ * row of the call that wrote it commit together (basal.md section 6).
+ *
+ *   kv.get(key)         -> the stored value, or null
+ *   kv.set(key, value)  -> null; value is any JSON value, stored as compact JSON text
+ *   kv.delete(key)      -> true if the key existed, else false
+ *
+ * Limits: a key is a string of 1..256 bytes of UTF-8; a value at most 64 KiB of JSON;
+ * a flow's keys and values together at most 1 MiB. Over a limit: HostError too_large;
+ * a wrong argument: invalid_arguments. */
+#ifndef BASAL_STORE_KV_STORE_H
+#define BASAL_STORE_KV_STORE_H
+
+#include "host/host.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define KV_KEY_MAX_BYTES 256u
+#define KV_VALUE_MAX_BYTES (64u << 10)
+#define KV_FLOW_MAX_BYTES (1u << 20)
+
+struct store;
+
+/* True for "kv.get", "kv.set", "kv.delete". */
+bool kv_store_handles(const char *kind);
+
+/* Performs kind for flow with args (a jansson json_t * array) in the caller's
+ * transaction. Fills *out (fulfilled or rejected) and returns 0; returns -1 with a
+ * reason in err on a store error or no memory (the caller rolls back). */
+int kv_store_call(struct store *s, const char *flow, const char *kind, const void *args,
+                  struct host_settlement *out, char *err, size_t err_cap);
+
+#endif

@@ -1,0 +1,407 @@
+#include "store/runs.h"
+
+#include "base/error_line.h"
+#include "store/sql.h"
+#include "store/store.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+static const char *const STATE_NAMES[] = {
+    [RUN_PENDING] = "pending",          [RUN_RUNNING] = "running",
+    [RUN_SUSPENDED] = "suspended",      [RUN_NEEDS_RECONCILE] = "needs_reconcile",
+    [RUN_SUCCEEDED] = "succeeded",      [RUN_FAILED] = "failed",
+    [RUN_CANCELLED] = "cancelled",
+};
+
+const char *run_state_name(enum run_state state)
+{
+    if ((unsigned)state < sizeof STATE_NAMES / sizeof STATE_NAMES[0])
+        return STATE_NAMES[state];
+    return "unknown";
+}
+
+static enum run_state state_parse(const char *name)
+{
+    for (unsigned i = 0; i < sizeof STATE_NAMES / sizeof STATE_NAMES[0]; i++)
+        if (name != NULL && strcmp(name, STATE_NAMES[i]) == 0)
+            return (enum run_state)i;
+    return RUN_FAILED; /* the schema's CHECK admits no other name */
+}
+
+bool run_state_is_end(enum run_state state)
+{
+    return state == RUN_SUCCEEDED || state == RUN_FAILED || state == RUN_CANCELLED;
+}
+
+void run_row_free(struct run_row *r)
+{
+    if (r == NULL)
+        return;
+    free(r->trigger);
+    free(r->result);
+    free(r->error);
+    r->trigger = r->result = r->error = NULL;
+}
+
+/* ---- owners ----------------------------------------------------------------------- */
+
+/* Field 22 of /proc/pid/stat (start time in clock ticks), or 0 if unreadable. */
+static unsigned long long process_start(long pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return 0;
+    char buf[1024];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* The command name may hold spaces and ')': fields restart after the last ')'. */
+    const char *p = strrchr(buf, ')');
+    if (p == NULL)
+        return 0;
+    p++;
+    for (int field = 3; field < 22 && p != NULL; field++)
+        p = strchr(p + 1, ' ');
+    return p != NULL ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+void runs_owner_self(char out[RUN_OWNER_MAX + 1])
+{
+    long pid = (long)getpid();
+    snprintf(out, RUN_OWNER_MAX + 1, "pid:%ld:%llu", pid, process_start(pid));
+}
+
+bool runs_owner_alive(const char *owner)
+{
+    if (owner == NULL || strncmp(owner, "pid:", 4) != 0)
+        return false;
+    char *end;
+    long pid = strtol(owner + 4, &end, 10);
+    if (end == owner + 4 || *end != ':' || pid <= 0)
+        return false;
+    const char *start_text = end + 1;
+    unsigned long long start = strtoull(start_text, &end, 10);
+    if (end == start_text || *end != '\0' || start == 0)
+        return false;
+    return process_start(pid) == start;
+}
+
+/* ---- reading ---------------------------------------------------------------------- */
+
+#define RUN_COLUMNS                                                                      \
+    "id, flow_id, version, trigger_id, trigger, state, owner, generation, result, error," \
+    " created_at, updated_at"
+
+static int row_read(sqlite3_stmt *st, struct run_row *r)
+{
+    memset(r, 0, sizeof *r);
+    r->id = sqlite3_column_int64(st, 0);
+    const char *text = (const char *)sqlite3_column_text(st, 1);
+    snprintf(r->flow_id, sizeof r->flow_id, "%s", text != NULL ? text : "");
+    r->version = sqlite3_column_int64(st, 2);
+    text = (const char *)sqlite3_column_text(st, 3);
+    snprintf(r->trigger_id, sizeof r->trigger_id, "%s", text != NULL ? text : "");
+    r->state = state_parse((const char *)sqlite3_column_text(st, 5));
+    text = (const char *)sqlite3_column_text(st, 6);
+    snprintf(r->owner, sizeof r->owner, "%s", text != NULL ? text : "");
+    r->generation = sqlite3_column_int64(st, 7);
+    r->created_at = sqlite3_column_int64(st, 10);
+    r->updated_at = sqlite3_column_int64(st, 11);
+    if (sql_column_dup(st, 4, &r->trigger, NULL) != 0 ||
+        sql_column_dup(st, 8, &r->result, NULL) != 0 ||
+        sql_column_dup(st, 9, &r->error, NULL) != 0) {
+        run_row_free(r);
+        return -1;
+    }
+    return 0;
+}
+
+static int row_read_elem(sqlite3_stmt *st, void *elem)
+{
+    return row_read(st, elem);
+}
+
+static void row_drop(void *elem)
+{
+    run_row_free(elem);
+}
+
+int runs_get(struct store *s, int64_t id, struct run_row *out, char *err, size_t err_cap)
+{
+    memset(out, 0, sizeof *out);
+    sqlite3 *db = store_db(s);
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "SELECT " RUN_COLUMNS " FROM runs WHERE id = ?1", &st, err, err_cap) != 0)
+        return -1;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    int ret = 0;
+    if (rc == SQLITE_ROW)
+        ret = row_read(st, out) == 0 ? 1 : error_line(err, err_cap, "out of memory");
+    else if (rc != SQLITE_DONE)
+        ret = sql_fail(db, err, err_cap);
+    sql_release(st);
+    return ret;
+}
+
+int runs_list(struct store *s, const char *flow, struct run_row **rows, size_t *count,
+              char *err, size_t err_cap)
+{
+    *rows = NULL;
+    *count = 0;
+    sqlite3 *db = store_db(s);
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "SELECT " RUN_COLUMNS " FROM runs WHERE ?1 IS NULL OR flow_id = ?1"
+                        " ORDER BY id", &st, err, err_cap) != 0)
+        return -1;
+    sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
+    void *list;
+    if (sql_collect(db, st, sizeof **rows, row_read_elem, row_drop, &list, count, err,
+                    err_cap) != 0)
+        return -1;
+    *rows = list;
+    return 0;
+}
+
+/* A running run whose owner is alive is not recover's: skipped. */
+static int recoverable_read(sqlite3_stmt *st, void *elem)
+{
+    const char *state = (const char *)sqlite3_column_text(st, 1);
+    const char *owner = (const char *)sqlite3_column_text(st, 2);
+    if (state != NULL && strcmp(state, "running") == 0 && runs_owner_alive(owner))
+        return 1;
+    *(int64_t *)elem = sqlite3_column_int64(st, 0);
+    return 0;
+}
+
+int runs_recoverable(struct store *s, int64_t **ids, size_t *count, char *err, size_t err_cap)
+{
+    *ids = NULL;
+    *count = 0;
+    sqlite3 *db = store_db(s);
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "SELECT id, state, owner FROM runs WHERE state IN ('pending', 'running')"
+                        " ORDER BY id", &st, err, err_cap) != 0)
+        return -1;
+    void *list;
+    if (sql_collect(db, st, sizeof **ids, recoverable_read, NULL, &list, count, err, err_cap) != 0)
+        return -1;
+    *ids = list;
+    return 0;
+}
+
+/* ---- admission -------------------------------------------------------------------- */
+
+static int random_trigger_id(char out[RUN_TRIGGER_ID_MAX + 1])
+{
+    unsigned char bytes[16];
+    if (getrandom(bytes, sizeof bytes, 0) != (ssize_t)sizeof bytes)
+        return -1;
+    int at = snprintf(out, RUN_TRIGGER_ID_MAX + 1, "manual-");
+    for (size_t i = 0; i < sizeof bytes; i++)
+        at += snprintf(out + at, RUN_TRIGGER_ID_MAX + 1 - (size_t)at, "%02x", bytes[i]);
+    return 0;
+}
+
+/* An unfinished run of flow, as "run N is STATE", or "" if none. */
+static int unfinished_run(sqlite3 *db, const char *flow, char *what, size_t cap, char *err,
+                          size_t err_cap)
+{
+    what[0] = '\0';
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "SELECT id, state FROM runs WHERE flow_id = ?1 AND state NOT IN"
+                        " ('succeeded', 'failed', 'cancelled') ORDER BY id LIMIT 1",
+                    &st, err, err_cap) != 0)
+        return -1;
+    sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        snprintf(what, cap, "run %" PRId64 " is %s", (int64_t)sqlite3_column_int64(st, 0),
+                 (const char *)sqlite3_column_text(st, 1));
+    sql_release(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : sql_fail(db, err, err_cap);
+}
+
+static int admit_in_txn(sqlite3 *db, const char *flow, int64_t version, const char *trigger,
+                        const char *trigger_id, int64_t *run_id, char *err, size_t err_cap)
+{
+    char what[96];
+    if (unfinished_run(db, flow, what, sizeof what, err, err_cap) != 0)
+        return -1;
+    if (what[0] != '\0')
+        return error_line(err, err_cap,
+                          "flow '%s': %s (runs of a flow execute one at a time; finish it with"
+                          " ck-basal recover or flow reconcile)", flow, what);
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "INSERT INTO runs (flow_id, version, trigger_id, trigger, state,"
+                        " created_at, updated_at) VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?5)"
+                        " ON CONFLICT (flow_id, trigger_id) DO NOTHING",
+                    &st, err, err_cap) != 0)
+        return -1;
+    sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, version);
+    sqlite3_bind_text(st, 3, trigger_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, trigger != NULL ? trigger : "{}", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, sql_now_ms());
+    if (sql_run(db, st, err, err_cap) != 0)
+        return -1;
+    if (sqlite3_changes(db) == 0)
+        return error_line(err, err_cap, "flow '%s': trigger id '%s' was already admitted", flow,
+                          trigger_id);
+    *run_id = sqlite3_last_insert_rowid(db);
+    return 0;
+}
+
+static int claim_in_txn(struct store *s, int64_t id, int64_t *generation, int64_t *seq,
+                        char *err, size_t err_cap);
+
+/* Admits, and claims too when claim is not NULL, in one transaction. */
+static int admit(struct store *s, const char *flow, int64_t version, const char *trigger,
+                 const char *trigger_id, int64_t *run_id, struct run_claim *claim, char *err,
+                 size_t err_cap)
+{
+    char generated[RUN_TRIGGER_ID_MAX + 1];
+    if (trigger_id == NULL) {
+        if (random_trigger_id(generated) != 0)
+            return error_line(err, err_cap, "getrandom failed");
+        trigger_id = generated;
+    }
+    if (store_begin_txn(s, err, err_cap) != 0)
+        return -1;
+    int rc = admit_in_txn(store_db(s), flow, version, trigger, trigger_id, run_id, err, err_cap);
+    if (rc == 0 && claim != NULL)
+        rc = claim_in_txn(s, *run_id, &claim->generation, &claim->activation_seq, err, err_cap);
+    return store_end_txn(s, rc, err, err_cap);
+}
+
+int runs_admit(struct store *s, const char *flow, int64_t version, const char *trigger,
+               const char *trigger_id, int64_t *run_id, char *err, size_t err_cap)
+{
+    return admit(s, flow, version, trigger, trigger_id, run_id, NULL, err, err_cap);
+}
+
+int runs_admit_claimed(struct store *s, const char *flow, int64_t version, const char *trigger,
+                       const char *trigger_id, int64_t *run_id, struct run_claim *claim,
+                       char *err, size_t err_cap)
+{
+    return admit(s, flow, version, trigger, trigger_id, run_id, claim, err, err_cap);
+}
+
+/* ---- claims and fenced writes ----------------------------------------------------- */
+
+static int claim_in_txn(struct store *s, int64_t id, int64_t *generation, int64_t *seq,
+                        char *err, size_t err_cap)
+{
+    struct run_row r;
+    int found = runs_get(s, id, &r, err, err_cap);
+    if (found <= 0)
+        return found == 0 ? error_line(err, err_cap, "unknown run %" PRId64, id) : -1;
+    int ret = 0;
+    if (r.state == RUN_RUNNING && runs_owner_alive(r.owner))
+        ret = error_line(err, err_cap, "run %" PRId64 " is being driven by live process %s", id,
+                         r.owner);
+    else if (r.state != RUN_PENDING && r.state != RUN_RUNNING)
+        ret = error_line(err, err_cap, "run %" PRId64 " is %s, not pending or running", id,
+                         run_state_name(r.state));
+    int64_t next = r.generation + 1;
+    run_row_free(&r);
+    if (ret != 0)
+        return -1;
+    sqlite3 *db = store_db(s);
+    char owner[RUN_OWNER_MAX + 1];
+    runs_owner_self(owner);
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "UPDATE runs SET state = 'running', owner = ?2, generation = ?3,"
+                        " updated_at = ?4 WHERE id = ?1", &st, err, err_cap) != 0)
+        return -1;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_text(st, 2, owner, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, next);
+    sqlite3_bind_int64(st, 4, sql_now_ms());
+    if (sql_run(db, st, err, err_cap) != 0)
+        return -1;
+    if (sql_prepare(db, "INSERT INTO activations (run_id, seq, started_at) VALUES (?1,"
+                        " (SELECT coalesce(max(seq), 0) + 1 FROM activations WHERE run_id = ?1),"
+                        " ?2) RETURNING seq", &st, err, err_cap) != 0)
+        return -1;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int64(st, 2, sql_now_ms());
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *seq = sqlite3_column_int64(st, 0);
+    sql_release(st);
+    if (rc != SQLITE_ROW)
+        return sql_fail(db, err, err_cap);
+    *generation = next;
+    return 0;
+}
+
+int runs_claim(struct store *s, int64_t id, int64_t *generation, int64_t *activation_seq,
+               char *err, size_t err_cap)
+{
+    if (store_begin_txn(s, err, err_cap) != 0)
+        return -1;
+    return store_end_txn(s, claim_in_txn(s, id, generation, activation_seq, err, err_cap), err,
+                         err_cap);
+}
+
+int runs_fence(struct store *s, int64_t id, int64_t generation, char *err, size_t err_cap)
+{
+    sqlite3 *db = store_db(s);
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "SELECT generation FROM runs WHERE id = ?1", &st, err, err_cap) != 0)
+        return -1;
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    int64_t now = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    sql_release(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return sql_fail(db, err, err_cap);
+    if (now != generation)
+        return error_line(err, err_cap, "run %" PRId64 " was taken over by another process", id);
+    return 0;
+}
+
+int runs_set_state(struct store *s, int64_t id, int64_t generation, enum run_state state,
+                   const char *result, const char *error, char *err, size_t err_cap)
+{
+    if (runs_fence(s, id, generation, err, err_cap) != 0)
+        return -1;
+    sqlite3 *db = store_db(s);
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "UPDATE runs SET state = ?2, result = ?3, error = ?4, updated_at = ?5,"
+                        " owner = CASE WHEN ?2 = 'running' THEN owner END WHERE id = ?1",
+                    &st, err, err_cap) != 0)
+        return -1;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_text(st, 2, run_state_name(state), -1, SQLITE_STATIC);
+    if (result != NULL)
+        sqlite3_bind_blob(st, 3, result, (int)strlen(result), SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, error, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, sql_now_ms());
+    return sql_run(db, st, err, err_cap);
+}
+
+int runs_end_activation(struct store *s, int64_t id, int64_t seq, const char *outcome,
+                        long pid, char *err, size_t err_cap)
+{
+    sqlite3 *db = store_db(s);
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "UPDATE activations SET outcome = ?3, worker_pid = ?4, ended_at = ?5"
+                        " WHERE run_id = ?1 AND seq = ?2", &st, err, err_cap) != 0)
+        return -1;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int64(st, 2, seq);
+    sqlite3_bind_text(st, 3, outcome, -1, SQLITE_STATIC);
+    if (pid > 0)
+        sqlite3_bind_int64(st, 4, pid);
+    sqlite3_bind_int64(st, 5, sql_now_ms());
+    return sql_run(db, st, err, err_cap);
+}

@@ -1,0 +1,119 @@
+/* Runs of flows on the store (basal.md section 6).
+ *
+ * States: pending (admitted, not started), running (one owner drives it; its
+ * generation fences every write), suspended, needs_reconcile (a mutation is in
+ * doubt; the operator settles it with flow reconcile), and the ends succeeded,
+ * failed, cancelled.
+ *
+ * A flow's runs execute one at a time in admission order: a run is admitted only
+ * when no earlier run of its flow is unfinished. Admission deduplicates on
+ * (flow, trigger id).
+ *
+ * The owner is "pid:<pid>:<start time in clock ticks>" of the process driving the
+ * run; a run left running by an owner that no longer exists (the same pid with the
+ * same start time) is the recover command's to resume. Claiming a run increments
+ * its generation; every later write of the run checks that the generation is still
+ * the claimer's (runs_fence), so a process that lost its claim writes nothing. */
+#ifndef BASAL_STORE_RUNS_H
+#define BASAL_STORE_RUNS_H
+
+#include "base/names.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct store;
+
+enum run_state {
+    RUN_PENDING = 0,
+    RUN_RUNNING,
+    RUN_SUSPENDED,
+    RUN_NEEDS_RECONCILE,
+    RUN_SUCCEEDED,
+    RUN_FAILED,
+    RUN_CANCELLED,
+};
+
+#define RUN_OWNER_MAX 64u
+#define RUN_TRIGGER_ID_MAX 128u
+
+struct run_row {
+    int64_t id;
+    char flow_id[FLOW_ID_MAX + 1];
+    int64_t version;
+    char trigger_id[RUN_TRIGGER_ID_MAX + 1];
+    char *trigger; /* JSON text */
+    enum run_state state;
+    char owner[RUN_OWNER_MAX + 1]; /* "" if none */
+    int64_t generation;
+    char *result; /* JSON text or NULL */
+    char *error;  /* one line or NULL */
+    int64_t created_at, updated_at; /* Unix ms */
+};
+
+void run_row_free(struct run_row *r);
+
+/* "pending", "running", ... Static storage. */
+const char *run_state_name(enum run_state state);
+/* True for succeeded, failed and cancelled. */
+bool run_state_is_end(enum run_state state);
+
+/* Admits a manual run of flow at version with trigger (JSON text, NULL: {}) and
+ * trigger_id (NULL: "manual-" and 32 random hex digits). Refused, with nothing
+ * stored, if an earlier run of the flow is unfinished or (flow, trigger_id) was
+ * already admitted. Returns 0 with *run_id, or -1 with a one-line reason. */
+int runs_admit(struct store *s, const char *flow, int64_t version, const char *trigger,
+               const char *trigger_id, int64_t *run_id, char *err, size_t err_cap);
+
+/* A claim on a run: the generation that fences its writes and the activation row. */
+struct run_claim {
+    int64_t generation;
+    int64_t activation_seq;
+};
+
+/* runs_admit and runs_claim in one transaction (one commit instead of two): the new
+ * run is running, owned by this process, at generation 1. 0 or -1 (nothing stored). */
+int runs_admit_claimed(struct store *s, const char *flow, int64_t version, const char *trigger,
+                       const char *trigger_id, int64_t *run_id, struct run_claim *claim,
+                       char *err, size_t err_cap);
+
+/* Reads run id. Returns 1 (found, *out filled), 0 (no such run), -1 (store error). */
+int runs_get(struct store *s, int64_t id, struct run_row *out, char *err, size_t err_cap);
+
+/* Runs by id, all or of one flow. *rows malloc'd (free each with run_row_free, then
+ * the array). Returns 0 or -1. */
+int runs_list(struct store *s, const char *flow, struct run_row **rows, size_t *count,
+              char *err, size_t err_cap);
+
+/* The ids of runs a recover drives, in admission order: pending ones, and running
+ * ones whose owner is gone. Returns 0 or -1. */
+int runs_recoverable(struct store *s, int64_t **ids, size_t *count, char *err, size_t err_cap);
+
+/* This process as an owner string. */
+void runs_owner_self(char out[RUN_OWNER_MAX + 1]);
+/* True if the process an owner string names still exists (same pid, same start). */
+bool runs_owner_alive(const char *owner);
+
+/* Claims run id for this process: the run must be pending, or running with an owner
+ * that is gone. Sets it running with this owner and generation + 1, and records a new
+ * activation row (seq, started_at), in one transaction. Returns 0 with *generation and
+ * *activation_seq, or -1 (refused or store error; nothing changed). */
+int runs_claim(struct store *s, int64_t id, int64_t *generation, int64_t *activation_seq,
+               char *err, size_t err_cap);
+
+/* Inside the caller's transaction: 0 if run id still has generation, else -1 with
+ * "run N was taken over by another process" (or a store error) in err. */
+int runs_fence(struct store *s, int64_t id, int64_t generation, char *err, size_t err_cap);
+
+/* Inside the caller's transaction, fenced: sets the state, result and error (either
+ * may be NULL) and updated_at. Returns 0 or -1. */
+int runs_set_state(struct store *s, int64_t id, int64_t generation, enum run_state state,
+                   const char *result, const char *error, char *err, size_t err_cap);
+
+/* Inside the caller's transaction: ends activation (run id, seq) with outcome and the
+ * worker's pid (0 if none). Returns 0 or -1. */
+int runs_end_activation(struct store *s, int64_t id, int64_t seq, const char *outcome,
+                        long pid, char *err, size_t err_cap);
+
+#endif

@@ -1,0 +1,47 @@
+/* Small helpers shared by the modules that own tables in the store: prepare a
+ * statement or describe the connection's last error as one line, and the wall clock
+ * in the store's unit (Unix milliseconds). */
+#ifndef BASAL_STORE_SQL_H
+#define BASAL_STORE_SQL_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Prepares sql on db into *st, reusing the statement compiled at an earlier call with
+ * the same db and the same sql pointer (pass string literals). Release it with
+ * sql_release, never sqlite3_finalize. Returns 0, or -1 with *st NULL and "store:
+ * <sqlite's message>" in err. */
+int sql_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, char *err, size_t err_cap);
+
+/* Resets a statement from sql_prepare for its next use (or finalizes one that was not
+ * kept). NULL is fine. */
+void sql_release(sqlite3_stmt *st);
+
+/* Finalizes every statement kept for db; store_close calls it before closing. */
+void sql_cache_drop(const sqlite3 *db);
+
+/* Writes "store: <sqlite's last message>" into err and returns -1. */
+int sql_fail(sqlite3 *db, char *err, size_t err_cap);
+
+/* Steps a statement from sql_prepare that returns no rows to its end and releases it.
+ * Returns 0, or -1 with the reason in err. */
+int sql_run(sqlite3 *db, sqlite3_stmt *st, char *err, size_t err_cap);
+
+/* Column i as a malloc'd NUL-terminated copy (NULL for SQL NULL); *len (if not NULL)
+ * gets its byte length. Returns -1 on no memory, else 0. */
+int sql_column_dup(sqlite3_stmt *st, int i, char **out, size_t *len);
+
+/* Steps st (from sql_prepare) to its end and releases it, turning each row into one
+ * element of elem_size bytes with read(st, elem): 0 keeps it, 1 skips the row, -1
+ * means no memory. The elements go into a malloc'd array (*rows, *count; NULL and 0
+ * when there are none). On failure every kept element is passed to drop (may be NULL),
+ * nothing is returned, and err says why. Returns 0 or -1. */
+int sql_collect(sqlite3 *db, sqlite3_stmt *st, size_t elem_size,
+                int (*read)(sqlite3_stmt *st, void *elem), void (*drop)(void *elem), void **rows,
+                size_t *count, char *err, size_t err_cap);
+
+/* CLOCK_REALTIME in milliseconds since the epoch. */
+int64_t sql_now_ms(void);
+
+#endif

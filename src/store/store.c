@@ -1,0 +1,306 @@
+#include "store/store.h"
+
+#include "store/sql.h"
+#include "base/error_line.h"
+
+#include "store/store_schema.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct store {
+    sqlite3 *db;
+    char *path;
+    int version;
+    int version_at_open;
+    bool created;
+    bool companions_narrowed; /* -wal/-shm chmod'ed after a write */
+};
+
+/* Creates the database file owner-only (or checks an existing one): a regular file,
+ * not a link, owned by this user, narrowed to 0600. */
+static int prepare_file(const char *path, bool *created, char *err, size_t cap)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    *created = fd >= 0;
+    if (fd < 0 && errno == EEXIST)
+        fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        if (errno == ELOOP)
+            return error_line(err, cap, "store %s is a symbolic link: refused", path);
+        return error_line(err, cap, "cannot open store %s: %s", path, strerror(errno));
+    }
+    struct stat st;
+    int rc = 0;
+    if (fstat(fd, &st) != 0)
+        rc = error_line(err, cap, "cannot inspect store %s: %s", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        rc = error_line(err, cap, "store %s is not a regular file", path);
+    else if (st.st_uid != geteuid())
+        rc = error_line(err, cap, "store %s is not owned by this user: refused", path);
+    else if ((st.st_mode & 07777) != 0600 && fchmod(fd, 0600) != 0)
+        rc = error_line(err, cap, "cannot narrow store %s to 0600: %s", path, strerror(errno));
+    close(fd);
+    if (rc != 0 && *created)
+        unlink(path);
+    return rc;
+}
+
+/* chmod 0600 of path-wal and path-shm if they exist (never through a link).
+ *
+ * Only through O_PATH descriptors: SQLite holds POSIX locks on -shm while the store is
+ * open, and closing ANY ordinary descriptor of a file drops every POSIX lock this
+ * process holds on it. Another process then sees the shm unlocked, truncates it under
+ * our mapping (SIGBUS) and the WAL index breaks. Closing an O_PATH descriptor does
+ * not touch locks; the mode is changed through its /proc/self/fd link. */
+static void narrow_companions(struct store *s)
+{
+    static const char *const SUFFIX[] = {"-wal", "-shm"};
+    bool all = true;
+    for (size_t i = 0; i < 2; i++) {
+        char p[4096];
+        int n = snprintf(p, sizeof p, "%s%s", s->path, SUFFIX[i]);
+        if (n < 0 || (size_t)n >= sizeof p)
+            continue;
+        int fd = open(p, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+            all = false;
+            continue;
+        }
+        struct stat st;
+        char link[64];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) != 0600)
+            (void)chmod(link, 0600);
+        close(fd);
+    }
+    s->companions_narrowed = all;
+}
+
+static int exec_sql(struct store *s, const char *sql)
+{
+    return sqlite3_exec(s->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+}
+
+static int read_user_version(struct store *s, int *version)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = -1;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        *version = sqlite3_column_int(st, 0);
+        rc = 0;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* The pragma's text value equals want (case-insensitive). */
+static bool pragma_is(struct store *s, const char *pragma, const char *want)
+{
+    sqlite3_stmt *st = NULL;
+    bool ok = false;
+    if (sqlite3_prepare_v2(s->db, pragma, -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        const unsigned char *v = sqlite3_column_text(st, 0);
+        ok = v != NULL && strcasecmp((const char *)v, want) == 0;
+    }
+    sqlite3_finalize(st);
+    return ok;
+}
+
+static int migrate(struct store *s, char *err, size_t cap)
+{
+    for (int v = s->version + 1; v <= STORE_SCHEMA_VERSION; v++) {
+        char bump[64];
+        snprintf(bump, sizeof bump, "PRAGMA user_version = %d", v);
+        int found = -1;
+        if (exec_sql(s, "BEGIN IMMEDIATE") != 0)
+            return error_line(err, cap, "store %s: cannot start migration to schema version %d: %s",
+                        s->path, v, sqlite3_errmsg(s->db));
+        /* Another process may have migrated since we looked. */
+        if (read_user_version(s, &found) != 0 || found >= v) {
+            exec_sql(s, "ROLLBACK");
+            if (found >= v) {
+                v = found;
+                s->version = found;
+                if (found > STORE_SCHEMA_VERSION)
+                    return error_line(err, cap, "store %s has schema version %d, newer than this "
+                                          "build's %d: use a newer ck-basal", s->path, found,
+                                STORE_SCHEMA_VERSION);
+                continue;
+            }
+            return error_line(err, cap, "store %s: cannot read its schema version", s->path);
+        }
+        if (exec_sql(s, store_schema_migration(v)) != 0 || exec_sql(s, bump) != 0) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "%s", sqlite3_errmsg(s->db));
+            exec_sql(s, "ROLLBACK");
+            return error_line(err, cap, "store %s: migration to schema version %d failed: %s",
+                        s->path, v, msg);
+        }
+        if (exec_sql(s, "COMMIT") != 0) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "%s", sqlite3_errmsg(s->db));
+            exec_sql(s, "ROLLBACK");
+            return error_line(err, cap, "store %s: migration to schema version %d failed to commit: "
+                                  "%s", s->path, v, msg);
+        }
+        s->version = v;
+        narrow_companions(s);
+    }
+    return 0;
+}
+
+int store_open(const char *home, struct store **out, char *err, size_t err_cap)
+{
+    *out = NULL;
+    struct store *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return error_line(err, err_cap, "out of memory");
+    if (asprintf(&s->path, "%s/" STORE_FILE, home) < 0) {
+        free(s);
+        return error_line(err, err_cap, "out of memory");
+    }
+    if (prepare_file(s->path, &s->created, err, err_cap) != 0)
+        goto failed;
+    int rc = sqlite3_open_v2(s->path, &s->db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX |
+                                 SQLITE_OPEN_EXRESCODE,
+                             NULL);
+    if (rc != SQLITE_OK) {
+        error_line(err, err_cap, "cannot open store %s: %s", s->path,
+             s->db != NULL ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+        goto failed;
+    }
+    sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
+    sqlite3_extended_result_codes(s->db, 1);
+
+    /* Read the version before changing anything (even the journal mode). */
+    if (read_user_version(s, &s->version) != 0) {
+        error_line(err, err_cap, "store %s is not a readable SQLite database: %s", s->path,
+             sqlite3_errmsg(s->db));
+        goto failed;
+    }
+    s->version_at_open = s->version;
+    if (s->version > STORE_SCHEMA_VERSION) {
+        error_line(err, err_cap, "store %s has schema version %d, newer than this build's %d: use a "
+                           "newer ck-basal", s->path, s->version, STORE_SCHEMA_VERSION);
+        goto failed;
+    }
+    if (exec_sql(s, "PRAGMA foreign_keys = ON") != 0 ||
+        !pragma_is(s, "PRAGMA journal_mode = WAL", "wal") ||
+        exec_sql(s, "PRAGMA synchronous = FULL") != 0 ||
+        !pragma_is(s, "PRAGMA foreign_keys", "1") || !pragma_is(s, "PRAGMA synchronous", "2")) {
+        error_line(err, err_cap, "store %s: cannot set WAL, synchronous=FULL and foreign keys: %s",
+             s->path, sqlite3_errmsg(s->db));
+        goto failed;
+    }
+    if (migrate(s, err, err_cap) != 0)
+        goto failed;
+    narrow_companions(s);
+    *out = s;
+    return 0;
+
+failed:
+    store_close(s);
+    return -1;
+}
+
+void store_close(struct store *s)
+{
+    if (s == NULL)
+        return;
+    sql_cache_drop(s->db);
+    sqlite3_close_v2(s->db);
+    free(s->path);
+    free(s);
+}
+
+int store_schema_version(const struct store *s) { return s->version; }
+int store_schema_version_at_open(const struct store *s) { return s->version_at_open; }
+bool store_created(const struct store *s) { return s->created; }
+const char *store_path(const struct store *s) { return s->path; }
+sqlite3 *store_db(struct store *s) { return s->db; }
+const char *store_errmsg(struct store *s) { return sqlite3_errmsg(s->db); }
+
+int store_begin(struct store *s) { return exec_sql(s, "BEGIN IMMEDIATE"); }
+
+int store_begin_txn(struct store *s, char *err, size_t err_cap)
+{
+    if (store_begin(s) != 0)
+        return error_line(err, err_cap, "store: cannot begin a transaction: %s", store_errmsg(s));
+    return 0;
+}
+
+int store_end_txn(struct store *s, int rc, char *err, size_t err_cap)
+{
+    if (rc != 0) {
+        store_rollback(s);
+        return -1;
+    }
+    if (store_commit(s) != 0) {
+        error_line(err, err_cap, "store: cannot commit: %s", store_errmsg(s));
+        store_rollback(s);
+        return -1;
+    }
+    return 0;
+}
+
+int store_commit(struct store *s)
+{
+    if (exec_sql(s, "COMMIT") != 0)
+        return -1;
+    if (!s->companions_narrowed)
+        narrow_companions(s);
+    return 0;
+}
+
+int store_rollback(struct store *s) { return exec_sql(s, "ROLLBACK"); }
+
+int store_health_add(struct store *s, const char *name, long long delta)
+{
+    bool own = sqlite3_get_autocommit(s->db) != 0;
+    if (own && store_begin(s) != 0)
+        return -1;
+    sqlite3_stmt *st = NULL;
+    int rc = -1;
+    if (sqlite3_prepare_v2(s->db,
+                           "INSERT INTO health_counters(name, value) VALUES (?1, ?2) "
+                           "ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
+                           -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC) == SQLITE_OK &&
+        sqlite3_bind_int64(st, 2, delta) == SQLITE_OK && sqlite3_step(st) == SQLITE_DONE)
+        rc = 0;
+    sqlite3_finalize(st);
+    if (own) {
+        if (rc == 0)
+            rc = store_commit(s);
+        if (rc != 0)
+            store_rollback(s);
+    }
+    return rc;
+}
+
+int store_health_get(struct store *s, const char *name, long long *value)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = -1;
+    *value = 0;
+    if (sqlite3_prepare_v2(s->db, "SELECT value FROM health_counters WHERE name = ?1", -1, &st,
+                           NULL) == SQLITE_OK &&
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC) == SQLITE_OK) {
+        int step = sqlite3_step(st);
+        if (step == SQLITE_ROW)
+            *value = sqlite3_column_int64(st, 0);
+        rc = step == SQLITE_ROW || step == SQLITE_DONE ? 0 : -1;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}

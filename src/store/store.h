@@ -1,0 +1,58 @@
+/* The store: one SQLite file, basal.db, in the data home (basal.md section 6).
+ *
+ * A process holds one connection, its only writer. Opened with journal_mode=WAL,
+ * synchronous=FULL, foreign_keys=ON and a busy timeout. The file and its -wal/-shm
+ * companions are 0600: the database file is created with open(O_CREAT, 0600) before
+ * SQLite opens it, and the companions are chmod'ed after the first write.
+ *
+ * Versioned migrations (store/store_schema.h) are applied at open, each in its own
+ * transaction with PRAGMA user_version. A store whose version is newer than this
+ * build knows is refused with a one-line error naming both versions, and nothing in
+ * it is changed. */
+#ifndef BASAL_STORE_STORE_H
+#define BASAL_STORE_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define STORE_FILE "basal.db"
+#define STORE_BUSY_TIMEOUT_MS 5000
+
+struct store;
+typedef struct sqlite3 sqlite3;
+
+/* Opens (creating and migrating as needed) home/basal.db. home must exist (see
+ * datahome_prepare). Returns 0 with *out set, or -1 with a one-line reason in err. */
+int store_open(const char *home, struct store **out, char *err, size_t err_cap);
+void store_close(struct store *s);
+
+/* The schema version now in force, and the one found when opening (0: new store). */
+int store_schema_version(const struct store *s);
+int store_schema_version_at_open(const struct store *s);
+bool store_created(const struct store *s); /* the database file was made by this open */
+const char *store_path(const struct store *s);
+
+/* The connection, for the modules that own their tables. Do not close it. */
+sqlite3 *store_db(struct store *s);
+
+/* Transactions. store_begin starts BEGIN IMMEDIATE (the write lock now, not at the
+ * first write). Each returns 0, or -1 (store_errmsg says why). Not nested. */
+int store_begin(struct store *s);
+int store_commit(struct store *s);
+int store_rollback(struct store *s);
+const char *store_errmsg(struct store *s);
+
+/* store_begin with the reason as one line in err: 0 or -1. */
+int store_begin_txn(struct store *s, char *err, size_t err_cap);
+/* Ends the transaction store_begin_txn began: commits when rc is 0, else rolls back
+ * (err already says why). Returns 0 only if it committed; a failed commit is rolled
+ * back and described in err. */
+int store_end_txn(struct store *s, int rc, char *err, size_t err_cap);
+
+/* Health counters: adds delta to name (creating it at 0) in its own transaction, or
+ * inside the caller's if one is open. Returns 0 or -1. */
+int store_health_add(struct store *s, const char *name, long long delta);
+/* The value of name (0 if never counted) into *value. Returns 0 or -1. */
+int store_health_get(struct store *s, const char *name, long long *value);
+
+#endif

@@ -1,0 +1,157 @@
+/* Schema migrations. Conventions of every table:
+ *   - STRICT tables: SQLite checks each column's type;
+ *   - times are INTEGER milliseconds since the Unix epoch (UTC);
+ *   - enumerations are TEXT with a CHECK listing the allowed values;
+ *   - JSON columns are TEXT checked with json_valid(); exact bytes (scripts,
+ *     manifests, call arguments, results) are BLOBs;
+ *   - hashes and digests are lowercase hex SHA-256 (64 characters). */
+#include "store/store_schema.h"
+
+#include <stddef.h>
+
+#define HEX64(col) "length(" col ") = 64 AND " col " NOT GLOB '*[^0-9a-f]*'"
+
+static const char MIGRATION_1[] =
+    /* A flow: its id is the manifest's id. */
+    "CREATE TABLE flows ("
+    "  id TEXT PRIMARY KEY"
+    "    CHECK (length(id) BETWEEN 1 AND 63 AND id NOT GLOB '*[^a-z0-9_-]*'),"
+    "  created_at INTEGER NOT NULL,"
+    "  enabled INTEGER NOT NULL DEFAULT 1 CHECK (enabled IN (0, 1))"
+    ") STRICT;"
+
+    /* Every installed version, with the exact bytes the code hash covers. */
+    "CREATE TABLE flow_versions ("
+    "  flow_id TEXT NOT NULL REFERENCES flows(id),"
+    "  version INTEGER NOT NULL CHECK (version >= 1),"
+    "  script BLOB NOT NULL,"
+    "  manifest BLOB NOT NULL,"
+    "  code_hash TEXT NOT NULL CHECK (" HEX64("code_hash") "),"
+    "  state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'approved')),"
+    "  created_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (flow_id, version)"
+    ") STRICT;"
+
+    /* An approval binds (flow, version, code hash); each activation rechecks it. */
+    "CREATE TABLE approvals ("
+    "  flow_id TEXT NOT NULL,"
+    "  version INTEGER NOT NULL,"
+    "  code_hash TEXT NOT NULL CHECK (" HEX64("code_hash") "),"
+    "  approved_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (flow_id, version),"
+    "  FOREIGN KEY (flow_id, version) REFERENCES flow_versions(flow_id, version)"
+    ") STRICT;"
+
+    /* Runs. owner is the process that drives it; generation fences every write of a
+     * previous owner. Admission deduplicates on (flow_id, trigger_id). */
+    "CREATE TABLE runs ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  flow_id TEXT NOT NULL,"
+    "  version INTEGER NOT NULL,"
+    "  trigger_id TEXT NOT NULL,"
+    "  trigger TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(trigger)),"
+    "  state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'running',"
+    "    'suspended', 'needs_reconcile', 'succeeded', 'failed', 'cancelled')),"
+    "  owner TEXT,"
+    "  generation INTEGER NOT NULL DEFAULT 0 CHECK (generation >= 0),"
+    "  result BLOB,"
+    "  error TEXT,"
+    "  created_at INTEGER NOT NULL,"
+    "  updated_at INTEGER NOT NULL,"
+    "  UNIQUE (flow_id, trigger_id),"
+    "  FOREIGN KEY (flow_id, version) REFERENCES flow_versions(flow_id, version)"
+    ") STRICT;"
+    "CREATE INDEX runs_by_state ON runs(state, flow_id, id);"
+    "CREATE INDEX runs_by_flow ON runs(flow_id, id);"
+
+    /* The journal: one row per host call, written before the call leaves (state
+     * 'pending'), 'dispatched' once sent, 'settled' with its outcome, or 'unknown'
+     * (a mutation in doubt after a crash, until the operator reconciles it). A
+     * refusal is a row settled 'rejected' at once. delivery_order is the order in
+     * which outcomes were released to the worker (unique within a run). */
+    "CREATE TABLE journal ("
+    "  run_id INTEGER NOT NULL REFERENCES runs(id),"
+    "  position INTEGER NOT NULL CHECK (position >= 0),"
+    "  kind TEXT NOT NULL CHECK (length(kind) >= 1),"
+    "  args BLOB NOT NULL,"
+    "  args_digest TEXT NOT NULL CHECK (" HEX64("args_digest") "),"
+    "  idempotency_key TEXT NOT NULL,"
+    "  class TEXT NOT NULL CHECK (class IN ('sync', 'local', 'query', 'mutation',"
+    "    'keyed_mutation')),"
+    "  state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'dispatched',"
+    "    'settled', 'unknown')),"
+    "  settlement TEXT CHECK (settlement IN ('fulfilled', 'rejected')),"
+    "  value BLOB,"
+    "  delivery_order INTEGER CHECK (delivery_order >= 0),"
+    "  created_at INTEGER NOT NULL,"
+    "  settled_at INTEGER,"
+    "  PRIMARY KEY (run_id, position),"
+    "  UNIQUE (run_id, delivery_order),"
+    "  CHECK ((state = 'settled') = (settlement IS NOT NULL)),"
+    "  CHECK (delivery_order IS NULL OR state = 'settled')"
+    ") STRICT;"
+
+    /* Outcomes that came back and wait to be released to the worker. */
+    "CREATE TABLE mailbox ("
+    "  run_id INTEGER NOT NULL,"
+    "  position INTEGER NOT NULL,"
+    "  settlement TEXT NOT NULL CHECK (settlement IN ('fulfilled', 'rejected')),"
+    "  value BLOB,"
+    "  arrived_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (run_id, position),"
+    "  FOREIGN KEY (run_id, position) REFERENCES journal(run_id, position)"
+    ") STRICT;"
+
+    /* Each time a worker ran (part of) a run. */
+    "CREATE TABLE activations ("
+    "  run_id INTEGER NOT NULL REFERENCES runs(id),"
+    "  seq INTEGER NOT NULL CHECK (seq >= 1),"
+    "  worker_pid INTEGER,"
+    "  outcome TEXT,"
+    "  started_at INTEGER NOT NULL,"
+    "  ended_at INTEGER,"
+    "  PRIMARY KEY (run_id, seq)"
+    ") STRICT;"
+
+    /* Per-flow key-value data: key <= 256 bytes, value <= 64 KiB of JSON (the 1 MiB
+     * per flow total is enforced by the writer, inside the journal transaction). */
+    "CREATE TABLE kv ("
+    "  flow_id TEXT NOT NULL REFERENCES flows(id),"
+    "  key TEXT NOT NULL CHECK (length(CAST(key AS BLOB)) BETWEEN 1 AND 256),"
+    "  value TEXT NOT NULL"
+    "    CHECK (length(CAST(value AS BLOB)) <= 65536 AND json_valid(value)),"
+    "  PRIMARY KEY (flow_id, key)"
+    ") STRICT, WITHOUT ROWID;"
+
+    /* Every authorization decision, allowed or refused. Append-only. No foreign keys:
+     * a refusal may name a flow or run that does not exist. */
+    "CREATE TABLE audit ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  at INTEGER NOT NULL,"
+    "  flow_id TEXT,"
+    "  run_id INTEGER,"
+    "  position INTEGER,"
+    "  kind TEXT NOT NULL,"
+    "  decision TEXT NOT NULL CHECK (decision IN ('allowed', 'refused')),"
+    "  reason TEXT"
+    ") STRICT;"
+    "CREATE INDEX audit_by_run ON audit(run_id, position);"
+    "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit"
+    "  BEGIN SELECT RAISE(ABORT, 'audit is append-only'); END;"
+    "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit"
+    "  BEGIN SELECT RAISE(ABORT, 'audit is append-only'); END;"
+
+    /* Persistent health counters (supervisor/health.h names them). */
+    "CREATE TABLE health_counters ("
+    "  name TEXT PRIMARY KEY CHECK (length(name) BETWEEN 1 AND 128),"
+    "  value INTEGER NOT NULL DEFAULT 0"
+    ") STRICT, WITHOUT ROWID;";
+
+static const char *const MIGRATIONS[STORE_SCHEMA_VERSION] = {MIGRATION_1};
+
+const char *store_schema_migration(int version)
+{
+    if (version < 1 || version > STORE_SCHEMA_VERSION)
+        return NULL;
+    return MIGRATIONS[version - 1];
+}

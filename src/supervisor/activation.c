@@ -1,0 +1,866 @@
+#include "supervisor/activation.h"
+
+#include "proto/channel.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/uio.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How long a worker whose stdout ended gets to exit before it is killed. */
+#define DEATH_REAP_MS 2000
+
+static long long monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void set_nonblocking(int fd)
+{
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0)
+        (void)fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+static char *dup_text(const struct proto_text *t)
+{
+    char *s = malloc(t->len + 1);
+    if (s != NULL) {
+        if (t->len > 0)
+            memcpy(s, t->str, t->len);
+        s[t->len] = '\0';
+    }
+    return s;
+}
+
+/* ------------------------------------------------------------------ the connection */
+
+void worker_conn_init(struct worker_conn *w, const struct worker_proc *proc)
+{
+    memset(w, 0, sizeof *w);
+    /* The parent must never die because a worker did: a write to a dead worker's
+     * stdin gives EPIPE, handled like the end of its stdout. */
+    signal(SIGPIPE, SIG_IGN);
+    w->proc = *proc;
+    channel_init(&w->channel, w->proc.from_worker);
+    set_nonblocking(w->proc.to_worker);
+    if (w->proc.worker_log >= 0)
+        set_nonblocking(w->proc.worker_log);
+    wire_buf_init(&w->out);
+}
+
+bool worker_conn_alive(const struct worker_conn *w)
+{
+    return w->proc.pid > 0;
+}
+
+void worker_conn_drain_log(struct worker_conn *w)
+{
+    char chunk[4096];
+    while (w->proc.worker_log >= 0) {
+        ssize_t n = read(w->proc.worker_log, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0) { /* the worker closed stderr (or died): stop polling it */
+            close(w->proc.worker_log);
+            w->proc.worker_log = -1;
+            break;
+        }
+        if (n < 0)
+            break; /* EAGAIN: nothing more for now */
+        /* Keep the tail: the last WORKER_LOG_TAIL - 1 bytes. */
+        size_t add = (size_t)n;
+        size_t cap = sizeof w->log - 1;
+        if (add >= cap) {
+            memcpy(w->log, chunk + add - cap, cap);
+            w->log_len = cap;
+        } else {
+            if (w->log_len + add > cap) {
+                size_t drop = w->log_len + add - cap;
+                memmove(w->log, w->log + drop, w->log_len - drop);
+                w->log_len -= drop;
+            }
+            memcpy(w->log + w->log_len, chunk, add);
+            w->log_len += add;
+        }
+        w->log[w->log_len] = '\0';
+    }
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+}
+
+void worker_conn_free(struct worker_conn *w)
+{
+    channel_free(&w->channel);
+    wire_buf_free(&w->out);
+    close_fd(&w->proc.to_worker);
+    close_fd(&w->proc.from_worker);
+    close_fd(&w->proc.worker_log);
+}
+
+/* Waits up to timeout_ms for the worker to exit on its own, then SIGKILLs it; reaps
+ * it either way. Does not close its pipes. */
+static struct worker_end reap_worker_within(struct worker_conn *w, int timeout_ms)
+{
+    struct worker_end end = {0, false};
+    if (w->proc.pid <= 0)
+        return end;
+    end.wait_status = reap_within(w->proc.pid, timeout_ms, &end.killed);
+    w->proc.pid = -1;
+    return end;
+}
+
+struct worker_end worker_conn_kill(struct worker_conn *w)
+{
+    struct worker_end end = {0, false};
+    if (w->proc.pid > 0) {
+        kill(w->proc.pid, SIGKILL);
+        end.killed = true;
+        int status = 0;
+        while (waitpid(w->proc.pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        end.wait_status = status;
+        w->proc.pid = -1;
+    }
+    worker_conn_drain_log(w);
+    worker_conn_free(w);
+    return end;
+}
+
+struct worker_end worker_conn_shutdown(struct worker_conn *w, int timeout_ms)
+{
+    if (w->proc.pid > 0 && w->proc.to_worker >= 0) {
+        /* Shutdown is one tiny frame: it fits in the pipe unless the worker stopped
+         * reading, and then closing stdin below is the same request. */
+        struct proto_msg msg;
+        memset(&msg, 0, sizeof msg);
+        msg.tag = PROTO_SHUTDOWN;
+        if (proto_encode(&msg, &w->out) == PROTO_OK && w->out.len <= 8) {
+            uint8_t frame[PROTO_FRAME_HEADER_BYTES + 8];
+            frame_header_encode((uint32_t)w->out.len, frame);
+            memcpy(frame + PROTO_FRAME_HEADER_BYTES, w->out.data, w->out.len);
+            (void)!write(w->proc.to_worker, frame, PROTO_FRAME_HEADER_BYTES + w->out.len);
+        }
+    }
+    close_fd(&w->proc.to_worker);
+    struct worker_end end = reap_worker_within(w, timeout_ms);
+    worker_conn_drain_log(w);
+    worker_conn_free(w);
+    return end;
+}
+
+/* ------------------------------------------------------------------ requests and names */
+
+void activation_request_defaults(struct activation_request *req, enum proto_profile profile)
+{
+    req->profile = profile;
+    if (profile == PROTO_PROFILE_CODEMODE) {
+        req->budgets.cpu_ms = CODEMODE_CPU_MS;
+        req->budgets.heap_bytes = CODEMODE_HEAP_BYTES;
+        req->budgets.stack_bytes = CODEMODE_STACK_BYTES;
+        req->budgets.max_value_bytes = CODEMODE_MAX_VALUE_BYTES;
+        req->deadline_ms = CODEMODE_DEADLINE_MS;
+        req->max_host_calls = CODEMODE_MAX_HOST_CALLS;
+    } else {
+        req->budgets.cpu_ms = FLOW_CPU_MS;
+        req->budgets.heap_bytes = FLOW_HEAP_BYTES;
+        req->budgets.stack_bytes = FLOW_STACK_BYTES;
+        req->budgets.max_value_bytes = FLOW_MAX_VALUE_BYTES;
+        req->deadline_ms = FLOW_DEADLINE_MS;
+        req->max_host_calls = 0;
+    }
+}
+
+const char *activation_status_name(enum activation_status status)
+{
+    switch (status) {
+    case ACTIVATION_COMPLETED: return "completed";
+    case ACTIVATION_FAILED: return "failed";
+    case ACTIVATION_SUSPENDED: return "suspended";
+    case ACTIVATION_STALLED: return "stalled";
+    case ACTIVATION_BUDGET_EXHAUSTED: return "budget_exhausted";
+    case ACTIVATION_DEADLINE: return "deadline";
+    case ACTIVATION_WORKER_CRASHED: return "worker_crashed";
+    case ACTIVATION_PROTOCOL_ERROR: return "protocol_error";
+    case ACTIVATION_NO_WORKER: return "no_worker";
+    }
+    return "unknown";
+}
+
+const char *activation_signal_name(int sig)
+{
+    static char name[32];
+    const char *abbrev = sigabbrev_np(sig);
+    if (abbrev == NULL)
+        snprintf(name, sizeof name, "signal %d", sig);
+    else
+        snprintf(name, sizeof name, "SIG%s", abbrev);
+    return name;
+}
+
+/* Failure kinds a script (or its trigger) causes by itself, on an intact engine. The
+ * worker's own "engine_error" and "protocol_error" are not among them. */
+static const char *const SCRIPT_FAILURE_KINDS[] = {
+    "script_error",     "syntax_error",   "unserializable_result",
+    "result_too_large", "nondeterminism", "invalid_trigger",
+};
+
+bool activation_keeps_worker(const struct activation_outcome *out)
+{
+    switch (out->status) {
+    case ACTIVATION_COMPLETED:
+    case ACTIVATION_STALLED:
+    case ACTIVATION_SUSPENDED:
+        return !out->worker_ended;
+    case ACTIVATION_FAILED:
+        if (out->worker_ended || out->failure_kind == NULL)
+            return false;
+        for (size_t i = 0; i < sizeof SCRIPT_FAILURE_KINDS / sizeof SCRIPT_FAILURE_KINDS[0]; i++)
+            if (strcmp(out->failure_kind, SCRIPT_FAILURE_KINDS[i]) == 0)
+                return true;
+        return false;
+    default:
+        return false;
+    }
+}
+
+void activation_describe(const struct activation_outcome *out, char *buf, size_t cap)
+{
+    /* One line: a detail's first line only (a script error's stack follows it). */
+    char detail[512];
+    snprintf(detail, sizeof detail, "%s", out->detail != NULL ? out->detail : "");
+    detail[strcspn(detail, "\r\n")] = '\0';
+    switch (out->status) {
+    case ACTIVATION_COMPLETED:
+        snprintf(buf, cap, "%s", out->value != NULL ? out->value : "null");
+        return;
+    case ACTIVATION_FAILED: {
+        /* "script_error" reads "script error: <detail>". */
+        char kind[128];
+        snprintf(kind, sizeof kind, "%s", out->failure_kind != NULL ? out->failure_kind : "failed");
+        for (char *c = kind; *c != '\0'; c++)
+            if (*c == '_')
+                *c = ' ';
+        if (detail[0] != '\0')
+            snprintf(buf, cap, "%s: %s", kind, detail);
+        else
+            snprintf(buf, cap, "%s", kind);
+        return;
+    }
+    case ACTIVATION_SUSPENDED:
+        snprintf(buf, cap, "suspended");
+        return;
+    case ACTIVATION_STALLED:
+        snprintf(buf, cap, "stalled");
+        return;
+    case ACTIVATION_BUDGET_EXHAUSTED:
+        snprintf(buf, cap, "budget exhausted: %s", proto_budget_name(out->budget));
+        return;
+    case ACTIVATION_DEADLINE:
+        snprintf(buf, cap, "deadline");
+        return;
+    case ACTIVATION_WORKER_CRASHED:
+        if (out->term_signal > 0)
+            snprintf(buf, cap, "worker crashed: %s", activation_signal_name(out->term_signal));
+        else
+            snprintf(buf, cap, "worker crashed: exit status %d", out->exit_status);
+        return;
+    case ACTIVATION_PROTOCOL_ERROR:
+        snprintf(buf, cap, "protocol error: %s", detail);
+        return;
+    case ACTIVATION_NO_WORKER:
+        snprintf(buf, cap, "no worker: %s", detail);
+        return;
+    }
+    snprintf(buf, cap, "unknown outcome");
+}
+
+void activation_outcome_free(struct activation_outcome *out)
+{
+    free(out->value);
+    free(out->failure_kind);
+    free(out->detail);
+    free(out->console);
+    free(out->worker_log);
+    out->value = out->failure_kind = out->detail = out->console = out->worker_log = NULL;
+}
+
+/* ------------------------------------------------------------------ the run */
+
+struct pending {
+    uint32_t position;
+    long long due_ms;
+    struct host_settlement settlement;
+    char *kind; /* the call's, for the host's delivered() */
+    char *args;
+    size_t args_len;
+};
+
+struct run {
+    struct worker_conn *w;
+    const struct activation_request *req;
+    const struct host *host;
+    struct activation_outcome *out;
+    long long started_ms;
+    long long deadline_ms; /* absolute, monotonic */
+    uint32_t next_position;
+    uint32_t next_order;
+    bool blocked;
+    struct pending *pending;
+    size_t pending_count, pending_cap;
+    size_t console_len;
+};
+
+__attribute__((format(printf, 2, 3))) static void set_detail(struct activation_outcome *out,
+                                                              const char *fmt, ...)
+{
+    char text[512];
+    va_list args;
+    va_start(args, fmt);
+    (void)vsnprintf(text, sizeof text, fmt, args);
+    va_end(args);
+    free(out->detail);
+    out->detail = strdup(text);
+}
+
+static void keep_log(struct run *r)
+{
+    worker_conn_drain_log(r->w);
+    if (r->w->log_len > 0 && r->out->worker_log == NULL)
+        r->out->worker_log = strdup(r->w->log);
+}
+
+static void record_death(struct activation_outcome *out, int status)
+{
+    if (WIFSIGNALED(status)) {
+        out->term_signal = WTERMSIG(status);
+        out->exit_status = -1;
+        set_detail(out, "killed by %s", activation_signal_name(out->term_signal));
+    } else if (WIFEXITED(status)) {
+        out->term_signal = 0;
+        out->exit_status = WEXITSTATUS(status);
+        set_detail(out, "exited with status %d", out->exit_status);
+    }
+}
+
+/* The parent ends the worker now: deadline or protocol error. */
+static void kill_worker(struct run *r, enum activation_status status)
+{
+    keep_log(r);
+    (void)worker_conn_kill(r->w);
+    keep_log(r);
+    r->out->status = status;
+    r->out->worker_ended = true;
+    r->out->killed_by_parent = true;
+}
+
+__attribute__((format(printf, 2, 3))) static void protocol_error(struct run *r, const char *fmt,
+                                                                  ...)
+{
+    char text[512];
+    va_list args;
+    va_start(args, fmt);
+    (void)vsnprintf(text, sizeof text, fmt, args);
+    va_end(args);
+    kill_worker(r, ACTIVATION_PROTOCOL_ERROR);
+    set_detail(r->out, "%s", text);
+}
+
+/* The worker's stdout ended or its stdin broke: it is dying or dead. */
+static void worker_gone(struct run *r, const char *how)
+{
+    close_fd(&r->w->proc.to_worker);
+    long long left = r->deadline_ms - monotonic_ms();
+    int wait_ms = left < DEATH_REAP_MS ? (left > 0 ? (int)left : 0) : DEATH_REAP_MS;
+    struct worker_end end = reap_worker_within(r->w, wait_ms);
+    keep_log(r);
+    worker_conn_free(r->w);
+    r->out->worker_ended = true;
+    if (end.killed) {
+        /* It closed its end of a pipe but kept running: not a death of its own. */
+        r->out->killed_by_parent = true;
+        r->out->status = ACTIVATION_PROTOCOL_ERROR;
+        set_detail(r->out, "the worker's %s but it did not exit", how);
+        return;
+    }
+    r->out->status = ACTIVATION_WORKER_CRASHED;
+    record_death(r->out, end.wait_status);
+}
+
+enum send_result { SENT, SEND_TIMEOUT, SEND_BROKEN, SEND_UNENCODABLE };
+
+/* Writes msg as one frame before the deadline, draining stderr while it waits. */
+static enum send_result send_msg(struct run *r, const struct proto_msg *msg)
+{
+    struct worker_conn *w = r->w;
+    if (proto_encode(msg, &w->out) != PROTO_OK || w->out.len > PROTO_MAX_FRAME)
+        return SEND_UNENCODABLE;
+    uint8_t header[PROTO_FRAME_HEADER_BYTES];
+    frame_header_encode((uint32_t)w->out.len, header);
+    size_t total = sizeof header + w->out.len;
+    size_t done = 0;
+    while (done < total) {
+        /* Header and payload in one writev: the worker wakes once per frame, not
+         * once for the header and again for the payload. */
+        struct iovec iov[2];
+        int count = 0;
+        if (done < sizeof header) {
+            iov[count].iov_base = header + done;
+            iov[count++].iov_len = sizeof header - done;
+        }
+        size_t payload_done = done < sizeof header ? 0 : done - sizeof header;
+        if (w->out.len > payload_done) {
+            iov[count].iov_base = w->out.data + payload_done;
+            iov[count++].iov_len = w->out.len - payload_done;
+        }
+        ssize_t n = writev(w->proc.to_worker, iov, count);
+        if (n > 0) {
+            done += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno != EAGAIN)
+            return SEND_BROKEN; /* EPIPE: the worker is gone */
+        long long left = r->deadline_ms - monotonic_ms();
+        if (left <= 0)
+            return SEND_TIMEOUT;
+        struct pollfd p[2] = {{w->proc.to_worker, POLLOUT, 0}, {w->proc.worker_log, POLLIN, 0}};
+        int rc = poll(p, w->proc.worker_log >= 0 ? 2 : 1, (int)left);
+        if (rc < 0 && errno != EINTR)
+            return SEND_BROKEN;
+        if (rc > 0 && w->proc.worker_log >= 0 && (p[1].revents & (POLLIN | POLLHUP)) != 0)
+            worker_conn_drain_log(w);
+        if (rc > 0 && (p[0].revents & (POLLERR | POLLHUP)) != 0 && (p[0].revents & POLLOUT) == 0)
+            return SEND_BROKEN;
+    }
+    return SENT;
+}
+
+/* Sends msg; on failure ends the activation. Returns true if sent. */
+static bool send_or_end(struct run *r, const struct proto_msg *msg, const char *what)
+{
+    switch (send_msg(r, msg)) {
+    case SENT:
+        return true;
+    case SEND_TIMEOUT:
+        kill_worker(r, ACTIVATION_DEADLINE);
+        return false;
+    case SEND_BROKEN:
+        worker_gone(r, "stdin closed");
+        return false;
+    case SEND_UNENCODABLE:
+        protocol_error(r, "cannot encode %s", what);
+        return false;
+    }
+    return false;
+}
+
+static bool deliver(struct run *r, uint32_t position, const char *kind, const char *args,
+                    size_t args_len, const struct host_settlement *s)
+{
+    struct proto_msg msg;
+    memset(&msg, 0, sizeof msg);
+    msg.tag = PROTO_DELIVER;
+    msg.deliver.position = position;
+    msg.deliver.settlement = s->settlement;
+    msg.deliver.value = proto_text_of(s->value);
+    msg.deliver.delivery_order = r->next_order;
+    if (!send_or_end(r, &msg, "Deliver"))
+        return false;
+    if (r->host->ops->delivered != NULL) {
+        struct host_call call = {position, kind, args, args_len};
+        r->host->ops->delivered(r->host->self, &call, s, r->next_order);
+    }
+    r->next_order++;
+    r->out->deliveries++;
+    return true;
+}
+
+static bool is_prefix_position(const struct activation_request *req, uint32_t position)
+{
+    for (size_t i = 0; i < req->prefix_count; i++)
+        if (req->prefix[i].position == position)
+            return true;
+    return false;
+}
+
+static void advance_position(struct run *r)
+{
+    r->next_position++;
+    while (is_prefix_position(r->req, r->next_position))
+        r->next_position++;
+}
+
+/* Asks the host, enforcing sizes and the call limit. Fills *s and *delay. */
+static void settle(struct run *r, const struct proto_host_call *hc, const char *kind,
+                   const char *args, struct host_settlement *s, long long *delay)
+{
+    *delay = 0;
+    s->value = NULL;
+    uint32_t max_value = r->req->budgets.max_value_bytes;
+    int rc;
+    if (r->req->max_host_calls > 0 && r->out->host_calls > r->req->max_host_calls) {
+        rc = host_reject(s, HOST_CODE_DENIED, "more than %u host calls in one activation",
+                         r->req->max_host_calls);
+    } else if (max_value > 0 && hc->args.len > max_value) {
+        rc = host_reject(s, HOST_CODE_TOO_LARGE, "the arguments of %.200s are %zu bytes, over %u",
+                         kind, hc->args.len, max_value);
+    } else {
+        struct host_call call = {hc->position, kind, args, hc->args.len};
+        rc = r->host->ops->call(r->host->self, &call, s, delay);
+        if (rc == 0 && s->value != NULL && max_value > 0 && strlen(s->value) > max_value) {
+            size_t len = strlen(s->value);
+            host_settlement_free(s);
+            rc = host_reject(s, HOST_CODE_TOO_LARGE, "the result of %.200s is %zu bytes, over %u",
+                             kind, len, max_value);
+        }
+    }
+    if (rc != 0 || s->value == NULL) {
+        host_settlement_free(s);
+        /* Out of memory: a fixed rejection needs no allocation to describe. */
+        s->settlement = PROTO_SETTLEMENT_REJECTED;
+        s->value = strdup("{\"code\":\"io_error\",\"message\":\"the host could not answer\"}");
+    }
+    if (*delay < 0)
+        *delay = 0;
+}
+
+/* Returns false when the activation has ended. */
+static bool on_host_call(struct run *r, const struct proto_host_call *hc)
+{
+    if (r->blocked) {
+        protocol_error(r, "HostCall at position %u while blocked", (unsigned)hc->position);
+        return false;
+    }
+    if (hc->position != r->next_position) {
+        protocol_error(r, "HostCall at position %u, expected %u", (unsigned)hc->position,
+                       (unsigned)r->next_position);
+        return false;
+    }
+    advance_position(r);
+    r->out->host_calls++;
+    char *kind = dup_text(&hc->kind);
+    char *args = dup_text(&hc->args);
+    struct host_settlement s = {PROTO_SETTLEMENT_REJECTED, NULL};
+    long long delay = 0;
+    if (kind != NULL && args != NULL)
+        settle(r, hc, kind, args, &s, &delay);
+    bool sync = kind != NULL && host_kind_is_sync(kind);
+    if (s.value == NULL || kind == NULL || args == NULL) {
+        free(kind);
+        free(args);
+        host_settlement_free(&s);
+        protocol_error(r, "out of memory settling a host call");
+        return false;
+    }
+    if (sync) {
+        /* The engine is waiting for this one answer. */
+        bool ok = deliver(r, hc->position, kind, args, hc->args.len, &s);
+        free(kind);
+        free(args);
+        host_settlement_free(&s);
+        return ok;
+    }
+    if (r->pending_count == r->pending_cap) {
+        size_t cap = r->pending_cap == 0 ? 16 : r->pending_cap * 2;
+        struct pending *grown = realloc(r->pending, cap * sizeof *grown);
+        if (grown == NULL) {
+            free(kind);
+            free(args);
+            host_settlement_free(&s);
+            protocol_error(r, "out of memory keeping a host call");
+            return false;
+        }
+        r->pending = grown;
+        r->pending_cap = cap;
+    }
+    struct pending *p = &r->pending[r->pending_count++];
+    p->position = hc->position;
+    p->due_ms = monotonic_ms() + delay;
+    p->settlement = s;
+    p->kind = kind;
+    p->args = args;
+    p->args_len = hc->args.len;
+    return true;
+}
+
+static bool is_pending(const struct run *r, uint32_t position)
+{
+    for (size_t i = 0; i < r->pending_count; i++)
+        if (r->pending[i].position == position)
+            return true;
+    return false;
+}
+
+static bool on_blocked(struct run *r, const struct proto_positions *awaited)
+{
+    if (r->pending_count == 0) {
+        protocol_error(r, "Blocked with no host call outstanding");
+        return false;
+    }
+    for (size_t i = 0; i < awaited->count; i++) {
+        if (!is_pending(r, awaited->items[i])) {
+            protocol_error(r, "Blocked on position %u, which is not outstanding",
+                           (unsigned)awaited->items[i]);
+            return false;
+        }
+    }
+    r->blocked = true;
+    return true;
+}
+
+/* The settlement to release next: the earliest due, ties by position. */
+static size_t next_due(const struct run *r)
+{
+    size_t best = 0;
+    for (size_t i = 1; i < r->pending_count; i++) {
+        const struct pending *p = &r->pending[i], *b = &r->pending[best];
+        if (p->due_ms < b->due_ms || (p->due_ms == b->due_ms && p->position < b->position))
+            best = i;
+    }
+    return best;
+}
+
+static bool release_due(struct run *r)
+{
+    size_t i = next_due(r);
+    struct pending p = r->pending[i];
+    r->pending[i] = r->pending[--r->pending_count];
+    r->blocked = false;
+    bool ok = deliver(r, p.position, p.kind, p.args, p.args_len, &p.settlement);
+    host_settlement_free(&p.settlement);
+    free(p.kind);
+    free(p.args);
+    return ok;
+}
+
+static void on_console(struct run *r, const struct proto_console *c)
+{
+    size_t add = c->stream.len + 2 + c->text.len + 1;
+    if (r->console_len + add > ACTIVATION_CONSOLE_MAX)
+        return;
+    char *grown = realloc(r->out->console, r->console_len + add + 1);
+    if (grown == NULL)
+        return;
+    r->out->console = grown;
+    char *at = grown + r->console_len;
+    memcpy(at, c->stream.str, c->stream.len);
+    at += c->stream.len;
+    memcpy(at, ": ", 2);
+    at += 2;
+    if (c->text.len > 0)
+        memcpy(at, c->text.str, c->text.len);
+    at += c->text.len;
+    *at++ = '\n';
+    *at = '\0';
+    r->console_len += add;
+}
+
+static void on_finished(struct run *r, const struct proto_finished *f)
+{
+    struct activation_outcome *out = r->out;
+    switch (f->outcome) {
+    case PROTO_OUTCOME_COMPLETED: {
+        uint32_t max_value = r->req->budgets.max_value_bytes;
+        if (max_value > 0 && f->value.len > max_value) {
+            out->status = ACTIVATION_FAILED;
+            out->failure_kind = strdup("result_too_large");
+            set_detail(out, "the result is %zu bytes, over %u", f->value.len, max_value);
+            return;
+        }
+        out->status = ACTIVATION_COMPLETED;
+        out->value = dup_text(&f->value);
+        return;
+    }
+    case PROTO_OUTCOME_FAILED:
+        out->status = ACTIVATION_FAILED;
+        out->failure_kind = dup_text(&f->failure_kind);
+        out->detail = dup_text(&f->failure_detail);
+        return;
+    case PROTO_OUTCOME_SUSPENDED:
+        out->status = ACTIVATION_SUSPENDED;
+        return;
+    case PROTO_OUTCOME_STALLED:
+        out->status = ACTIVATION_STALLED;
+        return;
+    case PROTO_OUTCOME_BUDGET_EXHAUSTED:
+        out->status = ACTIVATION_BUDGET_EXHAUSTED;
+        out->budget = f->exhausted;
+        return;
+    }
+    protocol_error(r, "Finished with unknown outcome %d", (int)f->outcome);
+}
+
+/* Handles one decoded frame. Returns true to keep going. */
+static bool on_message(struct run *r, const struct proto_msg *msg, bool *finished)
+{
+    switch (msg->tag) {
+    case PROTO_HOST_CALL:
+        return on_host_call(r, &msg->host_call);
+    case PROTO_BLOCKED:
+        return on_blocked(r, &msg->blocked);
+    case PROTO_CONSOLE:
+        on_console(r, &msg->console);
+        return true;
+    case PROTO_FINISHED:
+        on_finished(r, &msg->finished);
+        *finished = true;
+        return false;
+    case PROTO_REFUSED:
+        protocol_error(r, "the worker refused a frame: %s (%.*s)",
+                       proto_refusal_name(msg->refused.reason), (int)msg->refused.detail.len,
+                       msg->refused.detail.str != NULL ? msg->refused.detail.str : "");
+        return false;
+    default:
+        protocol_error(r, "unexpected %s during an activation", proto_msg_name(msg->tag));
+        return false;
+    }
+}
+
+/* Reads every whole frame available now. Returns false when the activation ended. */
+static bool read_frames(struct run *r)
+{
+    for (;;) {
+        const uint8_t *payload = NULL;
+        size_t len = 0;
+        enum channel_result got = channel_read_frame(&r->w->channel, 0, &payload, &len);
+        switch (got) {
+        case CHANNEL_FRAME:
+            break;
+        case CHANNEL_TIMEOUT:
+            return true; /* no whole frame yet */
+        case CHANNEL_EOF:
+            worker_gone(r, "stdout ended");
+            return false;
+        case CHANNEL_TRUNCATED:
+            worker_gone(r, "stdout ended inside a frame");
+            return false;
+        case CHANNEL_OVERSIZED:
+            protocol_error(r, "the worker sent an oversized frame");
+            return false;
+        case CHANNEL_IO_ERROR:
+            protocol_error(r, "cannot read the worker's stdout: %s", strerror(errno));
+            return false;
+        }
+        struct proto_msg msg;
+        struct proto_where where = {NULL, 0};
+        enum proto_error err = proto_decode_where(payload, len, &msg, &where);
+        if (err != PROTO_OK) {
+            protocol_error(r, "malformed frame from the worker: %s at %s",
+                           proto_error_name(err), where.field != NULL ? where.field : "?");
+            return false;
+        }
+        if (!proto_tag_from_worker(msg.tag)) {
+            protocol_error(r, "the worker sent a parent's message (%s)", proto_msg_name(msg.tag));
+            proto_msg_free(&msg);
+            return false;
+        }
+        bool finished = false;
+        bool go_on = on_message(r, &msg, &finished);
+        proto_msg_free(&msg);
+        if (!go_on)
+            return false;
+    }
+}
+
+static bool send_activate(struct run *r)
+{
+    const struct activation_request *req = r->req;
+    struct proto_msg msg;
+    memset(&msg, 0, sizeof msg);
+    msg.tag = PROTO_ACTIVATE;
+    msg.activate.activation_id = req->activation_id;
+    msg.activate.profile = req->profile;
+    msg.activate.script.str = req->script;
+    msg.activate.script.len = req->script_len;
+    msg.activate.trigger = proto_text_of(req->trigger != NULL ? req->trigger : "{}");
+    msg.activate.budgets = req->budgets;
+    msg.activate.prefix = req->prefix;
+    msg.activate.prefix_count = req->prefix_count;
+    return send_or_end(r, &msg, "Activate");
+}
+
+void activation_run(struct worker_conn *w, const struct activation_request *req,
+                    const struct host *host, struct activation_outcome *out)
+{
+    memset(out, 0, sizeof *out);
+    out->exit_status = -1;
+    out->pid = w->proc.pid;
+    struct run r;
+    memset(&r, 0, sizeof r);
+    r.w = w;
+    r.req = req;
+    r.host = host;
+    r.out = out;
+    r.started_ms = monotonic_ms();
+    r.deadline_ms = r.started_ms + (req->deadline_ms > 0 ? req->deadline_ms : FLOW_DEADLINE_MS);
+    r.next_position = 0;
+    while (is_prefix_position(req, r.next_position))
+        r.next_position++;
+    r.next_order = 1;
+    for (size_t i = 0; i < req->prefix_count; i++)
+        if (req->prefix[i].delivery_order >= r.next_order)
+            r.next_order = req->prefix[i].delivery_order + 1;
+
+    if (!worker_conn_alive(w)) {
+        out->status = ACTIVATION_NO_WORKER;
+        set_detail(out, "the worker is not running");
+        return;
+    }
+    bool running = send_activate(&r);
+    while (running) {
+        long long now = monotonic_ms();
+        if (r.blocked && r.pending[next_due(&r)].due_ms <= now) {
+            running = release_due(&r);
+            continue;
+        }
+        if (now >= r.deadline_ms) {
+            kill_worker(&r, ACTIVATION_DEADLINE);
+            break;
+        }
+        long long wait = r.deadline_ms - now;
+        if (r.blocked) {
+            long long due = r.pending[next_due(&r)].due_ms - now;
+            if (due < wait)
+                wait = due;
+        }
+        struct pollfd p[2] = {{w->proc.from_worker, POLLIN, 0}, {w->proc.worker_log, POLLIN, 0}};
+        int nfds = w->proc.worker_log >= 0 ? 2 : 1;
+        int rc = poll(p, (nfds_t)nfds, (int)wait);
+        if (rc < 0 && errno != EINTR) {
+            protocol_error(&r, "poll: %s", strerror(errno));
+            break;
+        }
+        if (rc <= 0)
+            continue;
+        if (nfds == 2 && (p[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0)
+            worker_conn_drain_log(w);
+        if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0)
+            running = read_frames(&r);
+    }
+    for (size_t i = 0; i < r.pending_count; i++) {
+        host_settlement_free(&r.pending[i].settlement);
+        free(r.pending[i].kind);
+        free(r.pending[i].args);
+    }
+    free(r.pending);
+    out->wall_ms = monotonic_ms() - r.started_ms;
+}

@@ -1,0 +1,99 @@
+#include "supervisor/worker_channel.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHANNEL_READ_CHUNK ((size_t)64 * 1024)
+
+void channel_init(struct worker_channel *ch, int fd)
+{
+    ch->fd = fd;
+    wire_buf_init(&ch->in);
+    ch->start = 0;
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0)
+        (void)fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+void channel_free(struct worker_channel *ch)
+{
+    wire_buf_free(&ch->in);
+    ch->start = 0;
+}
+
+const char *channel_result_name(enum channel_result result)
+{
+    switch (result) {
+    case CHANNEL_FRAME: return "frame";
+    case CHANNEL_EOF: return "end of stream";
+    case CHANNEL_TRUNCATED: return "truncated frame";
+    case CHANNEL_OVERSIZED: return "oversized frame";
+    case CHANNEL_TIMEOUT: return "timed out";
+    case CHANNEL_IO_ERROR: return "read error";
+    }
+    return "unknown";
+}
+
+static long long monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Drops consumed bytes so the buffer does not grow without bound. */
+static void compact(struct worker_channel *ch)
+{
+    if (ch->start == 0)
+        return;
+    size_t left = ch->in.len - ch->start;
+    if (left > 0)
+        memmove(ch->in.data, ch->in.data + ch->start, left);
+    ch->in.len = left;
+    ch->start = 0;
+}
+
+enum channel_result channel_read_frame(struct worker_channel *ch, int timeout_ms,
+                                       const uint8_t **payload, size_t *len)
+{
+    compact(ch);
+    long long deadline = monotonic_ms() + timeout_ms;
+    for (;;) {
+        size_t consumed = 0;
+        enum frame_result parsed =
+            frame_parse(ch->in.data, ch->in.len, payload, len, &consumed);
+        if (parsed == FRAME_OK) {
+            ch->start = consumed;
+            return CHANNEL_FRAME;
+        }
+        if (parsed == FRAME_OVERSIZED)
+            return CHANNEL_OVERSIZED;
+
+        if (!wire_buf_reserve(&ch->in, ch->in.len + CHANNEL_READ_CHUNK))
+            return CHANNEL_IO_ERROR;
+        ssize_t n = read(ch->fd, ch->in.data + ch->in.len, CHANNEL_READ_CHUNK);
+        if (n > 0) {
+            ch->in.len += (size_t)n;
+            continue;
+        }
+        if (n == 0)
+            return ch->in.len == 0 ? CHANNEL_EOF : CHANNEL_TRUNCATED;
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN)
+            return CHANNEL_IO_ERROR;
+        long long left = deadline - monotonic_ms();
+        if (left <= 0)
+            return CHANNEL_TIMEOUT;
+        struct pollfd p = {ch->fd, POLLIN, 0};
+        int rc = poll(&p, 1, (int)left);
+        if (rc == 0)
+            return CHANNEL_TIMEOUT;
+        if (rc < 0 && errno != EINTR)
+            return CHANNEL_IO_ERROR;
+    }
+}

@@ -627,8 +627,9 @@ static void test_journal_limit(void)
     o = run_flow(ARGS("run", "many"), NO_ENV);
     const char *error = json_string_value(json_object_get(o.json, "error"));
     check_str_eq(state_of(o.json), "failed", "journal limit: 400 x 250 KB of arguments fails the run");
-    ok(error != NULL && strncmp(error, "limit: the run reached its limit", 32) == 0,
-       "journal limit: the error names the limit");
+    check(error != NULL && strncmp(error, "limit: the run reached its limit", 32) == 0,
+          "journal limit: the error names the limit", "the run's error: %s",
+          error != NULL ? error : "(none)");
     json_decref(o.json);
     long long bytes = sql_number("SELECT sum(length(args)) FROM journal WHERE run_id = 2");
     ok(bytes > 0 && bytes <= (long long)FLOW_RUN_MAX_JOURNAL_BYTES,
@@ -1076,7 +1077,8 @@ static void test_module_deadline(void)
     long long took = sql_now_ms() - t0;
     const char *error = json_string_value(json_object_get(o.json, "error"));
     check_str_eq(state_of(o.json), "failed", "module deadline: the run fails");
-    ok(error != NULL && strstr(error, "deadline") != NULL, "module deadline: at its deadline");
+    check(error != NULL && strstr(error, "deadline") != NULL, "module deadline: at its deadline",
+          "the run's error: %s", error != NULL ? error : "(none)");
     ok(took < 6000, "module deadline: within the run's 2 s, not the module's 10 s");
     json_decref(o.json);
     char *tl = read_text_file(S.log_plain);

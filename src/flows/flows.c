@@ -398,6 +398,13 @@ int flows_set_enabled(struct store *s, const char *id, bool enabled, char *err,
 
 /* ---- list ------------------------------------------------------------------------ */
 
+int flows_known(struct store *s, const char *id, char *err, size_t err_cap)
+{
+    if (!flow_id_valid(id))
+        return 0;
+    return flow_lookup(s, id, NULL, err, err_cap);
+}
+
 int flows_list(struct store *s, struct flow_summary **out, size_t *count, char *err,
                size_t err_cap)
 {

@@ -66,6 +66,10 @@ int flows_approve(struct store *s, const char *id, int64_t version, const char *
 int flows_set_enabled(struct store *s, const char *id, bool enabled, char *err,
                       size_t err_cap);
 
+/* Whether flow id is installed: 1 yes, 0 no (also for a text that is not a flow id),
+ * -1 on a store error (reason in err). */
+int flows_known(struct store *s, const char *id, char *err, size_t err_cap);
+
 /* One row of flows_list. */
 struct flow_summary {
     char id[FLOW_ID_MAX + 1];

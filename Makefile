@@ -75,9 +75,13 @@ TEST_BINS  := $(patsubst tests/%.c,build/test/tests/%,$(TEST_SRC))
 ASAN_TESTS := $(patsubst tests/%.c,build/asan/tests/%,$(TEST_SRC))
 TOOL_BINS  := $(patsubst tests/tools/%.c,build/test/tools/%,$(TOOL_SRC))
 
-build/gen/version.h: | $(Q)/.fetched
+# Plain `make` builds both release binaries: `all` is the default goal, whatever rule
+# comes first below (tests/t_make_default.sh checks it).
+.DEFAULT_GOAL := all
 .PHONY: FORCE all test-build check test bench bench-build lint fuzz clean quickjs
 all: $(RELEASE_WORKER) $(RELEASE_PARENT)
+
+build/gen/version.h: | $(Q)/.fetched
 
 # version.h changes only when the version or the git revision does, so a commit
 # rebuilds just the files that print them.

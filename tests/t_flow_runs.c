@@ -1118,10 +1118,10 @@ static void test_bad_input(void)
     big[0] = '"';
     big[sizeof big - 3] = '"';
     big[sizeof big - 2] = '\0';
-    expect_bad(ARGS("run", "ok", "--trigger", "{\"a\":"), 1, "a trigger that is not JSON");
-    expect_bad(ARGS("run", "ok", "--trigger", "{\"a\":1,\"a\":2}"), 1, "a trigger with a duplicate key");
-    expect_bad(ARGS("run", "ok", "--trigger", big), 1, "an oversized trigger");
-    expect_bad(ARGS("run", "ok", "--trigger", "\"\xff\xfe\""), 1, "a trigger of invalid UTF-8");
+    expect_bad(ARGS("run", "ok", "--trigger", "{\"a\":"), 2, "a trigger that is not JSON");
+    expect_bad(ARGS("run", "ok", "--trigger", "{\"a\":1,\"a\":2}"), 2, "a trigger with a duplicate key");
+    expect_bad(ARGS("run", "ok", "--trigger", big), 2, "an oversized trigger");
+    expect_bad(ARGS("run", "ok", "--trigger", "\"\xff\xfe\""), 2, "a trigger of invalid UTF-8");
     expect_bad(ARGS("run", "NoSuch"), 1, "an invalid flow id");
     expect_bad(ARGS("run", "nosuch"), 1, "an unknown flow");
     expect_bad(ARGS("run"), 2, "run without a flow");
@@ -1131,12 +1131,13 @@ static void test_bad_input(void)
                "reconcile of a run not in needs_reconcile");
     expect_bad(ARGS("flow", "reconcile", "99", "0", "--not-applied"), 1, "reconcile of an unknown run");
     expect_bad(ARGS("flow", "reconcile", "1", "0"), 2, "reconcile without a decision");
-    expect_bad(ARGS("flow", "reconcile", "1", "0", "--observed", "{"), 1,
+    expect_bad(ARGS("flow", "reconcile", "1", "0", "--observed", "{"), 2,
                "reconcile with an observed value that is not JSON");
     expect_bad(ARGS("flow", "approve", "ok", "--version", "1", "--code-hash",
                     "00000000000000000000000000000000000000000000000000000000000000ff"), 1,
                "a wrong code hash");
     expect_bad(ARGS("runs", "a", "b"), 2, "runs with two flows");
+    expect_bad(ARGS("runs", "nosuch"), 1, "runs of a flow that is not installed");
     /* A catalog that does not parse refuses the run before anything is stored. */
     char path[PATH_MAX + 32];
     sfmt(path, sizeof path, "%s/modules.json", S.home);

@@ -21,6 +21,7 @@
 static char base[PATH_MAX / 2]; /* the temporary directory, resolved */
 static char r_dir[PATH_MAX]; /* granted for reading */
 static char w_dir[PATH_MAX]; /* granted for writing */
+static char home_dir[PATH_MAX]; /* the data home: a directory of its own, outside base */
 
 /* snprintf into a fresh slot of a ring of buffers (test paths, several per call). */
 __attribute__((format(printf, 1, 2))) static const char *fmt(const char *f, ...)
@@ -42,7 +43,7 @@ static struct fs_grants grants_rw(void)
     static const char *writes[1];
     reads[0] = r_dir;
     writes[0] = w_dir;
-    struct fs_grants g = {reads, 1, writes, 1};
+    struct fs_grants g = {reads, 1, writes, 1, home_dir};
     return g;
 }
 
@@ -274,7 +275,7 @@ static void test_escape_guards(const struct fs_grants *g)
                 "escape: fs.stat through a link leading out denied [guard link-out-denied]");
     /* ...while the same target is readable when its directory is granted (control). */
     const char *both[2] = {r_dir, fmt("%s/outside", base)};
-    struct fs_grants wide = {both, 2, NULL, 0};
+    struct fs_grants wide = {both, 2, NULL, 0, home_dir};
     expect_read_text(&wide, args1(p), "secret",
                      "escape: the same link is followed once its target is granted (control)");
     /* Guard: outside paths are denied whether or not they exist (no existence leak). */
@@ -310,14 +311,14 @@ static void test_escape_guards(const struct fs_grants *g)
                 "escape: listing sibling r2 of root r denied [guard component-wise-prefix]");
     /* Guard: a root that does not exist (or is relative) grants nothing. */
     const char *missing_root[2] = {fmt("%s/gone", base), "relative"};
-    struct fs_grants none = {missing_root, 2, NULL, 0};
+    struct fs_grants none = {missing_root, 2, NULL, 0, home_dir};
     p = fmt("%s/gone/x", base);
     expect_code(&none, "fs.read", args1(p), HOST_CODE_DENIED, p,
                 "escape: missing root grants nothing [guard root-resolved-each-call]");
     /* Roots are resolved by realpath: a root given through a link works (control). */
     link_at(r_dir, fmt("%s/rootlink", base));
     const char *via_link[1] = {fmt("%s/rootlink", base)};
-    struct fs_grants linked = {via_link, 1, NULL, 0};
+    struct fs_grants linked = {via_link, 1, NULL, 0, home_dir};
     expect_read_text(&linked, args1(fmt("%s/hello.txt", r_dir)), "hello",
                      "escape: a root given through a link is resolved (control)");
 }
@@ -559,7 +560,7 @@ static void test_write_guards(const struct fs_grants *g)
                 "write guard: overwriting under a read-only root denied [guard write-root-only]");
     expect_file(p, "hello", "write guard: read-only file unchanged");
     const char *writes_r[1] = {r_dir};
-    struct fs_grants w_on_r = {NULL, 0, writes_r, 1};
+    struct fs_grants w_on_r = {NULL, 0, writes_r, 1, home_dir};
     p = fmt("%s/granted.txt", r_dir);
     json_decref(expect_ok(&w_on_r, "fs.write", args_write(p, "ok"),
                           "write guard: the same directory granted for writing accepts (control)"));
@@ -668,7 +669,7 @@ static void test_more_guards(const struct fs_grants *g)
      * read root is not, and a missing parent there is denied rather than not_found. */
     const char *reads[1] = {base};
     const char *writes[1] = {w_dir};
-    struct fs_grants nested = {reads, 1, writes, 1};
+    struct fs_grants nested = {reads, 1, writes, 1, home_dir};
     const char *p = fmt("%s/outside/nested.txt", base);
     expect_code(&nested, "fs.write", args_write(p, "x"), HOST_CODE_DENIED, "read-only",
                 "more: write in a read root holding a write root denied [guard write-root-only]");
@@ -697,19 +698,121 @@ static void test_more_guards(const struct fs_grants *g)
           strerror(errno));
     expect_code(g, "fs.list", args1(d), HOST_CODE_NOT_TEXT, d,
                 "more: a name that is not UTF-8 refuses the listing [guard utf8-text]");
-    /* Containment is component-wise also for the root "/" and a root with a '/'. */
+    /* The root "/" holds the data home: never granted, even for reading. */
     const char *slash[1] = {"/"};
-    struct fs_grants everything = {slash, 1, NULL, 0};
-    expect_read_text(&everything, args1(fmt("%s/hello.txt", r_dir)), "hello",
-                     "more: root '/' holds every path (control)");
+    struct fs_grants everything = {slash, 1, NULL, 0, home_dir};
+    expect_code(&everything, "fs.read", args1(fmt("%s/hello.txt", r_dir)), HOST_CODE_DENIED,
+                "the granted read root '/' contains basal's data home",
+                "more: read root '/' refused at the call [guard data-home-roots]");
+    /* Containment is component-wise also for a root written with a trailing '/'. */
     const char *trailing[1] = {fmt("%s/", r_dir)};
-    struct fs_grants trail = {trailing, 1, NULL, 0};
+    struct fs_grants trail = {trailing, 1, NULL, 0, home_dir};
     expect_read_text(&trail, args1(fmt("%s/hello.txt", r_dir)), "hello",
                      "more: a root written with a trailing '/' (control)");
     p = fmt("%s/r2/file.txt", base);
     expect_code(&trail, "fs.read", args1(p), HOST_CODE_DENIED, p,
                 "more: root with trailing '/' still excludes sibling r2 "
                 "[guard component-wise-prefix]");
+}
+
+/* fs_root_allowed on one root: refused with a reason containing want_why, or allowed
+ * when want_why is NULL. */
+static void expect_root(const char *root, bool writable, const char *want_why, const char *name)
+{
+    char *real = realpath(root, NULL);
+    char *home = realpath(home_dir, NULL);
+    char why[128] = "";
+    bool allowed = real != NULL && home != NULL &&
+                   fs_root_allowed(real, writable, home, why, sizeof why);
+    if (real == NULL || home == NULL)
+        fail(name, "cannot resolve %s or %s: %s", root, home_dir, strerror(errno));
+    else if (want_why == NULL)
+        check(allowed, name, "refused: %s", why);
+    else
+        check(!allowed && strstr(why, want_why) != NULL, name, "%s (want \"%s\")",
+              allowed ? "allowed" : why, want_why);
+    free(real);
+    free(home);
+}
+
+/* Roots that are never granted (fs_root_allowed), and the same refusal at every call
+ * on the roots and the data home as they resolve at that call. */
+static void test_forbidden_roots(const struct fs_grants *g)
+{
+    const char *home_parent = fmt("%s/..", home_dir);
+    check(mkdir(fmt("%s/sub", home_dir), 0700) == 0, "roots: setup sub", "%s", strerror(errno));
+    expect_root(home_dir, false, "is basal's data home",
+                "roots: the data home itself refused [guard data-home-roots]");
+    expect_root(fmt("%s/sub", home_dir), false, "lies inside basal's data home",
+                "roots: a root inside the data home refused [guard data-home-roots]");
+    expect_root(home_parent, false, "contains basal's data home",
+                "roots: a read root holding the data home refused [guard data-home-roots]");
+    expect_root(home_parent, true, "contains basal's data home",
+                "roots: a write root holding the data home refused [guard data-home-roots]");
+    expect_root("/", false, "contains basal's data home",
+                "roots: '/' as a read root refused [guard data-home-roots]");
+    expect_root("/", true, "whole file system",
+                "roots: '/' as a write root refused [guard no-slash-write-root]");
+    expect_root("/proc/self", false, "/proc",
+                "roots: a root under /proc refused [guard no-proc-sys-roots]");
+    expect_root("/proc", false, "/proc", "roots: /proc refused [guard no-proc-sys-roots]");
+    expect_root("/sys/kernel", false, "/sys",
+                "roots: a root under /sys refused [guard no-proc-sys-roots]");
+    expect_root(r_dir, false, NULL, "roots: an ordinary read root allowed (control)");
+    expect_root(w_dir, true, NULL, "roots: an ordinary write root allowed (control)");
+
+    /* At the call: a root that is a link, retargeted at the data home after approval. */
+    const char *link = fmt("%s/moving_root", base);
+    link_at(r_dir, link);
+    const char *via[1] = {link};
+    struct fs_grants moving = {via, 1, NULL, 0, home_dir};
+    expect_read_text(&moving, args1(fmt("%s/hello.txt", link)), "hello",
+                     "roots at the call: a root reached through a link works (control)");
+    check(unlink(link) == 0 && symlink(home_dir, link) == 0, "roots at the call: setup relink",
+          "%s", strerror(errno));
+    check(put(fmt("%s/catalog.json", home_dir), "{}"), "roots at the call: setup home file",
+          "%s", strerror(errno));
+    expect_code(&moving, "fs.read", args1(fmt("%s/catalog.json", link)), HOST_CODE_DENIED,
+                "is basal's data home",
+                "roots at the call: a root relinked to the data home is refused at the call "
+                "[guard data-home-per-call]");
+    /* A data home inside a write root makes every call refused, reads elsewhere too. */
+    struct fs_grants holding = *g;
+    holding.home = fmt("%s/h", w_dir);
+    check(mkdir(holding.home, 0700) == 0, "roots at the call: setup home in w", "%s",
+          strerror(errno));
+    expect_code(&holding, "fs.write", args_write(fmt("%s/h/modules.json", w_dir), "x"),
+                HOST_CODE_DENIED, "contains basal's data home",
+                "roots at the call: no write into a data home under a write root "
+                "[guard data-home-per-call]");
+    check(access(fmt("%s/h/modules.json", w_dir), F_OK) != 0,
+          "roots at the call: nothing written into the data home", "the file exists");
+    expect_code(&holding, "fs.read", args1(fmt("%s/hello.txt", r_dir)), HOST_CODE_DENIED,
+                "contains basal's data home",
+                "roots at the call: every call refused while such a root is granted "
+                "[guard data-home-per-call]");
+    /* Fail closed: no data home, or one that does not resolve. */
+    struct fs_grants no_home = *g;
+    no_home.home = NULL;
+    expect_code(&no_home, "fs.read", args1(fmt("%s/hello.txt", r_dir)), HOST_CODE_DENIED,
+                "data home cannot be resolved",
+                "roots at the call: no data home refuses every call [guard fail-closed]");
+    no_home.home = fmt("%s/no-such-home", base);
+    expect_code(&no_home, "fs.read", args1(fmt("%s/hello.txt", r_dir)), HOST_CODE_DENIED,
+                "data home cannot be resolved",
+                "roots at the call: a data home that does not resolve refuses every call "
+                "[guard fail-closed]");
+    const char *procs[1] = {"/proc/self"};
+    struct fs_grants proc = {procs, 1, NULL, 0, home_dir};
+    expect_code(&proc, "fs.read", args1("/proc/self/environ"), HOST_CODE_DENIED, "/proc",
+                "roots at the call: /proc/self/environ unreadable [guard no-proc-sys-roots]");
+    const char *slash[1] = {"/"};
+    struct fs_grants write_all_of_it = {NULL, 0, slash, 1, home_dir};
+    expect_code(&write_all_of_it, "fs.write", args_write(fmt("%s/x.txt", w_dir), "x"),
+                HOST_CODE_DENIED, "whole file system",
+                "roots at the call: write root '/' refused [guard no-slash-write-root]");
+    json_decref(expect_ok(g, "fs.stat", args1(r_dir),
+                          "roots at the call: the usual grants still work (control)"));
 }
 
 int main(void)
@@ -723,6 +826,12 @@ int main(void)
     umask(022); /* the mode check of fs.write's 0644 assumes it */
     snprintf(base, sizeof base, "%s", real);
     free(real);
+    snprintf(home_dir, sizeof home_dir, "/tmp/basal-fs-home-XXXXXX");
+    if (mkdtemp(home_dir) == NULL) {
+        fail("setup: data home directory", "%s", strerror(errno));
+        remove_tree();
+        return harness_finish();
+    }
     snprintf(r_dir, sizeof r_dir, "%s/r", base);
     snprintf(w_dir, sizeof w_dir, "%s/w", base);
     if (make_tree()) {
@@ -740,7 +849,9 @@ int main(void)
         test_write_guards(&g);
         test_write_size(&g);
         test_more_guards(&g);
+        test_forbidden_roots(&g);
     }
+    harness_remove_tree(home_dir);
     remove_tree();
     return harness_finish();
 }

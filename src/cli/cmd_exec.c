@@ -3,6 +3,7 @@
  * id, so pooling, reuse and retirement can be watched from the outside (the worker pid
  * of each run is in the --json output). docs/operations.md has the formats. */
 #include "cli/commands.h"
+#include "cli/term_text.h"
 #include "supervisor/activation.h"
 #include "supervisor/health.h"
 #include "supervisor/pool.h"
@@ -332,6 +333,8 @@ static void print_run_json(const struct loaded_script *script, unsigned long lon
     json_object_set_new(o, "wall_ms", json_integer(out->wall_ms));
     if (out->console != NULL)
         json_object_set_new(o, "console", json_string(out->console));
+    if (out->console_truncated)
+        json_object_set_new(o, "console_truncated", json_true());
     if (out->worker_log != NULL)
         json_object_set_new(o, "worker_log", json_string(out->worker_log));
     char *text = json_dumps(o, JSON_COMPACT);
@@ -339,6 +342,18 @@ static void print_run_json(const struct loaded_script *script, unsigned long lon
         puts(text);
     free(text);
     json_decref(o);
+}
+
+/* Console lines keep their line breaks (each is "stream: text"); every other control
+ * or direction character the script or worker chose is escaped (cli/term_text.h). */
+static void print_run_human(const struct activation_outcome *out, const char *message)
+{
+    if (out->console != NULL)
+        term_puts(stderr, out->console, TERM_KEEP_NEWLINES);
+    if (out->console_truncated)
+        fprintf(stderr, "[console output truncated at %u bytes]\n", ACTIVATION_CONSOLE_MAX);
+    term_puts(stdout, message, 0);
+    putchar('\n');
 }
 
 static void print_health(struct pool *pool, bool machine)
@@ -423,9 +438,7 @@ int cmd_exec(const struct cli_globals *globals, int argc, char **argv)
             if (globals->json) {
                 print_run_json(&scripts[s], n, o.flow, &out, message);
             } else {
-                if (out.console != NULL)
-                    fputs(out.console, stderr);
-                puts(message);
+                print_run_human(&out, message);
             }
             fflush(stdout);
             if (out.status != ACTIVATION_COMPLETED)

@@ -1,6 +1,7 @@
 /* ck-basal flow install|approve|list|disable|enable: the flow registry (flows/flows.h)
  * from the command line. Every refusal is one line on stderr and changes nothing. */
 #include "cli/commands.h"
+#include "cli/term_text.h"
 #include "store/datahome.h"
 #include "flows/flows.h"
 #include "store/store.h"
@@ -23,9 +24,12 @@ static int usage(const char *what)
     return EXIT_USAGE;
 }
 
+/* err may quote a manifest, a script or the store: escaped (cli/term_text.h). */
 static int refused(const char *sub, const char *err)
 {
-    fprintf(stderr, "ck-basal flow %s: %s\n", sub, err);
+    char what[32];
+    snprintf(what, sizeof what, "flow %s", sub);
+    term_error_line(what, err);
     return EXIT_REFUSED;
 }
 
@@ -185,9 +189,11 @@ static int flow_list(const struct cli_globals *g, int argc, char **argv)
                 snprintf(approved, sizeof approved, "%" PRId64, rows[i].approved_version);
             else
                 snprintf(approved, sizeof approved, "-");
-            printf("%-24s %-8s %-7" PRId64 " %-8s %s\n", rows[i].id,
+            char id[TERM_SHOWN_CAP(FLOW_ID_MAX)], hash[TERM_SHOWN_CAP(CODE_HASH_HEX_LEN)];
+            printf("%-24s %-8s %-7" PRId64 " %-8s %s\n", term_show(id, sizeof id, rows[i].id, 0),
                    rows[i].enabled ? "yes" : "no", rows[i].latest_version, approved,
-                   rows[i].approved_version > 0 ? rows[i].approved_hash : "-");
+                   term_show(hash, sizeof hash,
+                             rows[i].approved_version > 0 ? rows[i].approved_hash : "-", 0));
         }
     }
     free(rows);

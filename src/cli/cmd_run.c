@@ -1,6 +1,7 @@
 /* ck-basal run ID [--trigger JSON] and ck-basal recover: drive runs to their end in
  * this process (flows/run_driver.h). */
 #include "cli/commands.h"
+#include "cli/term_text.h"
 #include "flows/reconcile.h"
 #include "flows/run_driver.h"
 #include "store/runs.h"
@@ -35,14 +36,31 @@ static int report(const struct cli_globals *g, const struct run_report *rep)
         json_object_set_new(o, "wall_ms", json_integer(rep->wall_ms));
         cli_print_json(o);
     } else {
-        printf("run %" PRId64 " of flow %s: %s\n", rep->run_id, rep->flow_id,
-               run_state_name(rep->state));
-        if (rep->result != NULL)
-            printf("result: %s\n", rep->result);
-        if (rep->error != NULL)
-            printf("error: %s\n", rep->error);
+        /* result and error are the script's: escaped, one line each (cli/term_text.h). */
+        printf("run %" PRId64 " of flow ", rep->run_id);
+        term_puts(stdout, rep->flow_id, 0);
+        printf(": %s\n", run_state_name(rep->state));
+        if (rep->result != NULL) {
+            fputs("result: ", stdout);
+            term_puts(stdout, rep->result, 0);
+            putchar('\n');
+        }
+        if (rep->error != NULL) {
+            fputs("error: ", stdout);
+            term_puts(stdout, rep->error, 0);
+            putchar('\n');
+        }
     }
     return rep->state == RUN_SUCCEEDED ? EXIT_OK : EXIT_REFUSED;
+}
+
+/* "ck-basal WHAT: run N: ERR" and suffix on stderr; err may quote the script or the
+ * store, so it is escaped (cli/term_text.h). */
+static void run_error(const char *what, int64_t run_id, const char *err, const char *suffix)
+{
+    char shown[TERM_SHOWN_CAP(1024)];
+    fprintf(stderr, "ck-basal %s: run %" PRId64 ": %s%s\n", what, run_id,
+            term_show(shown, sizeof shown, err, 0), suffix);
 }
 
 static bool parse_landlock(const char *arg, struct pool_config *cfg)
@@ -57,10 +75,12 @@ static bool parse_landlock(const char *arg, struct pool_config *cfg)
 }
 
 /* An operator's JSON argument as compact JSON text (malloc'd), or NULL with a reason
- * printed as "ck-basal WHAT: OPTION ...". */
-static char *json_argument(const char *what, const char *option, const char *text)
+ * printed as "ck-basal WHAT: OPTION ..." and the exit status in *status: usage for an
+ * argument that is too long, not UTF-8 or not JSON; refused when out of memory. */
+static char *json_argument(const char *what, const char *option, const char *text, int *status)
 {
     size_t len = strlen(text);
+    *status = EXIT_USAGE;
     if (len > TRIGGER_MAX_BYTES) {
         fprintf(stderr, "ck-basal %s: %s is %zu bytes, over %u\n", what, option, len,
                 TRIGGER_MAX_BYTES);
@@ -79,6 +99,7 @@ static char *json_argument(const char *what, const char *option, const char *tex
     }
     char *out = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
     json_decref(v);
+    *status = out != NULL ? EXIT_OK : EXIT_REFUSED;
     if (out == NULL)
         fprintf(stderr, "ck-basal %s: out of memory\n", what);
     return out;
@@ -145,9 +166,11 @@ int cmd_run(const struct cli_globals *g, int argc, char **argv)
                 RUN_TRIGGER_ID_MAX);
         return EXIT_USAGE;
     }
-    char *trigger = json_argument("run", "--trigger", trigger_text != NULL ? trigger_text : "{}");
+    int bad_argument = EXIT_OK;
+    char *trigger = json_argument("run", "--trigger", trigger_text != NULL ? trigger_text : "{}",
+                                  &bad_argument);
     if (trigger == NULL)
-        return EXIT_REFUSED;
+        return bad_argument;
     if (session_open(g, "run", &s) != 0) {
         free(trigger);
         return EXIT_REFUSED;
@@ -160,11 +183,11 @@ int cmd_run(const struct cli_globals *g, int argc, char **argv)
     if (run_preflight(&s.driver, id, &version, err, sizeof err) != 0 ||
         runs_admit_claimed(s.store, id, version, trigger, trigger_id, &run_id, &claim, err,
                            sizeof err) != 0) {
-        fprintf(stderr, "ck-basal run: %s\n", err);
+        term_error_line("run", err);
     } else {
         struct run_report rep;
         if (run_drive_claimed(&s.driver, run_id, &claim, &rep, err, sizeof err) != 0)
-            fprintf(stderr, "ck-basal run: run %" PRId64 ": %s\n", run_id, err);
+            run_error("run", run_id, err, "");
         else
             status = report(g, &rep);
         run_report_free(&rep);
@@ -191,7 +214,7 @@ int cmd_recover(const struct cli_globals *g, int argc, char **argv)
     int64_t *ids = NULL;
     size_t count = 0;
     if (runs_recoverable(s.store, &ids, &count, err, sizeof err) != 0) {
-        fprintf(stderr, "ck-basal recover: %s\n", err);
+        term_error_line("recover", err);
         session_close(&s);
         return EXIT_REFUSED;
     }
@@ -199,7 +222,7 @@ int cmd_recover(const struct cli_globals *g, int argc, char **argv)
     for (size_t i = 0; i < count; i++) {
         struct run_report rep;
         if (run_drive(&s.driver, ids[i], &rep, err, sizeof err) != 0) {
-            fprintf(stderr, "ck-basal recover: run %" PRId64 ": %s\n", ids[i], err);
+            run_error("recover", ids[i], err, "");
             status = EXIT_REFUSED;
         } else if (report(g, &rep) != EXIT_OK) {
             status = EXIT_REFUSED;
@@ -256,9 +279,10 @@ int cmd_flow_reconcile(const struct cli_globals *g, int argc, char **argv)
     }
     char *observed = NULL;
     if (decision == RECONCILE_OBSERVED) {
-        observed = json_argument("flow reconcile", "--observed", observed_text);
+        int bad_argument = EXIT_OK;
+        observed = json_argument("flow reconcile", "--observed", observed_text, &bad_argument);
         if (observed == NULL)
-            return EXIT_REFUSED;
+            return bad_argument;
     }
     if (session_open(g, "flow reconcile", &s) != 0) {
         free(observed);
@@ -268,7 +292,7 @@ int cmd_flow_reconcile(const struct cli_globals *g, int argc, char **argv)
     int status = EXIT_REFUSED;
     if (reconcile_settle(s.store, run_id, (uint32_t)position, decision, observed, err,
                          sizeof err) != 0) {
-        fprintf(stderr, "ck-basal flow reconcile: %s\n", err);
+        term_error_line("flow reconcile", err);
     } else if (decision == RECONCILE_CANCEL) {
         if (g->json) {
             json_t *o = json_object();
@@ -282,8 +306,8 @@ int cmd_flow_reconcile(const struct cli_globals *g, int argc, char **argv)
     } else {
         struct run_report rep;
         if (run_drive(&s.driver, run_id, &rep, err, sizeof err) != 0)
-            fprintf(stderr, "ck-basal flow reconcile: run %lld: %s (it is pending: ck-basal"
-                    " recover resumes it)\n", run_id, err);
+            run_error("flow reconcile", run_id, err,
+                      " (it is pending: ck-basal recover resumes it)");
         else
             status = report(g, &rep);
         run_report_free(&rep);

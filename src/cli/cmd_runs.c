@@ -1,7 +1,9 @@
 /* ck-basal runs [FLOW] and ck-basal journal RUN: what the store knows about runs and
  * their host calls. Read-only. */
 #include "cli/commands.h"
+#include "cli/term_text.h"
 #include "base/names.h"
+#include "flows/flows.h"
 #include "store/journal.h"
 #include "store/runs.h"
 #include "store/store.h"
@@ -15,7 +17,7 @@
 
 #define RUNS_USAGE "usage: ck-basal runs [FLOW]"
 #define JOURNAL_USAGE "usage: ck-basal journal RUN"
-#define SHOWN_MAX 120 /* characters of args or values in the human listing */
+#define SHOWN_MAX 120 /* bytes of args, values or errors shown in the human listing */
 
 /* JSON text as a value (the text itself, as a string, if it does not parse). */
 static json_t *json_of(const char *text)
@@ -52,19 +54,30 @@ int cmd_runs(const struct cli_globals *g, int argc, char **argv)
     }
     const char *flow = argc == 1 ? argv[0] : NULL;
     if (flow != NULL && !flow_id_valid(flow)) {
-        fprintf(stderr, "ck-basal runs: unknown flow '%.80s' (not a flow id)\n", flow);
+        char shown[TERM_SHOWN_CAP(80)];
+        fprintf(stderr, "ck-basal runs: unknown flow '%s' (not a flow id)\n",
+                term_show(shown, sizeof shown, flow, 0));
         return EXIT_REFUSED;
     }
     struct store *st;
     char home[PATH_MAX], err[512];
     if (cli_open_store(g, "runs", &st, home) != 0)
         return EXIT_REFUSED;
+    /* A flow that was never installed is an error, not an empty listing. */
+    int known = flow != NULL ? flows_known(st, flow, err, sizeof err) : 1;
+    if (known != 1) {
+        store_close(st);
+        if (known == 0)
+            snprintf(err, sizeof err, "unknown flow '%s'", flow);
+        term_error_line("runs", err);
+        return EXIT_REFUSED;
+    }
     struct run_row *rows;
     size_t n;
     int rc = runs_list(st, flow, &rows, &n, err, sizeof err);
     store_close(st);
     if (rc != 0) {
-        fprintf(stderr, "ck-basal runs: %s\n", err);
+        term_error_line("runs", err);
         return EXIT_REFUSED;
     }
     if (g->json) {
@@ -76,10 +89,12 @@ int cmd_runs(const struct cli_globals *g, int argc, char **argv)
         printf("no runs\n");
     } else {
         printf("%-6s %-20s %-7s %-16s %s\n", "RUN", "FLOW", "VERSION", "STATE", "ERROR");
-        for (size_t i = 0; i < n; i++)
-            printf("%-6" PRId64 " %-20s %-7" PRId64 " %-16s %.*s\n", rows[i].id, rows[i].flow_id,
-                   rows[i].version, run_state_name(rows[i].state), SHOWN_MAX,
-                   rows[i].error != NULL ? rows[i].error : "");
+        for (size_t i = 0; i < n; i++) {
+            char id[TERM_SHOWN_CAP(FLOW_ID_MAX)], error[SHOWN_MAX + 1];
+            printf("%-6" PRId64 " %-20s %-7" PRId64 " %-16s %s\n", rows[i].id,
+                   term_show(id, sizeof id, rows[i].flow_id, 0), rows[i].version,
+                   run_state_name(rows[i].state), term_show(error, sizeof error, rows[i].error, 0));
+        }
     }
     for (size_t i = 0; i < n; i++)
         run_row_free(&rows[i]);
@@ -110,6 +125,8 @@ static json_t *entry_json(const struct journal_entry *e)
     return o;
 }
 
+/* One call, on one line: its kind, value and args are the script's, escaped and cut
+ * to SHOWN_MAX bytes ("..." when cut). */
 static void print_entry(const struct journal_entry *e)
 {
     char order[24] = "-";
@@ -117,10 +134,12 @@ static void print_entry(const struct journal_entry *e)
         snprintf(order, sizeof order, "%" PRId64, e->delivery_order);
     const char *outcome = !e->has_outcome ? "(no outcome)"
                           : e->settlement == PROTO_SETTLEMENT_FULFILLED ? "fulfilled" : "rejected";
-    printf("%-5u %-12s %-15s %-8s %-6s %-12s %.*s", (unsigned)e->position, e->kind,
-           journal_class_name(e->cls), journal_state_name(e->state), order, outcome, SHOWN_MAX,
-           e->has_outcome && e->value != NULL ? e->value : "");
-    printf("   args %.*s\n", SHOWN_MAX, e->args);
+    char kind[SHOWN_MAX + 1], value[SHOWN_MAX + 1], args[SHOWN_MAX + 1];
+    printf("%-5u %-12s %-15s %-8s %-6s %-12s %s", (unsigned)e->position,
+           term_show(kind, sizeof kind, e->kind, 0), journal_class_name(e->cls),
+           journal_state_name(e->state), order, outcome,
+           term_show(value, sizeof value, e->has_outcome ? e->value : NULL, 0));
+    printf("   args %s\n", term_show(args, sizeof args, e->args, 0));
 }
 
 int cmd_journal(const struct cli_globals *g, int argc, char **argv)
@@ -145,7 +164,7 @@ int cmd_journal(const struct cli_globals *g, int argc, char **argv)
     if (found == 0)
         snprintf(err, sizeof err, "unknown run %lld", run_id);
     if (rc != 0) {
-        fprintf(stderr, "ck-basal journal: %s\n", err);
+        term_error_line("journal", err);
         if (found == 1)
             run_row_free(&run);
         return EXIT_REFUSED;
@@ -158,8 +177,9 @@ int cmd_journal(const struct cli_globals *g, int argc, char **argv)
         json_object_set_new(o, "calls", calls);
         cli_print_json(o);
     } else {
-        printf("run %" PRId64 " of flow %s (version %" PRId64 "): %s\n", run.id, run.flow_id,
-               run.version, run_state_name(run.state));
+        char id[TERM_SHOWN_CAP(FLOW_ID_MAX)];
+        printf("run %" PRId64 " of flow %s (version %" PRId64 "): %s\n", run.id,
+               term_show(id, sizeof id, run.flow_id, 0), run.version, run_state_name(run.state));
         printf("%-5s %-12s %-15s %-8s %-6s %-12s %s\n", "POS", "KIND", "CLASS", "STATE", "ORDER",
                "OUTCOME", "VALUE");
         for (size_t i = 0; i < n; i++)

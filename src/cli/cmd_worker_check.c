@@ -1,6 +1,7 @@
 /* ck-basal worker-check: start one confined worker, check it exactly as the pool
  * does before any flow code, and show what was checked. */
 #include "cli/commands.h"
+#include "cli/term_text.h"
 #include "supervisor/worker_check.h"
 
 #include <jansson.h>
@@ -50,10 +51,16 @@ static void print_json(const struct worker_report *r, enum landlock_policy polic
     json_decref(root);
 }
 
+/* The Welcome's texts, the reason quoting them and the worker's log are the worker's
+ * choice: escaped (cli/term_text.h); the log keeps its line breaks. */
 static void print_human(const struct worker_report *r, enum landlock_policy policy, int pid)
 {
     if (r->have_welcome) {
-        printf("worker        pid %d, %s, version %s\n", pid, r->engine, r->worker_version);
+        printf("worker        pid %d, ", pid);
+        term_puts(stdout, r->engine, 0);
+        fputs(", version ", stdout);
+        term_puts(stdout, r->worker_version, 0);
+        putchar('\n');
         printf("protocol      version %u\n", (unsigned)r->protocol_version);
         printf("seccomp       %s\n", r->seccomp ? "allowlist installed (kills on any other call)"
                                                 : "NOT installed");
@@ -72,9 +79,13 @@ static void print_human(const struct worker_report *r, enum landlock_policy poli
     if (r->accepted) {
         printf("verdict       accepted: the worker is confined and may run flow code\n");
     } else {
-        printf("verdict       refused: %s\n", r->reason);
-        if (r->worker_log[0] != '\0')
-            printf("worker said   %s", r->worker_log);
+        fputs("verdict       refused: ", stdout);
+        term_puts(stdout, r->reason, 0);
+        putchar('\n');
+        if (r->worker_log[0] != '\0') {
+            fputs("worker said   ", stdout);
+            term_puts(stdout, r->worker_log, TERM_KEEP_NEWLINES);
+        }
     }
 }
 

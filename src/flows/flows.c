@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,6 +148,43 @@ static int load_version(struct store *s, const char *id, int64_t version,
     return found;
 }
 
+/* ---- roots that are never granted ------------------------------------------------- */
+
+/* The data home: the directory holding the store's file (store/store.h: HOME/basal.db).
+ * 0, or -1 (err set). */
+static int data_home(struct store *s, char *out, size_t cap, char *err, size_t err_cap)
+{
+    static const char SUFFIX[] = "/" STORE_FILE;
+    const char *db = store_path(s);
+    size_t n = strlen(db), k = sizeof SUFFIX - 1;
+    if (n <= k || strcmp(db + n - k, SUFFIX) != 0 || n - k >= cap)
+        return error_line(err, err_cap, "cannot tell the data home of the store %s", db);
+    memcpy(out, db, n - k);
+    out[n - k] = '\0';
+    return 0;
+}
+
+/* m's fs and git roots against the data home (manifest_check_roots): 0 or -1. */
+static int roots_allowed(struct store *s, const struct manifest *m, char *err, size_t err_cap)
+{
+    char home[PATH_MAX];
+    if (data_home(s, home, sizeof home, err, err_cap) != 0)
+        return -1;
+    return manifest_check_roots(m, home, err, err_cap);
+}
+
+/* The same for stored manifest bytes, as approve sees them now. */
+static int stored_roots_allowed(struct store *s, const struct flow_blob *manifest, char *err,
+                                size_t err_cap)
+{
+    struct manifest m;
+    if (manifest_parse(manifest->bytes, manifest->len, &m, err, err_cap) != 0)
+        return -1;
+    int rc = roots_allowed(s, &m, err, err_cap);
+    manifest_free(&m);
+    return rc;
+}
+
 /* ---- install ------------------------------------------------------------------- */
 
 static int install_locked(struct store *s, const char *id, int64_t version, const void *script,
@@ -202,6 +240,10 @@ int flows_install(struct store *s, const void *script, size_t script_len,
     struct manifest m;
     if (manifest_parse(manifest, manifest_len, &m, err, err_cap) != 0)
         return -1;
+    if (roots_allowed(s, &m, err, err_cap) != 0) {
+        manifest_free(&m);
+        return -1;
+    }
     snprintf(out->id, sizeof out->id, "%s", m.id);
     out->version = m.version;
     manifest_free(&m);
@@ -285,7 +327,8 @@ static int approve_locked(struct store *s, const char *id, int64_t version, cons
                    "flow '%s' version %" PRId64 " is below the approved version %" PRId64, id,
                    version, approved_top);
     } else {
-        rc = 0;
+        /* The roots as they resolve now: one may have become a link to the data home. */
+        rc = stored_roots_allowed(s, &v.manifest, err, err_cap);
     }
     stored_version_free(&v);
     if (rc != 0)
@@ -354,6 +397,13 @@ int flows_set_enabled(struct store *s, const char *id, bool enabled, char *err,
 }
 
 /* ---- list ------------------------------------------------------------------------ */
+
+int flows_known(struct store *s, const char *id, char *err, size_t err_cap)
+{
+    if (!flow_id_valid(id))
+        return 0;
+    return flow_lookup(s, id, NULL, err, err_cap);
+}
 
 int flows_list(struct store *s, struct flow_summary **out, size_t *count, char *err,
                size_t err_cap)

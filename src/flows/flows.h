@@ -38,7 +38,8 @@ struct flow_installed {
 };
 
 /* Installs script and manifest (exact bytes): validates the script (script_validate)
- * and the manifest (manifest_parse, at most MANIFEST_MAX_BYTES), computes the code
+ * and the manifest (manifest_parse, at most MANIFEST_MAX_BYTES, and
+ * manifest_check_roots against the store's data home), computes the code
  * hash over the bytes and, in one transaction, creates the flow if it is new
  * (enabled) and records a pending version. The manifest's version must be above
  * every version of that flow already stored. Returns 0 with *out filled, or -1. */
@@ -53,8 +54,9 @@ int flows_install_dir(struct store *s, const char *dir, struct flow_installed *o
 
 /* Approves version of flow id: refused unless the version exists, is pending, is not
  * below an already approved version, code_hash is 64 lowercase hex characters equal
- * to the stored version's hash, and the hash recomputed over the stored bytes is that
- * same hash. Records the approval row and marks the version approved in one
+ * to the stored version's hash, the hash recomputed over the stored bytes is that
+ * same hash, and the stored manifest still parses with roots manifest_check_roots
+ * allows now. Records the approval row and marks the version approved in one
  * transaction. Returns 0 or -1. */
 int flows_approve(struct store *s, const char *id, int64_t version, const char *code_hash,
                   char *err, size_t err_cap);
@@ -63,6 +65,10 @@ int flows_approve(struct store *s, const char *id, int64_t version, const char *
  * Returns 0 or -1. */
 int flows_set_enabled(struct store *s, const char *id, bool enabled, char *err,
                       size_t err_cap);
+
+/* Whether flow id is installed: 1 yes, 0 no (also for a text that is not a flow id),
+ * -1 on a store error (reason in err). */
+int flows_known(struct store *s, const char *id, char *err, size_t err_cap);
 
 /* One row of flows_list. */
 struct flow_summary {

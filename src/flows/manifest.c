@@ -2,7 +2,9 @@
 #include "flows/manifest.h"
 
 #include "base/bounded_file.h"
+#include "base/error_line.h"
 #include "base/json_fields.h"
+#include "host/fs_builtin.h"
 
 #include "supervisor/activation.h"
 #include "proto/utf8.h"
@@ -766,6 +768,36 @@ int manifest_load_file(const char *path, struct manifest *out, char *err, size_t
         return -1;
     int rc = manifest_parse(buf, len, out, err, err_cap);
     free(buf);
+    return rc;
+}
+
+/* One list of roots against the data home; 0 or -1 (err set). */
+static int check_root_list(const struct manifest_strings *roots, const char *path, bool writable,
+                           const char *home_real, char *err, size_t err_cap)
+{
+    for (size_t i = 0; i < roots->count; i++) {
+        char why[128];
+        if (fs_root_allowed(roots->items[i], writable, home_real, why, sizeof why))
+            continue;
+        return error_line(err, err_cap, "%s[%zu]: '%s' %s; such a root is never granted", path,
+                          i, roots->items[i], why);
+    }
+    return 0;
+}
+
+int manifest_check_roots(const struct manifest *m, const char *home, char *err,
+                         size_t err_cap)
+{
+    char *home_real = realpath(home, NULL);
+    if (home_real == NULL)
+        return error_line(err, err_cap, "the data home %s cannot be resolved: %s", home,
+                          strerror(errno));
+    int rc = check_root_list(&m->fs_read, "manifest.fs.read", false, home_real, err, err_cap);
+    if (rc == 0)
+        rc = check_root_list(&m->fs_write, "manifest.fs.write", true, home_real, err, err_cap);
+    if (rc == 0)
+        rc = check_root_list(&m->git_read, "manifest.git.read", false, home_real, err, err_cap);
+    free(home_real);
     return rc;
 }
 

@@ -130,6 +130,15 @@ int manifest_parse(const char *json, size_t len, struct manifest *out, char *err
  * without reading it all) and parses it as manifest_parse does. */
 int manifest_load_file(const char *path, struct manifest *out, char *err, size_t err_cap);
 
+/* The grants that are never given, whatever the manifest says (host/fs_builtin.h,
+ * fs_root_allowed): refused if any fs.read, fs.write or git.read root of m is the data
+ * home (home: its path, resolved here), lies inside it or holds it, if "/" is an
+ * fs.write root, or if a root lies under /proc or /sys. 0, or -1 with one line in err
+ * naming the field, the root and the reason; a data home that cannot be resolved
+ * refuses too. Install and approve call it; every fs call checks again. */
+int manifest_check_roots(const struct manifest *m, const char *home, char *err,
+                         size_t err_cap);
+
 /* Frees what *m owns and zeroes it. Safe on a zeroed manifest; m may be NULL. */
 void manifest_free(struct manifest *m);
 

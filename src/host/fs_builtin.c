@@ -12,8 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 /* Symbolic links followed by hand while classifying a path realpath could not resolve
@@ -83,6 +85,44 @@ static bool path_is_under(const char *path, const char *root)
         return path[0] == '/';
     size_t n = strlen(root);
     return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+bool fs_root_allowed(const char *root_real, bool writable, const char *home_real, char *why,
+                     size_t why_cap)
+{
+    struct statfs fs;
+    if (writable && strcmp(root_real, "/") == 0) {
+        snprintf(why, why_cap, "is the whole file system (never granted for writing)");
+        return false;
+    }
+    if (strcmp(root_real, home_real) == 0) {
+        snprintf(why, why_cap, "is basal's data home");
+        return false;
+    }
+    if (path_is_under(home_real, root_real)) {
+        snprintf(why, why_cap, "contains basal's data home");
+        return false;
+    }
+    if (path_is_under(root_real, home_real)) {
+        snprintf(why, why_cap, "lies inside basal's data home");
+        return false;
+    }
+    if (path_is_under(root_real, "/proc") || path_is_under(root_real, "/sys")) {
+        snprintf(why, why_cap, "lies under %s (fs runs in basal's own process)",
+                 path_is_under(root_real, "/proc") ? "/proc" : "/sys");
+        return false;
+    }
+    /* procfs or sysfs mounted somewhere else is the same thing by another name. */
+    if (statfs(root_real, &fs) != 0) {
+        snprintf(why, why_cap, "cannot be checked: %s", strerror(errno));
+        return false;
+    }
+    if (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC) {
+        snprintf(why, why_cap, "is on a %s file system (fs runs in basal's own process)",
+                 fs.f_type == PROC_SUPER_MAGIC ? "proc" : "sysfs");
+        return false;
+    }
+    return true;
 }
 
 /* The resolved root holding real (a writable one if want_write), or NULL. */
@@ -265,16 +305,22 @@ struct fs_call {
     struct host_settlement *out;
 };
 
+/* path for a message into shown (FS_MESSAGE_PATH_BYTES + 4): cut, control bytes '?'. */
+static void show_text(char *shown, const char *path)
+{
+    size_t len = strlen(path);
+    size_t keep = utf8_truncate((const uint8_t *)path, len, FS_MESSAGE_PATH_BYTES);
+    for (size_t i = 0; i < keep; i++) {
+        shown[i] = path[i];
+        if ((unsigned char)shown[i] < 0x20 || shown[i] == 0x7f)
+            shown[i] = '?';
+    }
+    memcpy(shown + keep, keep < len ? "..." : "", keep < len ? 4 : 1);
+}
+
 static void show_path(struct fs_call *c)
 {
-    size_t len = strlen(c->path);
-    size_t keep = utf8_truncate((const uint8_t *)c->path, len, FS_MESSAGE_PATH_BYTES);
-    for (size_t i = 0; i < keep; i++) {
-        c->shown[i] = c->path[i];
-        if ((unsigned char)c->shown[i] < 0x20 || c->shown[i] == 0x7f)
-            c->shown[i] = '?';
-    }
-    memcpy(c->shown + keep, keep < len ? "..." : "", keep < len ? 4 : 1);
+    show_text(c->shown, c->path);
 }
 
 static int reject_errno(struct fs_call *c, const char *what, int err)
@@ -315,6 +361,38 @@ static int fulfil_and_free(struct host_settlement *out, json_t *value)
         return -1;
     int rc = host_fulfil_json(out, value);
     json_decref(value);
+    return rc;
+}
+
+/* ---- roots that are never granted -------------------------------------------------- */
+
+/* Every granted root as it resolves now, against the data home as it resolves now
+ * (fs_root_allowed): a root replaced by a link, or a data home moved under a root,
+ * since the manifest was approved is caught here. Returns 0 if every root may be used,
+ * 1 after settling the call as denied, -1 out of memory. */
+static int refuse_forbidden_roots(struct fs_call *c, const char *home)
+{
+    char *home_real = home != NULL ? realpath(home, NULL) : NULL;
+    if (home_real == NULL) {
+        if (home != NULL && errno == ENOMEM)
+            return -1;
+        return host_reject(c->out, HOST_CODE_DENIED,
+                           "%s: basal's data home cannot be resolved, so no fs call is served",
+                           c->kind) == 0 ? 1 : -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < c->roots.count && rc == 0; i++) {
+        char why[128], shown[FS_MESSAGE_PATH_BYTES + 4];
+        const char *root = c->roots.real[i];
+        if (root == NULL || fs_root_allowed(root, c->roots.writable[i], home_real, why, sizeof why))
+            continue;
+        show_text(shown, root);
+        rc = host_reject(c->out, HOST_CODE_DENIED,
+                         "%s: the granted %s root '%s' %s; no fs call is served while it is "
+                         "granted", c->kind, c->roots.writable[i] ? "write" : "read", shown,
+                         why) == 0 ? 1 : -1;
+    }
+    free(home_real);
     return rc;
 }
 
@@ -870,7 +948,9 @@ int fs_builtin_call(const struct fs_grants *grants, const char *kind, const void
         return reject_args(&c, usage_of(kind), "the text must be a string");
     if (roots_resolve(grants, &c.roots) != 0)
         return -1;
-    int rc = fs_builtin_is_write(kind) ? do_write(&c, text) : do_query(&c, list);
+    int rc = refuse_forbidden_roots(&c, grants != NULL ? grants->home : NULL);
+    if (rc == 0)
+        rc = fs_builtin_is_write(kind) ? do_write(&c, text) : do_query(&c, list);
     roots_free(&c.roots);
-    return rc;
+    return rc < 0 ? -1 : 0;
 }

@@ -14,6 +14,15 @@
  * write roots. A path that is not under any granted root is "denied" whether or not
  * it exists (nothing leaks about paths outside the grants).
  *
+ * Some roots are never granted, whatever the manifest says (fs_root_allowed): the data
+ * home, a root inside it or one holding it (a flow could rewrite the store or the
+ * module catalog and so run a program as the operator), "/" for writing, and roots on
+ * /proc or /sys (fs runs in the parent: /proc/self would be the parent's environment
+ * and memory maps). `flow install` and `flow approve` refuse such a manifest, and every
+ * call checks again, on the roots and the data home as they resolve now: while any
+ * granted root is refused (or the data home cannot be resolved) every fs call is
+ * "denied", naming the root and the reason.
+ *
  * Calls and results (args is the JSON array the script passed):
  *   fs.read(path[, {maxBytes}])  -> string (the file's bytes as UTF-8 text)
  *       maxBytes: 1..8 MiB, default 1 MiB; a larger file is too_large; bytes that are
@@ -53,7 +62,18 @@ struct fs_grants {
     size_t read_count;
     const char *const *write_roots;
     size_t write_count;
+    const char *home; /* the data home; NULL (or one that does not resolve) denies every call */
 };
+
+/* Whether a root may be granted at all. root_real and home_real are resolved paths
+ * (realpath). Refused: the data home itself, a root inside it or holding it; "/" as a
+ * write root; a root under /proc or /sys, or on a proc or sysfs file system wherever
+ * mounted. Returns true, or false with the reason into why (a phrase completing
+ * "ROOT ...", e.g. "contains basal's data home"; it does not name the data home, so a
+ * script refused at a call does not learn where it is). A root whose file-system type
+ * cannot be read is refused. */
+bool fs_root_allowed(const char *root_real, bool writable, const char *home_real, char *why,
+                     size_t why_cap);
 
 /* True for "fs.read", "fs.list", "fs.stat", "fs.write". */
 bool fs_builtin_handles(const char *kind);

@@ -655,11 +655,16 @@ static bool release_due(struct run *r)
 static void on_console(struct run *r, const struct proto_console *c)
 {
     size_t add = c->stream.len + 2 + c->text.len + 1;
-    if (r->console_len + add > ACTIVATION_CONSOLE_MAX)
+    /* What does not fit is dropped, and said so: the output then shows a marker. */
+    if (r->console_len + add > ACTIVATION_CONSOLE_MAX) {
+        r->out->console_truncated = true;
         return;
+    }
     char *grown = realloc(r->out->console, r->console_len + add + 1);
-    if (grown == NULL)
+    if (grown == NULL) {
+        r->out->console_truncated = true;
         return;
+    }
     r->out->console = grown;
     char *at = grown + r->console_len;
     memcpy(at, c->stream.str, c->stream.len);

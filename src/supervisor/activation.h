@@ -128,6 +128,7 @@ struct activation_outcome {
     uint32_t deliveries;
     long long wall_ms;
     char *console;      /* Console texts, "stream: text\n" each, at most 64 KiB */
+    bool console_truncated; /* a Console text was dropped: it did not fit in the 64 KiB */
     char *worker_log;   /* the tail of the worker's stderr if it ended abnormally */
 };
 

@@ -3,9 +3,9 @@
  * looking Welcome without asking the kernel would accept it.
  *
  *   fake_worker [--seccomp=0|1] [--applied=N] [--runtime=N] [--os=NAME]
- *               [--version=N] --landlock=required|optional
+ *               [--version=N] [--say=TEXT] --landlock=required|optional
  * It first writes "fake-worker pid <pid>" on stderr (the parent shows a refused
- * worker's stderr; RLIMIT_FSIZE 0 forbids a pid file).
+ * worker's stderr; RLIMIT_FSIZE 0 forbids a pid file), then TEXT if given.
  * Defaults tell the truth about the kernel's Landlock ABI (min(kernel, 7)), except that
  * nothing is actually confined. After the Welcome it never exits by itself, even at
  * EOF, so a test can tell whether the parent killed it. */
@@ -47,6 +47,9 @@ int main(int argc, char **argv)
     char line[64];
     int n = snprintf(line, sizeof line, "fake-worker pid %d\n", (int)getpid());
     if (write(2, line, (size_t)n) != n)
+        return 1;
+    const char *say = text_option(argc, argv, "--say", NULL);
+    if (say != NULL && write(2, say, strlen(say)) != (ssize_t)strlen(say))
         return 1;
 
     struct wire_buf scratch;

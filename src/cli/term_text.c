@@ -1,0 +1,144 @@
+/* Escaping for terminals: see cli/term_text.h. */
+#include "cli/term_text.h"
+
+#include "proto/utf8.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+/* The length of the well-formed UTF-8 character at s[0..avail), with its code point
+ * in *cp; 0 if the bytes there are not one (then the first byte is escaped alone). */
+static size_t utf8_char(const unsigned char *s, size_t avail, uint32_t *cp)
+{
+    unsigned char lead = s[0];
+    size_t need = lead < 0x80 ? 1 : (lead >> 5) == 6 ? 2 : (lead >> 4) == 14 ? 3
+                                : (lead >> 3) == 30 ? 4 : 0;
+    if (need == 0 || need > avail || !utf8_valid(s, need))
+        return 0;
+    static const unsigned char LEAD_MASK[5] = {0, 0x7f, 0x1f, 0x0f, 0x07};
+    uint32_t v = lead & LEAD_MASK[need];
+    for (size_t k = 1; k < need; k++)
+        v = (v << 6) | (s[k] & 0x3fu);
+    *cp = v;
+    return need;
+}
+
+/* Code points that move the cursor, reorder the line or start a new one. */
+static bool escaped_code_point(uint32_t cp)
+{
+    return (cp >= 0x80 && cp <= 0x9f) ||                      /* C1 controls */
+           cp == 0x061c || cp == 0x200e || cp == 0x200f ||     /* direction marks */
+           (cp >= 0x202a && cp <= 0x202e) ||                  /* embeddings, overrides */
+           (cp >= 0x2066 && cp <= 0x2069) ||                  /* isolates */
+           cp == 0x2028 || cp == 0x2029;                      /* line, paragraph separator */
+}
+
+/* The piece src[0..avail) begins with, into piece (TERM_PIECE_MAX + 1 bytes); its
+ * length in *piece_len. Returns how many source bytes it stands for. */
+static size_t next_piece(const unsigned char *src, size_t avail, unsigned flags, char *piece,
+                         size_t *piece_len)
+{
+    static const char HEX[] = "0123456789abcdef";
+    unsigned char b = src[0];
+    if (b == '\n' && (flags & TERM_KEEP_NEWLINES) != 0) {
+        piece[0] = '\n';
+        *piece_len = 1;
+        return 1;
+    }
+    if (b < 0x20 || b == 0x7f) {
+        const char *named = b == '\n' ? "n" : b == '\r' ? "r" : b == '\t' ? "t" : NULL;
+        piece[0] = '\\';
+        if (named != NULL) {
+            piece[1] = named[0];
+            *piece_len = 2;
+        } else {
+            piece[1] = 'x';
+            piece[2] = HEX[b >> 4];
+            piece[3] = HEX[b & 15];
+            *piece_len = 4;
+        }
+        return 1;
+    }
+    uint32_t cp = 0;
+    size_t n = utf8_char(src, avail, &cp);
+    if (n == 0) { /* not UTF-8: the byte alone, in hex */
+        piece[0] = '\\';
+        piece[1] = 'x';
+        piece[2] = HEX[b >> 4];
+        piece[3] = HEX[b & 15];
+        *piece_len = 4;
+        return 1;
+    }
+    if (escaped_code_point(cp)) {
+        piece[0] = '\\';
+        piece[1] = 'u';
+        for (int k = 0; k < 4; k++)
+            piece[2 + k] = HEX[(cp >> (12 - 4 * k)) & 15];
+        *piece_len = 6;
+        return n;
+    }
+    memcpy(piece, src, n);
+    *piece_len = n;
+    return n;
+}
+
+size_t term_escape(char *dst, size_t cap, const char *src, size_t len, unsigned flags)
+{
+    size_t used = 0, i = 0;
+    if (cap == 0)
+        return 0;
+    while (i < len) {
+        char piece[TERM_PIECE_MAX + 1];
+        size_t piece_len = 0;
+        size_t n = next_piece((const unsigned char *)src + i, len - i, flags, piece, &piece_len);
+        if (piece_len >= cap - used)
+            break;
+        memcpy(dst + used, piece, piece_len);
+        used += piece_len;
+        i += n;
+    }
+    dst[used] = '\0';
+    return i;
+}
+
+const char *term_show(char *dst, size_t cap, const char *src, unsigned flags)
+{
+    if (cap < 4) {
+        if (cap > 0)
+            dst[0] = '\0';
+        return dst;
+    }
+    size_t len = src != NULL ? strlen(src) : 0;
+    if (term_escape(dst, cap, src != NULL ? src : "", len, flags) < len) {
+        /* Cut again with room for the marker, still never inside a piece. */
+        term_escape(dst, cap - 3, src, len, flags);
+        size_t at = strlen(dst);
+        memcpy(dst + at, "...", 4);
+    }
+    return dst;
+}
+
+void term_put(FILE *f, const char *src, size_t len, unsigned flags)
+{
+    char chunk[512];
+    size_t i = 0;
+    while (i < len) {
+        size_t n = term_escape(chunk, sizeof chunk, src + i, len - i, flags);
+        fputs(chunk, f);
+        i += n;
+    }
+}
+
+void term_puts(FILE *f, const char *text, unsigned flags)
+{
+    if (text != NULL)
+        term_put(f, text, strlen(text), flags);
+}
+
+void term_error_line(const char *what, const char *text)
+{
+    fprintf(stderr, "ck-basal %s: ", what);
+    term_puts(stderr, text, 0);
+    fputc('\n', stderr);
+}

@@ -1,7 +1,10 @@
 /* Writes the fuzz seed corpus: one valid encoding of every message (and of each
- * Finished outcome), a few broken payloads, and frame streams built from them.
+ * Finished outcome), a few broken payloads, and frame streams built from them; and
+ * for the activation target, worker streams (a flags byte, then frames: see
+ * fuzz/fuzz_activation.c) for a normal activation and for each attack the parent
+ * refuses.
  *   cc -std=gnu11 -D_GNU_SOURCE -Isrc fuzz/gen_corpus.c src/proto/(all .c) -o gen_corpus
- *   ./gen_corpus fuzz/corpus        (writes fuzz/corpus/decode and fuzz/corpus/frame) */
+ *   ./gen_corpus fuzz/corpus   (writes fuzz/corpus/decode, frame and activation) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +58,125 @@ static void seed(const char *name, const struct proto_msg *msg)
 static void seed_bytes(const char *name, const uint8_t *bytes, size_t len)
 {
     write_file("decode", name, bytes, len);
+}
+
+/* ---- activation streams: a flags byte, then the worker's frames ---- */
+
+static void act_begin(uint8_t flags)
+{
+    wire_buf_reset(&stream);
+    wire_put_raw(&stream, &flags, 1);
+}
+
+static void act_msg(const struct proto_msg *msg)
+{
+    struct wire_buf payload = {0};
+    if (proto_encode(msg, &payload) != PROTO_OK) {
+        fprintf(stderr, "gen_corpus: an activation frame does not encode\n");
+        failed = 1;
+    }
+    stream_add_frame(payload.data, payload.len);
+    wire_buf_free(&payload);
+}
+
+static void act_call(uint32_t position, const char *kind, const char *args)
+{
+    struct proto_msg msg = {.tag = PROTO_HOST_CALL};
+    msg.host_call = (struct proto_host_call){position, proto_text_of(kind), proto_text_of(args)};
+    act_msg(&msg);
+}
+
+static void act_blocked(const uint32_t *positions, size_t count)
+{
+    struct proto_msg msg = {.tag = PROTO_BLOCKED, .blocked = {.items = positions, .count = count}};
+    act_msg(&msg);
+}
+
+static void act_finished(enum proto_outcome outcome, const char *value)
+{
+    struct proto_msg msg = {.tag = PROTO_FINISHED};
+    msg.finished.outcome = outcome;
+    msg.finished.value = proto_text_of(value);
+    msg.finished.failure_kind = proto_text_of("script_error");
+    msg.finished.failure_detail = proto_text_of("x");
+    msg.finished.exhausted = PROTO_BUDGET_CPU;
+    act_msg(&msg);
+}
+
+static void act_write(const char *name)
+{
+    write_file("activation", name, stream.data, stream.len);
+}
+
+static void seed_activations(void)
+{
+    static const uint32_t p1[] = {1}, p01[] = {0, 1}, p11[] = {1, 1}, p3[] = {3};
+    act_begin(0);
+    act_call(0, "test.echo", "[1]");
+    act_call(1, "now", "[]");
+    act_call(2, "kv.get", "[\"k\"]");
+    act_blocked((const uint32_t[]){0, 2}, 2);
+    act_blocked((const uint32_t[]){2}, 1); /* after the Deliver of position 0 */
+    act_finished(PROTO_OUTCOME_COMPLETED, "{\"ok\":[1,2]}");
+    act_write("completed");
+
+    act_begin(0);
+    struct proto_msg console = {.tag = PROTO_CONSOLE};
+    console.console.stream = proto_text_of("log");
+    console.console.text = proto_text_of("hello");
+    act_msg(&console);
+    act_finished(PROTO_OUTCOME_FAILED, "");
+    act_write("console_failed");
+
+    act_begin(2 << 1); /* prefix at 0 and 2: calls at 1 and 3 */
+    act_call(1, "test.echo", "[2]");
+    act_call(3, "test.echo", "[3]");
+    act_blocked(p1, 1);
+    act_blocked(p3, 1);
+    act_finished(PROTO_OUTCOME_STALLED, "");
+    act_write("prefix_stalled");
+
+    act_begin(0);
+    act_finished(PROTO_OUTCOME_SUSPENDED, "");
+    act_write("forged_suspended");
+
+    act_begin(0);
+    act_finished(PROTO_OUTCOME_COMPLETED, "{\"a\": oops");
+    act_write("completed_not_json");
+
+    act_begin(0);
+    act_finished(PROTO_OUTCOME_COMPLETED, "1");
+    act_call(0, "test.echo", "[1]");
+    act_write("after_finished");
+
+    act_begin(0);
+    act_call(0, "test.echo", "[1]");
+    act_call(1, "test.echo", "[1]");
+    act_blocked(p11, 2);
+    act_write("blocked_duplicate");
+
+    act_begin(32); /* the worker does not wait for the Deliver */
+    act_call(0, "test.echo", "[1]");
+    act_call(1, "test.echo", "[1]");
+    act_blocked(p01, 2);
+    act_blocked(p01, 2);
+    act_write("blocked_twice");
+
+    act_begin(0);
+    act_call(0, "", "[]");
+    act_write("empty_kind");
+
+    act_begin(1); /* the worker exits after writing */
+    act_call(0, "test.echo", "[1]");
+    act_write("exits");
+
+    act_begin(8 | 16); /* codemode, 2 calls, max_value_bytes 8 */
+    act_call(0, "test.echo", "[\"longer than eight\"]");
+    act_call(1, "test.echo", "[1]");
+    act_call(2, "test.echo", "[1]");
+    act_blocked((const uint32_t[]){0, 1, 2}, 3);
+    act_finished(PROTO_OUTCOME_BUDGET_EXHAUSTED, "");
+    act_write("codemode_limits");
 }
 
 int main(int argc, char **argv)
@@ -184,6 +306,8 @@ int main(int argc, char **argv)
     static const uint8_t oversized[] = {0x02, 0x00, 0x00, 0x01, PROTO_SHUTDOWN};
     write_file("frame", "oversized", oversized, sizeof oversized);
     write_file("frame", "empty", NULL, 0);
+
+    seed_activations();
     wire_buf_free(&stream);
 
     return failed;

@@ -28,6 +28,7 @@ int cmd_setup(const struct cli_globals *globals, int argc, char **argv);
 int cmd_flow(const struct cli_globals *globals, int argc, char **argv);
 int cmd_run(const struct cli_globals *globals, int argc, char **argv);
 int cmd_recover(const struct cli_globals *globals, int argc, char **argv);
+int cmd_cancel(const struct cli_globals *globals, int argc, char **argv);
 int cmd_runs(const struct cli_globals *globals, int argc, char **argv);
 int cmd_journal(const struct cli_globals *globals, int argc, char **argv);
 /* flow reconcile (dispatched by cmd_flow). */

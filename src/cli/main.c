@@ -20,6 +20,9 @@ static const struct cli_command COMMANDS[] = {
     {"recover", "[--landlock=required|optional]  drive every run a dead process left running"
                 " or pending to its end",
      cmd_recover},
+    {"cancel", "RUN [--reason TEXT]  end a run that has not ended (pending, suspended,"
+               " needs_reconcile,\n      or running with its process gone); audited",
+     cmd_cancel},
     {"runs", "[FLOW]  list runs (all, or of one flow) with their states", cmd_runs},
     {"journal", "RUN  every host call of a run: position, kind, args, class, outcome, "
                 "delivery order",

@@ -287,11 +287,16 @@ static void decide_sink(const struct flow_host *fh, const json_t *args, struct d
     refuse(d, HOST_CODE_DENIED, "sink '%.80s' is not granted by the manifest", name);
 }
 
+/* args NULL: the arguments are not a JSON array, refused before any grant check. */
 static void decide(const struct flow_host *fh, const char *kind, const json_t *args,
                    struct decision *d)
 {
     memset(d, 0, sizeof *d);
     d->cls = base_class(kind);
+    if (args == NULL) {
+        refuse(d, HOST_CODE_INVALID_ARGUMENTS, "%.80s: arguments are not a JSON array", kind);
+        return;
+    }
     const struct manifest *m = fh->cfg.manifest;
     if (d->cls == JOURNAL_SYNC || d->cls == JOURNAL_LOCAL)
         return;
@@ -322,7 +327,9 @@ static int flush(struct flow_host *fh, char *err, size_t err_cap)
     for (size_t i = 0; i < fh->delivery_count; i++) {
         struct delivery *d = &fh->deliveries[i];
         if (d->unjournaled != NULL &&
-            journal_insert(s, fh->cfg.run_id, d->unjournaled, err, err_cap) != 0)
+            (journal_insert(s, fh->cfg.run_id, d->unjournaled, err, err_cap) != 0 ||
+             audit_record(s, fh->cfg.flow_id, fh->cfg.run_id, d->position,
+                          d->unjournaled->kind, false, d->value, err, err_cap) != 0))
             return -1;
         if (journal_deliver(s, fh->cfg.run_id, d->position, d->settlement, d->value, d->order,
                             err, err_cap) != 0)
@@ -377,6 +384,17 @@ static int txn_commit(struct flow_host *fh, uint32_t position, char *err, size_t
 static int fail_call(struct flow_host *fh, const char *err, struct host_settlement *out)
 {
     stop(fh, FLOW_HOST_BROKEN, "%s", err);
+    return host_reject(out, HOST_CODE_IO_ERROR, "the journal could not record the call: %s", err);
+}
+
+/* The store refused what the worker sent (a statement failed inside the open, fenced
+ * transaction): the run is this process's and the store answers, so the run ends
+ * failed instead of staying running for a recover that would fail the same way. */
+static int fail_record(struct flow_host *fh, const struct journal_entry *e, const char *err,
+                       struct host_settlement *out)
+{
+    stop(fh, FLOW_HOST_UNRECORDED, "the store refused to record position %u (%.80s): %s",
+         (unsigned)e->position, e->kind, err);
     return host_reject(out, HOST_CODE_IO_ERROR, "the journal could not record the call: %s", err);
 }
 
@@ -504,7 +522,7 @@ static int journal_at_once(struct flow_host *fh, const struct journal_entry *e,
             snprintf(err, sizeof err, "out of memory");
         store_rollback(s);
         host_settlement_free(out);
-        return fail_call(fh, err, out);
+        return fail_record(fh, e, err, out);
     }
     if (txn_commit(fh, e->position, err, sizeof err) != 0) {
         host_settlement_free(out);
@@ -531,7 +549,7 @@ static int journal_around(struct flow_host *fh, const struct journal_entry *e,
             (!audit_after && audit_record(s, fh->cfg.flow_id, fh->cfg.run_id, e->position,
                                           e->kind, true, NULL, err, sizeof err) != 0)) {
             store_rollback(s);
-            return fail_call(fh, err, out);
+            return fail_record(fh, e, err, out);
         }
         if (txn_commit(fh, e->position, err, sizeof err) != 0)
             return fail_call(fh, err, out);
@@ -555,6 +573,7 @@ static int journal_around(struct flow_host *fh, const struct journal_entry *e,
          audit_record(s, fh->cfg.flow_id, fh->cfg.run_id, e->position, e->kind, !refused,
                       refused ? out->value : (resend ? "resent after a crash" : NULL), err,
                       sizeof err) != 0)) {
+        /* The outcome is the host's, not the worker's: the run stays for recover. */
         store_rollback(s);
         host_settlement_free(out);
         return fail_call(fh, err, out);
@@ -642,11 +661,12 @@ static int flow_host_call(void *self, const struct host_call *call, struct host_
     *delay_ms = 0;
     if (fh->stop_kind != FLOW_HOST_RUNNING)
         return host_reject(out, stopped_code(fh), "%s", fh->stopped);
+    /* Arguments that are not a JSON array are a refusal like any other: journaled,
+     * counted against the run's limits and audited (decide() with NULL args). */
     json_t *args = json_loadb(call->args, call->args_len, 0, NULL);
     if (!json_is_array(args)) {
         json_decref(args);
-        return host_reject(out, HOST_CODE_INVALID_ARGUMENTS, "%s: arguments are not a JSON array",
-                           call->kind);
+        args = NULL;
     }
     int rc;
     struct open_row *o = find_open(fh, call->position);
@@ -705,7 +725,19 @@ static void flow_host_delivered(void *self, const struct host_call *call,
     bool ok = d->value != NULL;
     if (ok && !is_journaled(fh, call->position)) {
         /* The driver answered without asking (too large, the call limit): journal the
-         * call with what the worker saw, so a resume replays it. */
+         * call with what the worker saw, so a resume replays it. The row counts against
+         * the run's limits like every other, and is audited as refused (flush). */
+        uint64_t bytes = call->args_len + strlen(seen->value);
+        if (fh->calls + 1 > FLOW_RUN_MAX_HOST_CALLS ||
+            fh->journal_bytes + bytes > FLOW_RUN_MAX_JOURNAL_BYTES) {
+            delivery_free(d);
+            stop(fh, FLOW_HOST_LIMIT, "the run reached its limit of %u host calls or %u bytes"
+                 " of journal (at position %u, %.80s)", FLOW_RUN_MAX_HOST_CALLS,
+                 FLOW_RUN_MAX_JOURNAL_BYTES, (unsigned)call->position, call->kind);
+            return;
+        }
+        fh->calls++;
+        fh->journal_bytes += bytes;
         d->unjournaled = calloc(1, sizeof *d->unjournaled);
         ok = d->unjournaled != NULL &&
              fill_entry(fh, call, base_class(call->kind), d->unjournaled) == 0 &&

@@ -18,7 +18,10 @@
  *                            build)
  * A call the manifest does not grant is refused "denied" in one transaction (journal
  * row, rejection, audit "refused"); the script catches it as HostError with that
- * data.code. Every transaction first checks the run's generation (fencing) and writes
+ * data.code. Arguments that are not a JSON array are refused "invalid_arguments" the
+ * same way. A call the driver refused without asking the host (arguments over
+ * max_value_bytes) is journaled with its delivery and audited "refused" then. Every
+ * journaled row, refusals included, counts against the per-run limits below. Every transaction first checks the run's generation (fencing) and writes
  * the delivery orders of the outcomes delivered since the previous one: a delivery
  * becomes durable before anything the script did after seeing it can leave.
  *
@@ -46,7 +49,8 @@
 #define HOST_CODE_NONDETERMINISM "nondeterminism"
 
 /* Per run, across its activations: a script cannot grow the store without bound. The
- * call that would pass either ends the run as failed ("limit: ..."). */
+ * call that would pass either ends the run as failed ("limit: ..."), whether a host
+ * was asked or the driver refused it. */
 #define FLOW_RUN_MAX_HOST_CALLS 10000u
 #define FLOW_RUN_MAX_JOURNAL_BYTES (64u << 20) /* arguments and outcomes */
 
@@ -85,6 +89,7 @@ enum flow_host_stop {
     FLOW_HOST_NONDETERMINISM, /* the script diverged from the journal: the run fails */
     FLOW_HOST_LIMIT,          /* a per-run limit above: the run fails */
     FLOW_HOST_BROKEN,         /* a lost claim or a store error: the run is left as it is */
+    FLOW_HOST_UNRECORDED,     /* the store refused what the worker sent: the run fails */
 };
 
 /* Why the host stopped serving the run (NULL and *kind FLOW_HOST_RUNNING if it did

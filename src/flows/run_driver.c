@@ -124,7 +124,10 @@ static enum run_state end_state(const struct activation_outcome *out, struct flo
     const char *stopped = flow_host_stopped(fh, &kind);
     char unreached[300];
     if (stopped != NULL) {
-        snprintf(error, cap, "%s: %s", kind == FLOW_HOST_LIMIT ? "limit" : "nondeterminism",
+        snprintf(error, cap, "%s: %s",
+                 kind == FLOW_HOST_LIMIT        ? "limit"
+                 : kind == FLOW_HOST_UNRECORDED ? "protocol error"
+                                                : "nondeterminism",
                  stopped);
         return RUN_FAILED;
     }

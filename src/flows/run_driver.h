@@ -17,7 +17,10 @@
  *      with its result; failed with a one-line error; suspended), the activation row
  *      and the health counters.
  * A process that loses its claim, or cannot write the store, stops without ending
- * the run: it stays running, for recover. */
+ * the run: it stays running, for recover. A store that refuses what the worker sent
+ * (a statement failing inside the open, fenced transaction) fails the run instead
+ * ("protocol error: ..."), so a worker cannot leave it running for a recover that
+ * would fail the same way. */
 #ifndef BASAL_FLOWS_RUN_DRIVER_H
 #define BASAL_FLOWS_RUN_DRIVER_H
 

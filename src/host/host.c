@@ -11,6 +11,19 @@ bool host_kind_is_sync(const char *kind)
     return strcmp(kind, "now") == 0 || strcmp(kind, "random") == 0;
 }
 
+bool host_kind_valid(const char *kind, size_t len)
+{
+    if (kind == NULL || len == 0 || len > HOST_KIND_MAX_BYTES || kind[0] < 'a' || kind[0] > 'z')
+        return false;
+    for (size_t i = 1; i < len; i++) {
+        char c = kind[i];
+        bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+        if (!letter && !(c >= '0' && c <= '9') && c != '_' && c != '.')
+            return false;
+    }
+    return true;
+}
+
 /* Every value is serialised the same way: compact, any JSON (not only containers),
  * and NUL characters escaped (a JSON text never carries a raw NUL). */
 #define HOST_DUMP_FLAGS (JSON_COMPACT | JSON_ENCODE_ANY)

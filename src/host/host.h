@@ -68,6 +68,15 @@ struct host {
 /* True for the kinds the engine waits for synchronously (now, random). */
 bool host_kind_is_sync(const char *kind);
 
+/* The longest host-call kind the parent accepts from a worker. */
+#define HOST_KIND_MAX_BYTES 64u
+
+/* True if kind[0..len) is the form every host-call name has ("kv.get", "git.revParse",
+ * "test.sleep"): 1 to HOST_KIND_MAX_BYTES bytes, a lowercase ASCII letter, then
+ * ASCII letters, digits, '_' and '.'. The driver refuses any other kind before a host
+ * (or the store, or an audit line) sees it. */
+bool host_kind_valid(const char *kind, size_t len);
+
 /* Settlement helpers: each returns 0, or -1 (out of memory; *out untouched). */
 int host_fulfil_text(struct host_settlement *out, const char *json);
 /* Takes a reference-free copy of value's serialisation (jansson json_t *). */

@@ -1,6 +1,7 @@
 #include "store/runs.h"
 
 #include "base/error_line.h"
+#include "store/audit.h"
 #include "store/sql.h"
 #include "store/store.h"
 
@@ -238,7 +239,7 @@ static int admit_in_txn(sqlite3 *db, const char *flow, int64_t version, const ch
     if (what[0] != '\0')
         return error_line(err, err_cap,
                           "flow '%s': %s (runs of a flow execute one at a time; finish it with"
-                          " ck-basal recover or flow reconcile)", flow, what);
+                          " ck-basal recover, flow reconcile or cancel)", flow, what);
     sqlite3_stmt *st;
     if (sql_prepare(db, "INSERT INTO runs (flow_id, version, trigger_id, trigger, state,"
                         " created_at, updated_at) VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?5)"
@@ -404,4 +405,53 @@ int runs_end_activation(struct store *s, int64_t id, int64_t seq, const char *ou
         sqlite3_bind_int64(st, 4, pid);
     sqlite3_bind_int64(st, 5, sql_now_ms());
     return sql_run(db, st, err, err_cap);
+}
+
+/* ---- the operator's cancel ------------------------------------------------------- */
+
+static int cancel_in_txn(struct store *s, int64_t id, const char *reason, enum run_state *was,
+                         char *err, size_t err_cap)
+{
+    struct run_row r;
+    int found = runs_get(s, id, &r, err, err_cap);
+    if (found <= 0)
+        return found == 0 ? error_line(err, err_cap, "unknown run %" PRId64, id) : -1;
+    *was = r.state;
+    int ret = 0;
+    if (run_state_is_end(r.state))
+        ret = error_line(err, err_cap, "run %" PRId64 " has already ended: %s", id,
+                         run_state_name(r.state));
+    else if (r.state == RUN_RUNNING && runs_owner_alive(r.owner))
+        ret = error_line(err, err_cap, "run %" PRId64 " is being driven by live process %s;"
+                         " it ends the run itself (stop that process first to cancel it)", id,
+                         r.owner);
+    char flow[sizeof r.flow_id];
+    snprintf(flow, sizeof flow, "%s", r.flow_id);
+    run_row_free(&r);
+    if (ret != 0)
+        return -1;
+    char why[RUN_CANCEL_REASON_MAX + 96];
+    snprintf(why, sizeof why, "cancelled by the operator (was %s)%s%s", run_state_name(*was),
+             reason != NULL ? ": " : "", reason != NULL ? reason : "");
+    sqlite3 *db = store_db(s);
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "UPDATE runs SET state = 'cancelled', error = ?2, owner = NULL,"
+                        " generation = generation + 1, updated_at = ?3 WHERE id = ?1", &st,
+                    err, err_cap) != 0)
+        return -1;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_text(st, 2, why, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, sql_now_ms());
+    if (sql_run(db, st, err, err_cap) != 0)
+        return -1;
+    return audit_record(s, flow, id, -1, "cancel", true, why, err, err_cap);
+}
+
+int runs_cancel(struct store *s, int64_t id, const char *reason, enum run_state *was,
+                char *err, size_t err_cap)
+{
+    *was = RUN_PENDING;
+    if (store_begin_txn(s, err, err_cap) != 0)
+        return -1;
+    return store_end_txn(s, cancel_in_txn(s, id, reason, was, err, err_cap), err, err_cap);
 }

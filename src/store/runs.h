@@ -13,7 +13,11 @@
  * run; a run left running by an owner that no longer exists (the same pid with the
  * same start time) is the recover command's to resume. Claiming a run increments
  * its generation; every later write of the run checks that the generation is still
- * the claimer's (runs_fence), so a process that lost its claim writes nothing. */
+ * the claimer's (runs_fence), so a process that lost its claim writes nothing.
+ *
+ * No state is a dead end: recover drives pending and orphaned running runs, flow
+ * reconcile settles needs_reconcile, and runs_cancel ends any of them (and a
+ * suspended one) for the operator. */
 #ifndef BASAL_STORE_RUNS_H
 #define BASAL_STORE_RUNS_H
 
@@ -110,6 +114,19 @@ int runs_fence(struct store *s, int64_t id, int64_t generation, char *err, size_
  * may be NULL) and updated_at. Returns 0 or -1. */
 int runs_set_state(struct store *s, int64_t id, int64_t generation, enum run_state state,
                    const char *result, const char *error, char *err, size_t err_cap);
+
+#define RUN_CANCEL_REASON_MAX 512u
+
+/* The operator ends run id as cancelled, from any state that is not an end: pending,
+ * running with an owner that is gone, suspended or needs_reconcile. One transaction:
+ * the state, the error "cancelled by the operator (was STATE)[: reason]", the owner
+ * cleared and the generation moved on (fencing any process that still thinks it owns
+ * the run), and an audit row (kind "cancel"). The journal stays as it is, for the
+ * record. Refused, changing nothing, if the run is unknown, has ended, or is running
+ * with an owner that is alive (that process ends it; stop it first). reason may be
+ * NULL. *was is the state the run had. Returns 0 or -1 with a one-line reason. */
+int runs_cancel(struct store *s, int64_t id, const char *reason, enum run_state *was,
+                char *err, size_t err_cap);
 
 /* Inside the caller's transaction: ends activation (run id, seq) with outcome and the
  * worker's pid (0 if none). Returns 0 or -1. */

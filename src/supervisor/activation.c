@@ -1,5 +1,6 @@
 #include "supervisor/activation.h"
 
+#include "base/json_text.h"
 #include "proto/channel.h"
 
 #include <errno.h>
@@ -224,6 +225,8 @@ static const char *const SCRIPT_FAILURE_KINDS[] = {
 
 bool activation_keeps_worker(const struct activation_outcome *out)
 {
+    if (out->wrote_after_finished)
+        return false;
     switch (out->status) {
     case ACTIVATION_COMPLETED:
     case ACTIVATION_STALLED:
@@ -304,6 +307,7 @@ void activation_outcome_free(struct activation_outcome *out)
 
 /* ------------------------------------------------------------------ the run */
 
+/* An async call settled by the host and not yet released to the worker. */
 struct pending {
     uint32_t position;
     long long due_ms;
@@ -311,6 +315,17 @@ struct pending {
     char *kind; /* the call's, for the host's delivered() */
     char *args;
     size_t args_len;
+    size_t bytes; /* kind, arguments and settlement: counted against the outstanding cap */
+};
+
+/* A position outstanding (or released: gone) in the order the calls came, which is
+ * ascending: Blocked looks its entries up by binary search, and marks each as seen in
+ * this Blocked to refuse a duplicate, so a Blocked costs its own length times log n,
+ * not its length times the outstanding calls. */
+struct slot {
+    uint32_t position;
+    uint32_t seen; /* the stamp of the last Blocked that named it */
+    bool gone;
 };
 
 struct run {
@@ -323,8 +338,16 @@ struct run {
     uint32_t next_position;
     uint32_t next_order;
     bool blocked;
+    /* The prefix's positions, ascending, and how many lie below next_position. */
+    uint32_t *prefix_positions;
+    size_t prefix_count, prefix_passed;
+    /* Outstanding settlements: a binary heap, earliest due first (ties by position). */
     struct pending *pending;
     size_t pending_count, pending_cap;
+    size_t pending_bytes;
+    struct slot *slots;
+    size_t slot_count, slot_cap, slots_gone;
+    uint32_t blocked_stamp;
     size_t console_len;
 };
 
@@ -494,20 +517,132 @@ static bool deliver(struct run *r, uint32_t position, const char *kind, const ch
     return true;
 }
 
-static bool is_prefix_position(const struct activation_request *req, uint32_t position)
+/* ------------------------------------------------------------------ positions */
+
+static int compare_u32(const void *a, const void *b)
 {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The prefix's positions, sorted once, so each HostCall skips them in O(1). */
+static bool prefix_load(struct run *r)
+{
+    const struct activation_request *req = r->req;
+    r->prefix_count = req->prefix_count;
+    r->prefix_positions = malloc((req->prefix_count + 1) * sizeof *r->prefix_positions);
+    if (r->prefix_positions == NULL)
+        return false;
     for (size_t i = 0; i < req->prefix_count; i++)
-        if (req->prefix[i].position == position)
-            return true;
-    return false;
+        r->prefix_positions[i] = req->prefix[i].position;
+    qsort(r->prefix_positions, r->prefix_count, sizeof *r->prefix_positions, compare_u32);
+    return true;
+}
+
+/* Moves next_position past any prefix position it stands on. */
+static void skip_prefix(struct run *r)
+{
+    for (;;) {
+        while (r->prefix_passed < r->prefix_count &&
+               r->prefix_positions[r->prefix_passed] < r->next_position)
+            r->prefix_passed++;
+        if (r->prefix_passed >= r->prefix_count ||
+            r->prefix_positions[r->prefix_passed] != r->next_position)
+            return;
+        r->next_position++;
+    }
 }
 
 static void advance_position(struct run *r)
 {
     r->next_position++;
-    while (is_prefix_position(r->req, r->next_position))
-        r->next_position++;
+    skip_prefix(r);
 }
+
+/* The slot of position (live or gone), or NULL. */
+static struct slot *slot_find(struct run *r, uint32_t position)
+{
+    size_t lo = 0, hi = r->slot_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->slots[mid].position < position)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < r->slot_count && r->slots[lo].position == position ? &r->slots[lo] : NULL;
+}
+
+static bool slot_add(struct run *r, uint32_t position)
+{
+    if (r->slot_count == r->slot_cap) {
+        size_t cap = r->slot_cap == 0 ? 16 : r->slot_cap * 2;
+        struct slot *grown = realloc(r->slots, cap * sizeof *grown);
+        if (grown == NULL)
+            return false;
+        r->slots = grown;
+        r->slot_cap = cap;
+    }
+    r->slots[r->slot_count++] = (struct slot){position, 0, false};
+    return true;
+}
+
+/* Marks position released; drops released slots once they are most of the index. */
+static void slot_release(struct run *r, uint32_t position)
+{
+    struct slot *s = slot_find(r, position);
+    if (s == NULL || s->gone)
+        return;
+    s->gone = true;
+    r->slots_gone++;
+    if (r->slots_gone < 64 || r->slots_gone * 2 < r->slot_count)
+        return;
+    size_t kept = 0;
+    for (size_t i = 0; i < r->slot_count; i++)
+        if (!r->slots[i].gone)
+            r->slots[kept++] = r->slots[i];
+    r->slot_count = kept;
+    r->slots_gone = 0;
+}
+
+/* ------------------------------------------------------------------ settlements due */
+
+static bool due_before(const struct pending *a, const struct pending *b)
+{
+    return a->due_ms < b->due_ms || (a->due_ms == b->due_ms && a->position < b->position);
+}
+
+static void heap_swap(struct pending *h, size_t i, size_t j)
+{
+    struct pending t = h[i];
+    h[i] = h[j];
+    h[j] = t;
+}
+
+static void heap_up(struct pending *h, size_t i)
+{
+    while (i > 0 && due_before(&h[i], &h[(i - 1) / 2])) {
+        heap_swap(h, i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+}
+
+static void heap_down(struct pending *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t least = i, l = 2 * i + 1, rr = 2 * i + 2;
+        if (l < n && due_before(&h[l], &h[least]))
+            least = l;
+        if (rr < n && due_before(&h[rr], &h[least]))
+            least = rr;
+        if (least == i)
+            return;
+        heap_swap(h, i, least);
+        i = least;
+    }
+}
+
+/* ------------------------------------------------------------------ host calls */
 
 /* Asks the host, enforcing sizes and the call limit. Fills *s and *delay. */
 static void settle(struct run *r, const struct proto_host_call *hc, const char *kind,
@@ -543,6 +678,33 @@ static void settle(struct run *r, const struct proto_host_call *hc, const char *
         *delay = 0;
 }
 
+/* Keeps an async call's settlement until a Blocked releases it. */
+static bool keep_pending(struct run *r, uint32_t position, long long delay, char *kind,
+                         char *args, size_t args_len, struct host_settlement *s)
+{
+    if (r->pending_count == r->pending_cap) {
+        size_t cap = r->pending_cap == 0 ? 16 : r->pending_cap * 2;
+        struct pending *grown = realloc(r->pending, cap * sizeof *grown);
+        if (grown == NULL)
+            return false;
+        r->pending = grown;
+        r->pending_cap = cap;
+    }
+    if (!slot_add(r, position))
+        return false;
+    struct pending *p = &r->pending[r->pending_count];
+    p->position = position;
+    p->due_ms = monotonic_ms() + delay;
+    p->settlement = *s;
+    p->kind = kind;
+    p->args = args;
+    p->args_len = args_len;
+    p->bytes = strlen(kind) + args_len + strlen(s->value);
+    r->pending_bytes += p->bytes;
+    heap_up(r->pending, r->pending_count++);
+    return true;
+}
+
 /* Returns false when the activation has ended. */
 static bool on_host_call(struct run *r, const struct proto_host_call *hc)
 {
@@ -555,6 +717,26 @@ static bool on_host_call(struct run *r, const struct proto_host_call *hc)
                        (unsigned)r->next_position);
         return false;
     }
+    /* Nothing a worker names reaches a host, the journal or an audit line unchecked. */
+    if (!host_kind_valid(hc->kind.str, hc->kind.len)) {
+        protocol_error(r, "HostCall at position %u: its kind is not a host-call name (1 to %u"
+                       " bytes of [a-z][a-zA-Z0-9_.]*)", (unsigned)hc->position,
+                       HOST_KIND_MAX_BYTES);
+        return false;
+    }
+    bool sync = host_kind_is_sync(hc->kind.str);
+    /* The parent's memory for one activation is bounded: refuse the call that would
+     * pass the cap, before any host performs it. */
+    if (!sync && r->pending_count >= ACTIVATION_MAX_OUTSTANDING_CALLS) {
+        protocol_error(r, "HostCall at position %u: more than %u host calls outstanding",
+                       (unsigned)hc->position, ACTIVATION_MAX_OUTSTANDING_CALLS);
+        return false;
+    }
+    if (!sync && r->pending_bytes + hc->kind.len + hc->args.len > ACTIVATION_MAX_OUTSTANDING_BYTES) {
+        protocol_error(r, "HostCall at position %u: the outstanding host calls would hold more"
+                       " than %u bytes", (unsigned)hc->position, ACTIVATION_MAX_OUTSTANDING_BYTES);
+        return false;
+    }
     advance_position(r);
     r->out->host_calls++;
     char *kind = dup_text(&hc->kind);
@@ -563,7 +745,6 @@ static bool on_host_call(struct run *r, const struct proto_host_call *hc)
     long long delay = 0;
     if (kind != NULL && args != NULL)
         settle(r, hc, kind, args, &s, &delay);
-    bool sync = kind != NULL && host_kind_is_sync(kind);
     if (s.value == NULL || kind == NULL || args == NULL) {
         free(kind);
         free(args);
@@ -579,71 +760,58 @@ static bool on_host_call(struct run *r, const struct proto_host_call *hc)
         host_settlement_free(&s);
         return ok;
     }
-    if (r->pending_count == r->pending_cap) {
-        size_t cap = r->pending_cap == 0 ? 16 : r->pending_cap * 2;
-        struct pending *grown = realloc(r->pending, cap * sizeof *grown);
-        if (grown == NULL) {
-            free(kind);
-            free(args);
-            host_settlement_free(&s);
-            protocol_error(r, "out of memory keeping a host call");
-            return false;
-        }
-        r->pending = grown;
-        r->pending_cap = cap;
+    if (!keep_pending(r, hc->position, delay, kind, args, hc->args.len, &s)) {
+        free(kind);
+        free(args);
+        host_settlement_free(&s);
+        protocol_error(r, "out of memory keeping a host call");
+        return false;
     }
-    struct pending *p = &r->pending[r->pending_count++];
-    p->position = hc->position;
-    p->due_ms = monotonic_ms() + delay;
-    p->settlement = s;
-    p->kind = kind;
-    p->args = args;
-    p->args_len = hc->args.len;
     return true;
 }
 
-static bool is_pending(const struct run *r, uint32_t position)
-{
-    for (size_t i = 0; i < r->pending_count; i++)
-        if (r->pending[i].position == position)
-            return true;
-    return false;
-}
-
+/* A Blocked must name outstanding calls, each once, and only while the driver is not
+ * already releasing one for it. */
 static bool on_blocked(struct run *r, const struct proto_positions *awaited)
 {
+    if (r->blocked) {
+        protocol_error(r, "Blocked while already blocked");
+        return false;
+    }
     if (r->pending_count == 0) {
         protocol_error(r, "Blocked with no host call outstanding");
         return false;
     }
+    if (++r->blocked_stamp == 0) { /* wrapped: forget every earlier Blocked */
+        for (size_t i = 0; i < r->slot_count; i++)
+            r->slots[i].seen = 0;
+        r->blocked_stamp = 1;
+    }
     for (size_t i = 0; i < awaited->count; i++) {
-        if (!is_pending(r, awaited->items[i])) {
+        struct slot *s = slot_find(r, awaited->items[i]);
+        if (s == NULL || s->gone) {
             protocol_error(r, "Blocked on position %u, which is not outstanding",
                            (unsigned)awaited->items[i]);
             return false;
         }
+        if (s->seen == r->blocked_stamp) {
+            protocol_error(r, "Blocked names position %u twice", (unsigned)awaited->items[i]);
+            return false;
+        }
+        s->seen = r->blocked_stamp;
     }
     r->blocked = true;
     return true;
 }
 
-/* The settlement to release next: the earliest due, ties by position. */
-static size_t next_due(const struct run *r)
-{
-    size_t best = 0;
-    for (size_t i = 1; i < r->pending_count; i++) {
-        const struct pending *p = &r->pending[i], *b = &r->pending[best];
-        if (p->due_ms < b->due_ms || (p->due_ms == b->due_ms && p->position < b->position))
-            best = i;
-    }
-    return best;
-}
-
+/* Releases the earliest due settlement (the heap's root) as Deliver. */
 static bool release_due(struct run *r)
 {
-    size_t i = next_due(r);
-    struct pending p = r->pending[i];
-    r->pending[i] = r->pending[--r->pending_count];
+    struct pending p = r->pending[0];
+    r->pending[0] = r->pending[--r->pending_count];
+    heap_down(r->pending, r->pending_count, 0);
+    r->pending_bytes -= p.bytes;
+    slot_release(r, p.position);
     r->blocked = false;
     bool ok = deliver(r, p.position, p.kind, p.args, p.args_len, &p.settlement);
     host_settlement_free(&p.settlement);
@@ -679,7 +847,9 @@ static void on_console(struct run *r, const struct proto_console *c)
     r->console_len += add;
 }
 
-static void on_finished(struct run *r, const struct proto_finished *f)
+/* Returns false if the Finished was refused (the activation has then ended as a
+ * protocol error). */
+static bool on_finished(struct run *r, const struct proto_finished *f)
 {
     struct activation_outcome *out = r->out;
     switch (f->outcome) {
@@ -689,33 +859,55 @@ static void on_finished(struct run *r, const struct proto_finished *f)
             out->status = ACTIVATION_FAILED;
             out->failure_kind = strdup("result_too_large");
             set_detail(out, "the result is %zu bytes, over %u", f->value.len, max_value);
-            return;
+            return true;
+        }
+        /* The result is stored and shown as JSON: a worker that sends anything else is
+         * not running the engine's JSON.stringify. */
+        if (!json_text_valid(f->value.str, f->value.len)) {
+            protocol_error(r, "Finished(completed) with a value that is not JSON (%zu bytes)",
+                           f->value.len);
+            return false;
         }
         out->status = ACTIVATION_COMPLETED;
         out->value = dup_text(&f->value);
-        return;
+        return true;
     }
     case PROTO_OUTCOME_FAILED:
         out->status = ACTIVATION_FAILED;
         out->failure_kind = dup_text(&f->failure_kind);
         out->detail = dup_text(&f->failure_detail);
-        return;
+        return true;
     case PROTO_OUTCOME_SUSPENDED:
-        out->status = ACTIVATION_SUSPENDED;
-        return;
+        /* Only calls the parent named in LongRunning may leave an activation
+         * suspended, and this driver names none: a suspended run would wait for
+         * nothing, forever. */
+        protocol_error(r, "Finished(suspended), but no host call was marked long-running");
+        return false;
     case PROTO_OUTCOME_STALLED:
         out->status = ACTIVATION_STALLED;
-        return;
+        return true;
     case PROTO_OUTCOME_BUDGET_EXHAUSTED:
         out->status = ACTIVATION_BUDGET_EXHAUSTED;
         out->budget = f->exhausted;
-        return;
+        return true;
     }
     protocol_error(r, "Finished with unknown outcome %d", (int)f->outcome);
+    return false;
+}
+
+/* After Finished the worker must be silent: bytes it wrote after it (already read, or
+ * waiting in the pipe) would be taken for the next activation's. */
+static void check_silent_after_finished(struct run *r)
+{
+    const struct worker_channel *ch = &r->w->channel;
+    struct pollfd p = {r->w->proc.from_worker, POLLIN, 0};
+    bool readable = poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)) != 0;
+    if (ch->in.len > ch->start || readable)
+        r->out->wrote_after_finished = true;
 }
 
 /* Handles one decoded frame. Returns true to keep going. */
-static bool on_message(struct run *r, const struct proto_msg *msg, bool *finished)
+static bool on_message(struct run *r, const struct proto_msg *msg)
 {
     switch (msg->tag) {
     case PROTO_HOST_CALL:
@@ -726,8 +918,8 @@ static bool on_message(struct run *r, const struct proto_msg *msg, bool *finishe
         on_console(r, &msg->console);
         return true;
     case PROTO_FINISHED:
-        on_finished(r, &msg->finished);
-        *finished = true;
+        if (on_finished(r, &msg->finished))
+            check_silent_after_finished(r);
         return false;
     case PROTO_REFUSED:
         protocol_error(r, "the worker refused a frame: %s (%.*s)",
@@ -740,7 +932,9 @@ static bool on_message(struct run *r, const struct proto_msg *msg, bool *finishe
     }
 }
 
-/* Reads every whole frame available now. Returns false when the activation ended. */
+/* Reads every whole frame available now, looking at the clock after each: frames that
+ * keep arriving never hold off the wall deadline. Returns false when the activation
+ * ended. */
 static bool read_frames(struct run *r)
 {
     for (;;) {
@@ -778,11 +972,14 @@ static bool read_frames(struct run *r)
             proto_msg_free(&msg);
             return false;
         }
-        bool finished = false;
-        bool go_on = on_message(r, &msg, &finished);
+        bool go_on = on_message(r, &msg);
         proto_msg_free(&msg);
         if (!go_on)
             return false;
+        if (monotonic_ms() >= r->deadline_ms) {
+            kill_worker(r, ACTIVATION_DEADLINE);
+            return false;
+        }
     }
 }
 
@@ -803,6 +1000,18 @@ static bool send_activate(struct run *r)
     return send_or_end(r, &msg, "Activate");
 }
 
+static void run_free(struct run *r)
+{
+    for (size_t i = 0; i < r->pending_count; i++) {
+        host_settlement_free(&r->pending[i].settlement);
+        free(r->pending[i].kind);
+        free(r->pending[i].args);
+    }
+    free(r->pending);
+    free(r->slots);
+    free(r->prefix_positions);
+}
+
 void activation_run(struct worker_conn *w, const struct activation_request *req,
                     const struct host *host, struct activation_outcome *out)
 {
@@ -817,9 +1026,6 @@ void activation_run(struct worker_conn *w, const struct activation_request *req,
     r.out = out;
     r.started_ms = monotonic_ms();
     r.deadline_ms = r.started_ms + (req->deadline_ms > 0 ? req->deadline_ms : FLOW_DEADLINE_MS);
-    r.next_position = 0;
-    while (is_prefix_position(req, r.next_position))
-        r.next_position++;
     r.next_order = 1;
     for (size_t i = 0; i < req->prefix_count; i++)
         if (req->prefix[i].delivery_order >= r.next_order)
@@ -830,10 +1036,17 @@ void activation_run(struct worker_conn *w, const struct activation_request *req,
         set_detail(out, "the worker is not running");
         return;
     }
+    if (!prefix_load(&r)) {
+        out->status = ACTIVATION_NO_WORKER;
+        set_detail(out, "out of memory");
+        return;
+    }
+    r.next_position = 0;
+    skip_prefix(&r);
     bool running = send_activate(&r);
     while (running) {
         long long now = monotonic_ms();
-        if (r.blocked && r.pending[next_due(&r)].due_ms <= now) {
+        if (r.blocked && r.pending[0].due_ms <= now) {
             running = release_due(&r);
             continue;
         }
@@ -843,7 +1056,7 @@ void activation_run(struct worker_conn *w, const struct activation_request *req,
         }
         long long wait = r.deadline_ms - now;
         if (r.blocked) {
-            long long due = r.pending[next_due(&r)].due_ms - now;
+            long long due = r.pending[0].due_ms - now;
             if (due < wait)
                 wait = due;
         }
@@ -861,11 +1074,6 @@ void activation_run(struct worker_conn *w, const struct activation_request *req,
         if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0)
             running = read_frames(&r);
     }
-    for (size_t i = 0; i < r.pending_count; i++) {
-        host_settlement_free(&r.pending[i].settlement);
-        free(r.pending[i].kind);
-        free(r.pending[i].args);
-    }
-    free(r.pending);
+    run_free(&r);
     out->wall_ms = monotonic_ms() - r.started_ms;
 }

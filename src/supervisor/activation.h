@@ -12,14 +12,22 @@
  *                                   with the next delivery order (strictly increasing
  *                                   from 1, continuing above the prefix's).
  *   Console                         kept (up to 64 KiB) for the caller.
- *   Finished                        the end: completed, failed, suspended, stalled or
- *                                   budget exhausted.
- * Anything else (Refused, Welcome, a HostCall out of order, a Blocked with nothing
- * outstanding, a malformed or oversized frame) is a protocol error: the worker is
- * killed. At the wall deadline the worker is killed. If the worker's stdout ends, the
- * worker is reaped and its death reported (a signal such as SIGSEGV or SIGSYS, or an
- * exit status). The parent never dies because the worker did: SIGPIPE is ignored and
- * EPIPE on a write is handled like the end of stdout.
+ *   Finished                        the end: completed (a JSON text), failed, stalled
+ *                                   or budget exhausted.
+ * The worker is hostile (docs/protocol.md, "What the parent refuses"). Anything else
+ * is a protocol error and the worker is killed: Refused, Welcome, a HostCall out of
+ * order or whose kind is not a host-call name (host_kind_valid), an async HostCall
+ * beyond ACTIVATION_MAX_OUTSTANDING_CALLS or _BYTES, a Blocked with nothing
+ * outstanding, naming a position not outstanding or one twice, or sent while already
+ * blocked, Finished(suspended) (this driver marks no call long-running, so nothing
+ * could wake the run), a completed value that is not JSON, a malformed or oversized
+ * frame. Bytes the worker wrote after its Finished (read with it, or waiting in the
+ * pipe) set wrote_after_finished: the worker must not serve again. The clock is read
+ * after every frame, so at the wall deadline the worker is killed however fast frames
+ * keep coming. If the worker's stdout ends, the worker is reaped and its death
+ * reported (a signal such as SIGSEGV or SIGSYS, or an exit status). The parent never
+ * dies because the worker did: SIGPIPE is ignored and EPIPE on a write is handled
+ * like the end of stdout.
  *
  * A Deliver is written only while the worker waits for one (after Blocked, or right
  * after a synchronous HostCall), so the worker never has an unread Deliver behind it
@@ -51,6 +59,13 @@
 #define CODEMODE_MAX_HOST_CALLS 200u
 
 #define ACTIVATION_CONSOLE_MAX (64u << 10)
+/* What one activation may hold of async calls settled and not yet released: their
+ * count, and the bytes of their kinds, arguments and settlements. A flow run stops
+ * at FLOW_RUN_MAX_HOST_CALLS (10 000) and 64 MiB of journal long before; codemode at
+ * 200 calls. The call that would pass either is a protocol error, refused before any
+ * host sees it, so the parent's memory per activation stays bounded. */
+#define ACTIVATION_MAX_OUTSTANDING_CALLS 65536u
+#define ACTIVATION_MAX_OUTSTANDING_BYTES (64u << 20)
 #define WORKER_LOG_TAIL 2048u
 
 /* The parent's connection to one accepted worker: its process, a frame reader on its
@@ -103,7 +118,7 @@ void activation_request_defaults(struct activation_request *req, enum proto_prof
 enum activation_status {
     ACTIVATION_COMPLETED = 1,   /* value */
     ACTIVATION_FAILED,          /* failure_kind, detail (reported by the worker) */
-    ACTIVATION_SUSPENDED,
+    ACTIVATION_SUSPENDED,        /* not produced: this driver marks no call long-running */
     ACTIVATION_STALLED,
     ACTIVATION_BUDGET_EXHAUSTED, /* budget */
     ACTIVATION_DEADLINE,         /* the parent killed the worker at the wall deadline */
@@ -124,6 +139,7 @@ struct activation_outcome {
     pid_t pid;          /* the worker that served it (0 if none) */
     bool worker_ended;  /* the worker process is gone (reaped) */
     bool killed_by_parent;
+    bool wrote_after_finished; /* bytes followed its Finished: never reuse the worker */
     uint32_t host_calls;
     uint32_t deliveries;
     long long wall_ms;
@@ -146,8 +162,9 @@ const char *activation_status_name(enum activation_status status);
 /* True if the activation ended cleanly and its worker may serve the same flow again:
  * completed, stalled, suspended, or failed with a kind the script itself caused
  * (script_error, syntax_error, unserializable_result, result_too_large, nondeterminism,
- * invalid_trigger). Budget exhaustion, deadline, crash, protocol error and any other
- * failure kind (the worker's engine_error, protocol_error) retire it. */
+ * invalid_trigger), and the worker wrote nothing after its Finished. Budget
+ * exhaustion, deadline, crash, protocol error and any other failure kind (the
+ * worker's engine_error, protocol_error) retire it. */
 bool activation_keeps_worker(const struct activation_outcome *out);
 
 /* The outcome in words, one line: the JSON value, "budget exhausted: cpu",

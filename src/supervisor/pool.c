@@ -138,8 +138,11 @@ static void account_ended(struct pool *pool, struct pool_worker *pw,
  * that wrote anything between activations is killed. Returns true if it was removed. */
 static bool remove_if_broken(struct pool *pool, struct pool_worker *pw)
 {
+    /* Bytes already read and not consumed count as speaking too: they would be taken
+     * for the next activation's frames. */
+    const struct worker_channel *ch = &pw->conn.channel;
     struct pollfd p = {pw->conn.proc.from_worker, POLLIN, 0};
-    if (pw->conn.proc.from_worker >= 0 && poll(&p, 1, 0) == 0)
+    if (pw->conn.proc.from_worker >= 0 && ch->in.len <= ch->start && poll(&p, 1, 0) == 0)
         return false;
     int status = 0;
     pid_t done;

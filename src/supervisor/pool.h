@@ -10,7 +10,9 @@
  *   - after a crash, a deadline kill or a protocol error (the driver already reaped it).
  * A completed, stalled or suspended activation, or one the script failed by itself,
  * keeps the worker; so does a caught memory or stack error whose activation completes.
- * An idle worker that died or wrote anything between activations is removed too.
+ * A worker that wrote anything after its Finished is killed at once (its bytes must
+ * never be read as the next activation's frames), and an idle worker that died or
+ * wrote anything between activations is removed too.
  *
  * Codemode and dry runs use single-use workers: codemode a fresh worker with the
  * codemode address-space limit, a dry run a spare (or a fresh flow worker); either is

@@ -17,7 +17,9 @@
  *      changed); once it ended (and applied its effect) --observed settles the run,
  *      and the effect happened exactly once [guard reconcile-waits-for-call-process].
  *   4. a store at schema version 1 is migrated to 2 (the call_processes table), its
- *      data kept. */
+ *      data kept.
+ *   5. a worker busy in an endless script with an hour of CPU budget ends when its
+ *      parent (`ck-basal exec`) is SIGKILLed [guard worker-parent-death]. */
 #include "lib/harness.h"
 
 #include "store/store_schema.h"
@@ -562,6 +564,84 @@ static void test_migration(void)
     free(flow);
 }
 
+/* ---- 5. a busy worker ends with its parent ---------------------------------------- */
+
+/* Field n (1-based, n > 2) of /proc/pid/stat as a number; -1 if unreadable. */
+static long long stat_field(pid_t pid, int n)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    char *text = read_text_file(path);
+    const char *p = text != NULL ? strrchr(text, ')') : NULL;
+    for (int field = 2; p != NULL && field < n; field++) {
+        p = strchr(p + 1, ' ');
+    }
+    long long v = p != NULL ? strtoll(p + 1, NULL, 10) : -1;
+    free(text);
+    return v;
+}
+
+/* A child of parent that has used at least min_ticks of CPU, or 0. */
+static pid_t busy_child(pid_t parent, long long min_ticks)
+{
+    DIR *d = opendir("/proc");
+    pid_t found = 0;
+    const struct dirent *e;
+    while (d != NULL && found == 0 && (e = readdir(d)) != NULL) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end != '\0' || pid <= 0 || stat_field((pid_t)pid, 4) != parent)
+            continue;
+        if (stat_field((pid_t)pid, 14) + stat_field((pid_t)pid, 15) >= min_ticks)
+            found = (pid_t)pid;
+    }
+    if (d != NULL)
+        closedir(d);
+    return found;
+}
+
+static void test_worker_dies_with_parent(void)
+{
+    const char *spin = harness_tmp_file("spin.js", "for (;;) {}\n");
+    const char *argv[] = {harness_test_parent(), "exec", spin, "--cpu-ms", "3600000",
+                          "--deadline-ms", "3600000", NULL};
+    struct proc_opts opts = {.use_fds = false, .envp = NO_ENV};
+    struct proc p;
+    if (!ok(proc_start(&p, argv, &opts) == 0, "worker dies: ck-basal exec starts"))
+        return;
+    /* The worker running the script is the child that burns CPU: half a second of it,
+     * far more than a worker's start-up. Looks at /proc between waits on the parent's
+     * pidfd (which ends the wait at once if the parent exits). */
+    long long min_ticks = sysconf(_SC_CLK_TCK) / 2;
+    pid_t worker = 0;
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        worker = busy_child(p.pid, min_ticks);
+        if (worker == 0) {
+            struct pollfd pf = {p.pidfd, POLLIN, 0};
+            if (poll(&pf, 1, 20) > 0)
+                break;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (worker == 0 && (now.tv_sec - t0.tv_sec) * 1000LL < TIMEOUT_MS);
+    int worker_fd = pidfd_of(worker);
+    if (!ok(worker_fd >= 0, "worker dies: a worker runs the endless script")) {
+        proc_kill(&p);
+        return;
+    }
+    (void)kill(p.pid, SIGKILL);
+    struct proc_result r = proc_finish(&p, NULL, 0, TIMEOUT_MS);
+    ok(died_by_signal(&r, SIGKILL), "worker dies: the parent died by SIGKILL");
+    proc_result_free(&r);
+    check(ends_within(worker_fd, GONE_WITHIN_MS),
+          "worker dies: the busy worker (an hour of CPU budget left) ends with its parent"
+          " [guard worker-parent-death]",
+          "worker %ld still running %d ms after the parent's death", (long)worker,
+          GONE_WITHIN_MS);
+    kill_left(&worker_fd);
+}
+
 int main(void)
 {
     if (!require_binary(harness_test_parent(), "ck-basal") ||
@@ -575,6 +655,7 @@ int main(void)
     test_recover_waits();
     test_reconcile_waits();
     test_migration();
+    test_worker_dies_with_parent();
     harness_remove_tree(g_root);
     return harness_finish();
 }

@@ -19,7 +19,13 @@
  *   4. a store at schema version 1 is migrated to 2 (the call_processes table), its
  *      data kept.
  *   5. a worker busy in an endless script with an hour of CPU budget ends when its
- *      parent (`ck-basal exec`) is SIGKILLed [guard worker-parent-death]. */
+ *      parent (`ck-basal exec`) is SIGKILLed [guard worker-parent-death].
+ *   6. a crash at the rename of an fs.write (a seccomp filter kills ck-basal at
+ *      renameat) leaves its temporary file, named by the call's key; `recover`
+ *      removes it, and only it: another run's temporary and a symbolic link named
+ *      like ours stay, the link's target untouched, and nothing outside the write
+ *      roots is removed when the call's directory now leads out of them [guard
+ *      recover-removes-own-temporaries]. */
 #include "lib/harness.h"
 
 #include "store/store_schema.h"
@@ -642,10 +648,136 @@ static void test_worker_dies_with_parent(void)
     kill_left(&worker_fd);
 }
 
+/* ---- 6. an interrupted fs.write's temporary file ---------------------------------- */
+
+/* The names in dir starting with prefix, counted; *regular those that are files. */
+static int names_with_prefix(const char *dir, const char *prefix, int *regular)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    *regular = 0;
+    const struct dirent *e;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        n++;
+        char path[PATH_MAX + 256];
+        struct stat st;
+        sfmt(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+            (*regular)++;
+    }
+    if (d != NULL)
+        closedir(d);
+    return n;
+}
+
+/* Runs flow under launch, killed by seccomp at its first rename. */
+static bool run_killed_at_rename(const char *flow)
+{
+    const char *argv[] = {harness_launcher(), "--inject=renameat:KILL", "--inject=renameat2:KILL",
+                          "--inject=rename:KILL", "--", harness_test_parent(), "--home", S.home,
+                          "run", flow, NULL};
+    struct proc_opts opts = {.use_fds = false, .envp = NO_ENV};
+    struct proc_result r = proc_run_opts(argv, &opts, NULL, 0, TIMEOUT_MS);
+    bool killed = died_by_signal(&r, SIGSYS);
+    if (!killed)
+        fprintf(stderr, "  %s: %s\n", proc_describe(&r), r.err);
+    proc_result_free(&r);
+    return killed;
+}
+
+static void test_temporaries_removed(void)
+{
+    scenario_begin("temporaries");
+    char script[PATH_MAX + 128];
+    sfmt(script, sizeof script, "await fs.write('%s/a.txt', 'hello'); return 1;\n", S.out);
+    if (!flow_add("tmp", script))
+        return;
+    if (!ok(run_killed_at_rename("tmp"), "temporaries: ck-basal dies at the rename of fs.write"))
+        return;
+    char *key = sql_text("SELECT idempotency_key FROM journal WHERE run_id = 1 AND position = 0");
+    char ours[128];
+    sfmt(ours, sizeof ours, ".basal-tmp-%s-", key != NULL ? key : "?");
+    free(key);
+    int regular = 0;
+    check(names_with_prefix(S.out, ours, &regular) == 1 && regular == 1,
+          "temporaries: the interrupted fs.write left one temporary file named by its call's key",
+          "prefix %s", ours);
+    /* Beside it: another run's temporary, and a link named like ours (fs.write never
+     * makes one) leading to a file outside the roots. */
+    char path[PATH_MAX + 256], target[PATH_MAX + 32];
+    static const char OTHER[] =
+        ".basal-tmp-00000000000000000000000000000000000000000000000000000000000000aa-"
+        "0123456789abcdef";
+    sfmt(path, sizeof path, "%s/%s", S.out, OTHER);
+    bool planted = write_file(path, "another run's", 0644);
+    sfmt(target, sizeof target, "%s/target.txt", S.outside);
+    planted = planted && write_file(target, "keep me", 0644);
+    sfmt(path, sizeof path, "%s/%sfedcba9876543210", S.out, ours);
+    planted = planted && symlink(target, path) == 0;
+    if (!ok(planted, "temporaries: another run's temporary and a link are planted"))
+        return;
+
+    struct proc_result r = cli(true, ARGS("recover"));
+    check(proc_exited_with(&r, 0) && strcmp(state_in(r.out), "succeeded") == 0,
+          "temporaries: recover resumes the run to success", "%s: %s %s", proc_describe(&r),
+          r.out, r.err);
+    proc_result_free(&r);
+    int total = names_with_prefix(S.out, ours, &regular);
+    check(regular == 0 && total == 1,
+          "temporaries: recover removed the run's own temporary file and left the link"
+          " [guard recover-removes-own-temporaries]",
+          "%d names, %d files with prefix %s", total, regular, ours);
+    char *other = read_text_file(path); /* through the link: the target */
+    check_str_eq(other, "keep me", "temporaries: the link's target is untouched");
+    free(other);
+    sfmt(path, sizeof path, "%s/%s", S.out, OTHER);
+    check(access(path, F_OK) == 0, "temporaries: another run's temporary file stays", "%s",
+          path);
+    sfmt(path, sizeof path, "%s/a.txt", S.out);
+    char *written = read_text_file(path);
+    check_str_eq(written, "hello", "temporaries: the resent fs.write wrote the file");
+    free(written);
+}
+
+/* The call's directory now leads out of the write roots: nothing there is removed. */
+static void test_temporaries_outside_roots(void)
+{
+    scenario_begin("temporaries-outside");
+    char sub[PATH_MAX + 16], script[PATH_MAX + 128];
+    sfmt(sub, sizeof sub, "%s/sub", S.out);
+    mkdir_or_fail(sub);
+    sfmt(script, sizeof script, "await fs.write('%s/a.txt', 'hello'); return 1;\n", sub);
+    if (!flow_add("away", script))
+        return;
+    if (!ok(run_killed_at_rename("away"), "outside roots: ck-basal dies at the rename"))
+        return;
+    char *key = sql_text("SELECT idempotency_key FROM journal WHERE run_id = 1 AND position = 0");
+    char name[128], moved[PATH_MAX + 16], planted[PATH_MAX + 160];
+    sfmt(name, sizeof name, ".basal-tmp-%s-0123456789abcdef", key != NULL ? key : "?");
+    free(key);
+    /* sub is replaced by a link out of the roots, where a file named like the call's
+     * temporary lies. */
+    sfmt(moved, sizeof moved, "%s/sub-was", S.out);
+    sfmt(planted, sizeof planted, "%s/%s", S.outside, name);
+    bool ready = rename(sub, moved) == 0 && symlink(S.outside, sub) == 0 &&
+                 write_file(planted, "not basal's to remove", 0644);
+    if (!ok(ready, "outside roots: the call's directory now leads outside the roots"))
+        return;
+    struct proc_result r = cli(true, ARGS("recover"));
+    proc_result_free(&r);
+    check(access(planted, F_OK) == 0,
+          "outside roots: recover removes nothing outside the write roots [guard"
+          " recover-removes-own-temporaries]",
+          "%s was removed", planted);
+}
+
 int main(void)
 {
     if (!require_binary(harness_test_parent(), "ck-basal") ||
-        !require_binary(harness_path("test/tools/test_module"), "test_module"))
+        !require_binary(harness_path("test/tools/test_module"), "test_module") ||
+        !require_binary(harness_launcher(), "launch"))
         return harness_finish();
     const char *root = harness_tmpdir("crash-cleanup");
     if (root == NULL)
@@ -656,6 +788,8 @@ int main(void)
     test_reconcile_waits();
     test_migration();
     test_worker_dies_with_parent();
+    test_temporaries_removed();
+    test_temporaries_outside_roots();
     harness_remove_tree(g_root);
     return harness_finish();
 }

@@ -42,7 +42,7 @@ static struct fs_grants grants_rw(void)
     static const char *writes[1];
     reads[0] = r_dir;
     writes[0] = w_dir;
-    struct fs_grants g = {reads, 1, writes, 1};
+    struct fs_grants g = {reads, 1, writes, 1, NULL};
     return g;
 }
 
@@ -274,7 +274,7 @@ static void test_escape_guards(const struct fs_grants *g)
                 "escape: fs.stat through a link leading out denied [guard link-out-denied]");
     /* ...while the same target is readable when its directory is granted (control). */
     const char *both[2] = {r_dir, fmt("%s/outside", base)};
-    struct fs_grants wide = {both, 2, NULL, 0};
+    struct fs_grants wide = {both, 2, NULL, 0, NULL};
     expect_read_text(&wide, args1(p), "secret",
                      "escape: the same link is followed once its target is granted (control)");
     /* Guard: outside paths are denied whether or not they exist (no existence leak). */
@@ -310,14 +310,14 @@ static void test_escape_guards(const struct fs_grants *g)
                 "escape: listing sibling r2 of root r denied [guard component-wise-prefix]");
     /* Guard: a root that does not exist (or is relative) grants nothing. */
     const char *missing_root[2] = {fmt("%s/gone", base), "relative"};
-    struct fs_grants none = {missing_root, 2, NULL, 0};
+    struct fs_grants none = {missing_root, 2, NULL, 0, NULL};
     p = fmt("%s/gone/x", base);
     expect_code(&none, "fs.read", args1(p), HOST_CODE_DENIED, p,
                 "escape: missing root grants nothing [guard root-resolved-each-call]");
     /* Roots are resolved by realpath: a root given through a link works (control). */
     link_at(r_dir, fmt("%s/rootlink", base));
     const char *via_link[1] = {fmt("%s/rootlink", base)};
-    struct fs_grants linked = {via_link, 1, NULL, 0};
+    struct fs_grants linked = {via_link, 1, NULL, 0, NULL};
     expect_read_text(&linked, args1(fmt("%s/hello.txt", r_dir)), "hello",
                      "escape: a root given through a link is resolved (control)");
 }
@@ -559,7 +559,7 @@ static void test_write_guards(const struct fs_grants *g)
                 "write guard: overwriting under a read-only root denied [guard write-root-only]");
     expect_file(p, "hello", "write guard: read-only file unchanged");
     const char *writes_r[1] = {r_dir};
-    struct fs_grants w_on_r = {NULL, 0, writes_r, 1};
+    struct fs_grants w_on_r = {NULL, 0, writes_r, 1, NULL};
     p = fmt("%s/granted.txt", r_dir);
     json_decref(expect_ok(&w_on_r, "fs.write", args_write(p, "ok"),
                           "write guard: the same directory granted for writing accepts (control)"));
@@ -668,7 +668,7 @@ static void test_more_guards(const struct fs_grants *g)
      * read root is not, and a missing parent there is denied rather than not_found. */
     const char *reads[1] = {base};
     const char *writes[1] = {w_dir};
-    struct fs_grants nested = {reads, 1, writes, 1};
+    struct fs_grants nested = {reads, 1, writes, 1, NULL};
     const char *p = fmt("%s/outside/nested.txt", base);
     expect_code(&nested, "fs.write", args_write(p, "x"), HOST_CODE_DENIED, "read-only",
                 "more: write in a read root holding a write root denied [guard write-root-only]");
@@ -699,11 +699,11 @@ static void test_more_guards(const struct fs_grants *g)
                 "more: a name that is not UTF-8 refuses the listing [guard utf8-text]");
     /* Containment is component-wise also for the root "/" and a root with a '/'. */
     const char *slash[1] = {"/"};
-    struct fs_grants everything = {slash, 1, NULL, 0};
+    struct fs_grants everything = {slash, 1, NULL, 0, NULL};
     expect_read_text(&everything, args1(fmt("%s/hello.txt", r_dir)), "hello",
                      "more: root '/' holds every path (control)");
     const char *trailing[1] = {fmt("%s/", r_dir)};
-    struct fs_grants trail = {trailing, 1, NULL, 0};
+    struct fs_grants trail = {trailing, 1, NULL, 0, NULL};
     expect_read_text(&trail, args1(fmt("%s/hello.txt", r_dir)), "hello",
                      "more: a root written with a trailing '/' (control)");
     p = fmt("%s/r2/file.txt", base);

@@ -495,7 +495,7 @@ static int perform(struct flow_host *fh, const char *kind, const struct decision
 {
     if (fs_builtin_handles(kind)) {
         struct fs_grants grants = {fh->read_roots, fh->cfg.manifest->fs_read.count,
-                                   fh->write_roots, fh->cfg.manifest->fs_write.count};
+                                   fh->write_roots, fh->cfg.manifest->fs_write.count, key};
         return fs_builtin_call(&grants, kind, args, out);
     }
     if (is_kind(kind, "ops.call"))

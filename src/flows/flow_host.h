@@ -8,7 +8,8 @@
  *                                      outcome, audit (store/kv_store.h)
  *   fs.read/list/stat        query     transaction 1: journal row; the operation
  *   fs.write                 keyed_mutation: an idempotent whole-file replace, resent
- *                            as is (host/fs_builtin.h); transaction 2:
+ *                            as is, its temporary file named by the call's key
+ *                            (host/fs_builtin.h); transaction 2:
  *                                      outcome and audit (refused if "denied")
  *   ops.call                 query, keyed_mutation or mutation, as the catalog marks
  *                            the op (host/ops_module.h); transaction 1: journal row

@@ -3,6 +3,7 @@
 #include "base/error_line.h"
 #include "flows/flow_host.h"
 #include "flows/flows.h"
+#include "flows/run_cleanup.h"
 #include "store/call_processes.h"
 #include "store/journal.h"
 #include "store/sql.h"
@@ -310,6 +311,7 @@ static int drive(struct run_driver *d, int64_t id, const struct run_claim *claim
         rc = journal_load(d->store, id, &rows, &row_count, err, err_cap);
     }
     if (rc == 0) {
+        (void)run_cleanup_temporaries(&in.manifest, rows, row_count);
         const struct journal_entry *doubt = in_doubt(rows, row_count);
         char why[128];
         if (doubt != NULL) {

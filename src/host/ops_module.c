@@ -386,6 +386,7 @@ struct spawn_plan {
     char gid_map[64];
     int go_fd;          /* the child's end of the go pipe */
     int go_parent_fd;   /* the parent's end: the child closes its copy first */
+    int ready_fd;       /* the child's end of the ready pipe */
 };
 
 /* Writes text to a /proc/self file: async-signal-safe. */
@@ -412,9 +413,13 @@ static void exec_module_child(const struct ops_module *m, const struct spawn_pla
      * make module processes from a thread that lives as long as the call. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
         _exit(127);
-    /* Closes the race with a parent that died before the prctl: the go byte comes
-     * only from a live parent that has recorded this process, and its death closes
-     * the pipe (getppid() cannot tell here: it is 0 in a new PID namespace). */
+    /* The race with a parent that dies before the prctl (getppid() cannot tell: it
+     * is 0 in a new PID namespace): the parent sends the go byte only after this
+     * ready byte, so after the prctl. A parent that died before it never sent go, and
+     * its death closed the pipe (EOF); one that dies after it kills us. */
+    if (write(plan->ready_fd, "r", 1) != 1)
+        _exit(127);
+    close(plan->ready_fd);
     char go = 0;
     ssize_t got;
     while ((got = read(plan->go_fd, &go, 1)) < 0 && errno == EINTR) {
@@ -519,13 +524,15 @@ static int spawn(const struct ops_module *m, const struct ops_process_hook *hook
                  char *why, size_t why_cap)
 {
     int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, go[2] = {-1, -1};
+    int ready[2] = {-1, -1};
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
-        pipe2(go, O_CLOEXEC) != 0) {
+        pipe2(go, O_CLOEXEC) != 0 || pipe2(ready, O_CLOEXEC) != 0) {
         snprintf(why, why_cap, "cannot start the program: pipe: %s", strerror(errno));
         close_pair(in);
         close_pair(out);
         close_pair(err);
         close_pair(go);
+        close_pair(ready);
         return -1;
     }
     struct spawn_plan plan;
@@ -536,13 +543,16 @@ static int spawn(const struct ops_module *m, const struct ops_process_hook *hook
              (unsigned long)getegid());
     plan.go_fd = go[0];
     plan.go_parent_fd = go[1];
+    plan.ready_fd = ready[1];
     pid_t pid = clone_module(m, &plan, in[0], out[1], err[1], why, why_cap);
     close_fd(&go[0]);
+    close_fd(&ready[1]);
     if (pid < 0) {
         close_pair(in);
         close_pair(out);
         close_pair(err);
         close_pair(go);
+        close_pair(ready);
         return -1;
     }
     /* Both sides set the group, so a kill of -pid works whichever runs first (this
@@ -559,11 +569,21 @@ static int spawn(const struct ops_module *m, const struct ops_process_hook *hook
     (void)fcntl(r->out_fd, F_SETFL, O_NONBLOCK);
     (void)fcntl(r->err_fd, F_SETFL, O_NONBLOCK);
     r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    /* The process waits for the go byte: its identity is stable and nothing of the
-     * program has run. Whoever records it does so now, or the program never runs. */
+    /* Once the process is ready (its parent-death signal set) it waits for the go
+     * byte: its identity is stable and nothing of the program has run. Whoever
+     * records it does so now, or the program never runs. */
     struct process_identity who;
+    char ready_byte = 0;
+    ssize_t got;
+    while ((got = read(ready[0], &ready_byte, 1)) < 0 && errno == EINTR) {
+    }
+    close_fd(&ready[0]);
     int rc = 0;
-    if (process_identity_of(pid, &who) != 0) {
+    if (got != 1) {
+        snprintf(why, why_cap, "cannot start the program: its process ended before it was"
+                 " ready");
+        rc = -1;
+    } else if (process_identity_of(pid, &who) != 0) {
         snprintf(why, why_cap, "cannot read the program's process (pid %ld): %s", (long)pid,
                  strerror(errno));
         rc = -1;

@@ -43,7 +43,7 @@ static struct fs_grants grants_rw(void)
     static const char *writes[1];
     reads[0] = r_dir;
     writes[0] = w_dir;
-    struct fs_grants g = {reads, 1, writes, 1, home_dir};
+    struct fs_grants g = {reads, 1, writes, 1, home_dir, NULL};
     return g;
 }
 
@@ -275,7 +275,7 @@ static void test_escape_guards(const struct fs_grants *g)
                 "escape: fs.stat through a link leading out denied [guard link-out-denied]");
     /* ...while the same target is readable when its directory is granted (control). */
     const char *both[2] = {r_dir, fmt("%s/outside", base)};
-    struct fs_grants wide = {both, 2, NULL, 0, home_dir};
+    struct fs_grants wide = {both, 2, NULL, 0, home_dir, NULL};
     expect_read_text(&wide, args1(p), "secret",
                      "escape: the same link is followed once its target is granted (control)");
     /* Guard: outside paths are denied whether or not they exist (no existence leak). */
@@ -311,14 +311,14 @@ static void test_escape_guards(const struct fs_grants *g)
                 "escape: listing sibling r2 of root r denied [guard component-wise-prefix]");
     /* Guard: a root that does not exist (or is relative) grants nothing. */
     const char *missing_root[2] = {fmt("%s/gone", base), "relative"};
-    struct fs_grants none = {missing_root, 2, NULL, 0, home_dir};
+    struct fs_grants none = {missing_root, 2, NULL, 0, home_dir, NULL};
     p = fmt("%s/gone/x", base);
     expect_code(&none, "fs.read", args1(p), HOST_CODE_DENIED, p,
                 "escape: missing root grants nothing [guard root-resolved-each-call]");
     /* Roots are resolved by realpath: a root given through a link works (control). */
     link_at(r_dir, fmt("%s/rootlink", base));
     const char *via_link[1] = {fmt("%s/rootlink", base)};
-    struct fs_grants linked = {via_link, 1, NULL, 0, home_dir};
+    struct fs_grants linked = {via_link, 1, NULL, 0, home_dir, NULL};
     expect_read_text(&linked, args1(fmt("%s/hello.txt", r_dir)), "hello",
                      "escape: a root given through a link is resolved (control)");
 }
@@ -560,7 +560,7 @@ static void test_write_guards(const struct fs_grants *g)
                 "write guard: overwriting under a read-only root denied [guard write-root-only]");
     expect_file(p, "hello", "write guard: read-only file unchanged");
     const char *writes_r[1] = {r_dir};
-    struct fs_grants w_on_r = {NULL, 0, writes_r, 1, home_dir};
+    struct fs_grants w_on_r = {NULL, 0, writes_r, 1, home_dir, NULL};
     p = fmt("%s/granted.txt", r_dir);
     json_decref(expect_ok(&w_on_r, "fs.write", args_write(p, "ok"),
                           "write guard: the same directory granted for writing accepts (control)"));
@@ -669,7 +669,7 @@ static void test_more_guards(const struct fs_grants *g)
      * read root is not, and a missing parent there is denied rather than not_found. */
     const char *reads[1] = {base};
     const char *writes[1] = {w_dir};
-    struct fs_grants nested = {reads, 1, writes, 1, home_dir};
+    struct fs_grants nested = {reads, 1, writes, 1, home_dir, NULL};
     const char *p = fmt("%s/outside/nested.txt", base);
     expect_code(&nested, "fs.write", args_write(p, "x"), HOST_CODE_DENIED, "read-only",
                 "more: write in a read root holding a write root denied [guard write-root-only]");
@@ -700,13 +700,13 @@ static void test_more_guards(const struct fs_grants *g)
                 "more: a name that is not UTF-8 refuses the listing [guard utf8-text]");
     /* The root "/" holds the data home: never granted, even for reading. */
     const char *slash[1] = {"/"};
-    struct fs_grants everything = {slash, 1, NULL, 0, home_dir};
+    struct fs_grants everything = {slash, 1, NULL, 0, home_dir, NULL};
     expect_code(&everything, "fs.read", args1(fmt("%s/hello.txt", r_dir)), HOST_CODE_DENIED,
                 "the granted read root '/' contains basal's data home",
                 "more: read root '/' refused at the call [guard data-home-roots]");
     /* Containment is component-wise also for a root written with a trailing '/'. */
     const char *trailing[1] = {fmt("%s/", r_dir)};
-    struct fs_grants trail = {trailing, 1, NULL, 0, home_dir};
+    struct fs_grants trail = {trailing, 1, NULL, 0, home_dir, NULL};
     expect_read_text(&trail, args1(fmt("%s/hello.txt", r_dir)), "hello",
                      "more: a root written with a trailing '/' (control)");
     p = fmt("%s/r2/file.txt", base);
@@ -765,7 +765,7 @@ static void test_forbidden_roots(const struct fs_grants *g)
     const char *link = fmt("%s/moving_root", base);
     link_at(r_dir, link);
     const char *via[1] = {link};
-    struct fs_grants moving = {via, 1, NULL, 0, home_dir};
+    struct fs_grants moving = {via, 1, NULL, 0, home_dir, NULL};
     expect_read_text(&moving, args1(fmt("%s/hello.txt", link)), "hello",
                      "roots at the call: a root reached through a link works (control)");
     check(unlink(link) == 0 && symlink(home_dir, link) == 0, "roots at the call: setup relink",
@@ -803,11 +803,11 @@ static void test_forbidden_roots(const struct fs_grants *g)
                 "roots at the call: a data home that does not resolve refuses every call "
                 "[guard fail-closed]");
     const char *procs[1] = {"/proc/self"};
-    struct fs_grants proc = {procs, 1, NULL, 0, home_dir};
+    struct fs_grants proc = {procs, 1, NULL, 0, home_dir, NULL};
     expect_code(&proc, "fs.read", args1("/proc/self/environ"), HOST_CODE_DENIED, "/proc",
                 "roots at the call: /proc/self/environ unreadable [guard no-proc-sys-roots]");
     const char *slash[1] = {"/"};
-    struct fs_grants write_all_of_it = {NULL, 0, slash, 1, home_dir};
+    struct fs_grants write_all_of_it = {NULL, 0, slash, 1, home_dir, NULL};
     expect_code(&write_all_of_it, "fs.write", args_write(fmt("%s/x.txt", w_dir), "x"),
                 HOST_CODE_DENIED, "whole file system",
                 "roots at the call: write root '/' refused [guard no-slash-write-root]");

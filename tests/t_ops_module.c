@@ -10,6 +10,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <seccomp.h>
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
@@ -20,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -303,7 +307,7 @@ static void expect_reject(const struct ops_module *m, const char *op, const char
                           const char *want, const char *name)
 {
     struct host_settlement out = {0, NULL};
-    int rc = ops_module_invoke(m, op, "null", "k-reject", &out);
+    int rc = ops_module_invoke(m, op, "null", "k-reject", NULL, &out);
     const char *c, *msg;
     json_t *v = settled(&out, &c, &msg);
     check(rc == 0 && out.settlement == PROTO_SETTLEMENT_REJECTED && strcmp(c, code) == 0 &&
@@ -371,7 +375,7 @@ static void test_invoke(void)
     /* echo: the args come back as the result, and the request carried the key. */
     struct host_settlement out = {0, NULL};
     const char *args = "{\"x\":[1,\"two\",null,{\"y\":true}],\"s\":\"\\u00e9\\n\"}";
-    int rc = ops_module_invoke(t, "echo", args, "key-echo-1", &out);
+    int rc = ops_module_invoke(t, "echo", args, "key-echo-1", NULL, &out);
     json_error_t je;
     json_t *want = json_loads(args, 0, &je);
     json_t *got = out.value != NULL ? json_loads(out.value, JSON_DECODE_ANY, &je) : NULL;
@@ -391,7 +395,7 @@ static void test_invoke(void)
     check(log_has(line), "invoke: the request carries op, idempotency key and args",
           "no log line \"%s\"", line);
 
-    rc = ops_module_invoke(t, "add", "{\"a\":2,\"b\":40}", "key-add", &out);
+    rc = ops_module_invoke(t, "add", "{\"a\":2,\"b\":40}", "key-add", NULL, &out);
     check(rc == 0 && out.settlement == PROTO_SETTLEMENT_FULFILLED && out.value != NULL &&
               strcmp(out.value, "42") == 0,
           "invoke: add 2 + 40 is 42", "rc %d value %s", rc, out.value != NULL ? out.value : "-");
@@ -421,7 +425,7 @@ static void test_invoke(void)
     /* guard: a reply is settled once the program has exited, even while a descendant
      * that left its group holds the pipes (no timeout, and no kill of a reaped pid). */
     long long t_detach = mono_ms();
-    rc = ops_module_invoke(t, "detach", "null", "key-detach", &out);
+    rc = ops_module_invoke(t, "detach", "null", "key-detach", NULL, &out);
     long long took_detach = mono_ms() - t_detach;
     check(rc == 0 && out.settlement == PROTO_SETTLEMENT_FULFILLED && out.value != NULL &&
               strcmp(out.value, "\"detached\"") == 0 && took_detach < 5000,
@@ -432,14 +436,20 @@ static void test_invoke(void)
     char *detach_log = read_text_file(log_path);
     const char *det = detach_log != NULL ? strstr(detach_log, "detached ") : NULL;
     long detached = det != NULL ? strtol(det + 9, NULL, 10) : 0;
-    if (detached > 0)
-        (void)kill((pid_t)detached, SIGKILL);
+    /* The detached child left the group and the session, but not the program's PID
+     * namespace: it ended with the program. */
+    if (check(detached > 1, "invoke: the detached child logged its pid", "log: %s",
+              detach_log != NULL ? detach_log : "(none)"))
+        check(process_ends((pid_t)detached, 5000),
+              "invoke: a child that left the program's group and session ends with the program"
+              " [guard module-pid-namespace]",
+              "child %ld still running", detached);
     free(detach_log);
 
     /* guard: the deadline. timeout_ms 200 against a 30 s sleep: invoke returns soon,
      * the program and the child it started in its group are gone. */
     long long t0 = mono_ms();
-    rc = ops_module_invoke(slow, "sleep", "null", "key-sleep", &out);
+    rc = ops_module_invoke(slow, "sleep", "null", "key-sleep", NULL, &out);
     long long took = mono_ms() - t0;
     const char *code, *msg;
     got = settled(&out, &code, &msg);
@@ -467,7 +477,7 @@ static void test_invoke(void)
     host_settlement_free(&out);
 
     /* The contract's environment: PATH only, cwd /, fds 0-2, own process group. */
-    rc = ops_module_invoke(t, "env", "null", "key-env", &out);
+    rc = ops_module_invoke(t, "env", "null", "key-env", NULL, &out);
     got = out.value != NULL ? json_loads(out.value, 0, &je) : NULL;
     json_t *env = json_object_get(got, "env"), *fds = json_object_get(got, "fds");
     check(rc == 0 && json_array_size(env) == 1 &&
@@ -487,6 +497,14 @@ static void test_invoke(void)
     check(json_is_true(json_object_get(got, "pgid_is_pid")),
           "invoke: the program leads its own process group", "value %s",
           out.value != NULL ? out.value : "-");
+    check(json_integer_value(json_object_get(got, "pid")) == 1,
+          "invoke: the program is the init (pid 1) of a PID namespace of its own"
+          " [guard module-pid-namespace]",
+          "value %s", out.value != NULL ? out.value : "-");
+    check(json_integer_value(json_object_get(got, "uid")) == (json_int_t)geteuid() &&
+              json_integer_value(json_object_get(got, "gid")) == (json_int_t)getegid(),
+          "invoke: the program runs as the caller's own uid and gid", "value %s",
+          out.value != NULL ? out.value : "-");
     json_decref(got);
     host_settlement_free(&out);
 
@@ -501,7 +519,7 @@ static void test_invoke(void)
         big[big_len + 1] = '"';
         big[big_len + 2] = '\0';
         t0 = mono_ms();
-        rc = ops_module_invoke(pre, "echo", big, "key-big", &out);
+        rc = ops_module_invoke(pre, "echo", big, "key-big", NULL, &out);
         took = mono_ms() - t0;
         check(rc == 0 && out.settlement == PROTO_SETTLEMENT_FULFILLED && out.value != NULL &&
                   strcmp(out.value, big) == 0,
@@ -524,7 +542,7 @@ static void test_invoke(void)
     tru.max_reply_bytes = 1024;
     void (*old)(int) = signal(SIGPIPE, SIG_DFL);
     if (big != NULL) {
-        rc = ops_module_invoke(&tru, "x", big, "key-true", &out);
+        rc = ops_module_invoke(&tru, "x", big, "key-true", NULL, &out);
         const char *c2, *m2;
         got = settled(&out, &c2, &m2);
         check(rc == 0 && strcmp(c2, HOST_CODE_MODULE_ERROR) == 0,
@@ -538,7 +556,7 @@ static void test_invoke(void)
     free(big);
 
     /* Args that are not JSON are the caller's error. */
-    rc = ops_module_invoke(t, "echo", "{nope", "key-bad", &out);
+    rc = ops_module_invoke(t, "echo", "{nope", "key-bad", NULL, &out);
     got = settled(&out, &code, &msg);
     check(rc == 0 && strcmp(code, HOST_CODE_INVALID_ARGUMENTS) == 0,
           "invoke: args that are not JSON are invalid_arguments", "value %s",
@@ -723,6 +741,151 @@ static void test_sinks(const char *tmp)
     host_settlement_free(&out);
 }
 
+/* As a user without CAP_SYS_ADMIN the PID namespace is made inside a user namespace
+ * mapping only that user: the program is pid 1 and sees its own uid and gid. Where
+ * the kernel allows no unprivileged user namespace the call must be refused instead,
+ * nothing run (fail closed): the check follows what this kernel allows. */
+static void test_invoke_unprivileged(void)
+{
+    const uid_t nobody = 65534;
+    /* Outside the test's own 0700 directory: uid 65534 must reach its log. */
+    char dir[] = "/tmp/basal-ops-nobody-XXXXXX", log[PATH_MAX];
+    if (!check(mkdtemp(dir) != NULL && chown(dir, nobody, nobody) == 0,
+               "invoke unprivileged: a directory for uid 65534", "%s: %s", dir, strerror(errno)))
+        return;
+    sfmt(log, sizeof log, "%s/calls.log", dir);
+    char *args[] = {"--log", log, NULL};
+    char program[PATH_MAX];
+    sfmt(program, sizeof program, "%s", module_bin);
+    struct ops_module m = {.name = "t", .program = program, .args = args,
+                           .arg_count = 2, .timeout_ms = 20000,
+                           .max_reply_bytes = OPS_REPLY_DEFAULT_BYTES};
+    int p[2];
+    if (pipe(p) != 0)
+        return;
+    pid_t child = fork();
+    if (child == 0) {
+        close(p[0]);
+        if (setgroups(0, NULL) != 0 || setresgid(nobody, nobody, nobody) != 0 ||
+            setresuid(nobody, nobody, nobody) != 0)
+            _exit(3);
+        /* What this kernel lets an unprivileged user do: 1 if a user namespace can be
+         * made here (in a throwaway child). */
+        pid_t probe = fork();
+        if (probe == 0)
+            _exit(unshare(CLONE_NEWUSER | CLONE_NEWPID) == 0 ? 0 : 1);
+        int status = 0;
+        (void)waitpid(probe, &status, 0);
+        char allowed = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? '1' : '0';
+        struct host_settlement out = {0, NULL};
+        int rc = ops_module_invoke(&m, "env", "null", "key-nobody", NULL, &out);
+        char head[2] = {allowed, out.settlement == PROTO_SETTLEMENT_FULFILLED ? 'F' : 'R'};
+        (void)!write(p[1], head, 2);
+        if (rc == 0 && out.value != NULL)
+            (void)!write(p[1], out.value, strlen(out.value));
+        _exit(0);
+    }
+    close(p[1]);
+    char buf[8192];
+    size_t used = 0;
+    ssize_t n;
+    while (used + 1 < sizeof buf && (n = read(p[0], buf + used, sizeof buf - 1 - used)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    buf[used] = '\0';
+    close(p[0]);
+    int status = 0;
+    (void)waitpid(child, &status, 0);
+    if (!check(used >= 2, "invoke unprivileged: the child as uid 65534 invoked the program",
+               "status %d, read %zu bytes", status, used))
+        return;
+    json_error_t je;
+    json_t *got = json_loads(buf + 2, 0, &je);
+    if (buf[0] == '1') {
+        check(buf[1] == 'F' && json_integer_value(json_object_get(got, "pid")) == 1 &&
+                  json_integer_value(json_object_get(got, "uid")) == nobody &&
+                  json_integer_value(json_object_get(got, "gid")) == nobody,
+              "invoke unprivileged: the program is pid 1 of its own namespace, as the same"
+              " user (in a user namespace) [guard module-pid-namespace]",
+              "reply %s", buf + 2);
+    } else {
+        const char *message = json_string_value(json_object_get(got, "message"));
+        check(buf[1] == 'R' && message != NULL &&
+                  strstr(message, "PID namespace of its own") != NULL,
+              "invoke unprivileged: without user namespaces the call is refused, nothing run"
+              " [guard module-pid-namespace fail-closed]",
+              "reply %s", buf + 2);
+    }
+    json_decref(got);
+    harness_remove_tree(dir);
+}
+
+/* Where the kernel refuses a PID namespace both ways (here: a seccomp filter makes
+ * clone3 unknown and a clone with CLONE_NEWPID refused, as a kernel or container
+ * without them answers), the call is rejected and the program never runs. */
+static void test_invoke_fails_closed(void)
+{
+    char *args[] = {"--log", log_path, NULL};
+    char program[PATH_MAX];
+    sfmt(program, sizeof program, "%s", module_bin);
+    struct ops_module m = {.name = "t", .program = program, .args = args,
+                           .arg_count = 2, .timeout_ms = 20000,
+                           .max_reply_bytes = OPS_REPLY_DEFAULT_BYTES};
+    long long before = 0;
+    char *text = read_text_file(log_path);
+    for (const char *c = text; c != NULL && *c != '\0'; c++)
+        before += *c == '\n';
+    free(text);
+    int p[2];
+    if (pipe(p) != 0)
+        return;
+    pid_t child = fork();
+    if (child == 0) {
+        close(p[0]);
+        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+        if (ctx == NULL ||
+            seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) != 0 ||
+            seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                             SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWPID, CLONE_NEWPID)) != 0 ||
+            seccomp_load(ctx) != 0)
+            _exit(3);
+        struct host_settlement out = {0, NULL};
+        int rc = ops_module_invoke(&m, "echo", "null", "key-closed", NULL, &out);
+        if (rc == 0 && out.value != NULL)
+            (void)!write(p[1], out.value, strlen(out.value));
+        _exit(out.settlement == PROTO_SETTLEMENT_REJECTED ? 0 : 4);
+    }
+    close(p[1]);
+    char buf[4096];
+    ssize_t n;
+    size_t used = 0;
+    while (used + 1 < sizeof buf && (n = read(p[0], buf + used, sizeof buf - 1 - used)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    buf[used] = '\0';
+    close(p[0]);
+    int status = 0;
+    (void)waitpid(child, &status, 0);
+    long long after = 0;
+    text = read_text_file(log_path);
+    for (const char *c = text; c != NULL && *c != '\0'; c++)
+        after += *c == '\n';
+    free(text);
+    check(WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+              strstr(buf, "PID namespace of its own") != NULL && after == before,
+          "invoke: where the kernel allows no PID namespace the call is rejected and the"
+          " program never runs [guard module-pid-namespace fail-closed]",
+          "status %d, %lld -> %lld log lines, reply %s", status, before, after, buf);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -741,6 +904,8 @@ int main(void)
     test_catalog_refusals(scratch);
     test_catalog_missing();
     test_invoke();
+    test_invoke_unprivileged();
+    test_invoke_fails_closed();
     test_sinks(tmp);
 
     char dir[PATH_MAX];

@@ -1,6 +1,7 @@
 #include "flows/flow_host.h"
 
 #include "store/audit.h"
+#include "store/call_processes.h"
 #include "base/error_line.h"
 #include "store/kv_store.h"
 #include "store/runs.h"
@@ -425,8 +426,37 @@ static long long monotonic_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int do_ops(const struct flow_host *fh, const struct decision *d, const json_t *args,
-                  const char *key, struct host_settlement *out)
+/* An ops.call's module process, recorded before the program may run
+ * (store/call_processes.h): recover and reconcile wait for it. */
+struct module_start {
+    struct flow_host *fh;
+    uint32_t position;
+    struct process_identity process;
+    bool recorded;
+};
+
+static int record_module_process(void *ctx, const struct process_identity *process, char *err,
+                                 size_t err_cap)
+{
+    struct module_start *ms = ctx;
+    struct flow_host *fh = ms->fh;
+    if (txn_open(fh, err, err_cap) != 0)
+        return -1;
+    if (call_process_record(fh->cfg.store, fh->cfg.run_id, ms->position, process, err,
+                            err_cap) != 0) {
+        store_rollback(fh->cfg.store);
+        return -1;
+    }
+    if (store_end_txn(fh->cfg.store, 0, err, err_cap) != 0)
+        return -1;
+    committed(fh);
+    ms->process = *process;
+    ms->recorded = true;
+    return 0;
+}
+
+static int do_ops(struct flow_host *fh, const struct decision *d, const json_t *args,
+                  uint32_t position, const char *key, struct host_settlement *out)
 {
     if (d->module == NULL) /* decide() sets it for every granted ops.call */
         return host_reject(out, HOST_CODE_DENIED, "ops.call: no module was decided");
@@ -444,8 +474,15 @@ static int do_ops(const struct flow_host *fh, const struct decision *d, const js
     char *text = inner != NULL ? json_dumps(inner, JSON_COMPACT | JSON_ENCODE_ANY) : strdup("null");
     if (text == NULL)
         return -1;
-    int rc = ops_module_invoke(&module, d->op, text, key, out);
+    struct module_start ms = {fh, position, {0, 0}, false};
+    struct ops_process_hook hook = {record_module_process, &ms};
+    int rc = ops_module_invoke(&module, d->op, text, key, &hook, out);
     free(text);
+    if (ms.recorded) { /* reaped: nothing of it runs any more (a failure leaves a stale row) */
+        char err[256];
+        (void)call_process_forget(fh->cfg.store, fh->cfg.run_id, position, &ms.process, err,
+                                  sizeof err);
+    }
     return rc;
 }
 
@@ -477,11 +514,11 @@ static int perform(struct flow_host *fh, const char *kind, const struct decision
     if (fs_builtin_handles(kind)) {
         struct fs_grants grants = {fh->read_roots, fh->cfg.manifest->fs_read.count,
                                    fh->write_roots, fh->cfg.manifest->fs_write.count,
-                                   fh->cfg.home};
+                                   fh->cfg.home, key};
         return fs_builtin_call(&grants, kind, args, out);
     }
     if (is_kind(kind, "ops.call"))
-        return do_ops(fh, d, args, key, out);
+        return do_ops(fh, d, args, position, key, out);
     return do_sink(fh, args, position, key, resend, out);
 }
 

@@ -8,11 +8,15 @@
  *                                      outcome, audit (store/kv_store.h)
  *   fs.read/list/stat        query     transaction 1: journal row; the operation
  *   fs.write                 keyed_mutation: an idempotent whole-file replace, resent
- *                            as is (host/fs_builtin.h); transaction 2:
+ *                            as is, its temporary file named by the call's key
+ *                            (host/fs_builtin.h); transaction 2:
  *                                      outcome and audit (refused if "denied")
  *   ops.call                 query, keyed_mutation or mutation, as the catalog marks
  *                            the op (host/ops_module.h); transaction 1: journal row
- *                            and audit; the module runs; transaction 2: outcome
+ *                            and audit; the module's process is recorded (its own
+ *                            transaction, store/call_processes.h) before the program
+ *                            runs; the module runs; its record goes once it was
+ *                            reaped; transaction 2: outcome
  *   sink.emit                keyed_mutation (host/sink.h), like ops.call
  *   anything else            refused "unsupported" (net.fetch, git.*: not in this
  *                            build)

@@ -1,6 +1,7 @@
 #include "flows/reconcile.h"
 
 #include "store/audit.h"
+#include "store/call_processes.h"
 #include "base/error_line.h"
 #include "store/journal.h"
 #include "store/runs.h"
@@ -63,6 +64,18 @@ static int settle_in_txn(struct store *s, int64_t run_id, uint32_t position,
     if (at != JOURNAL_UNKNOWN)
         return error_line(err, err_cap, "run %" PRId64 " position %" PRIu32 " is %s, not in"
                           " doubt", run_id, position, journal_state_name(at));
+    /* Nothing is decided while a process of the run's calls may still run: its effect
+     * may still come after the operator looked. */
+    struct call_process p;
+    found = call_process_running(s, run_id, false, &p, err, err_cap);
+    if (found != 0) {
+        char what[200];
+        if (found > 0)
+            call_process_describe(&p, what, sizeof what);
+        return found < 0 ? -1
+                         : error_line(err, err_cap, "run %" PRId64 ": %s: decide once it has"
+                                      " ended", run_id, what);
+    }
     int rc = 0;
     if (decision == RECONCILE_OBSERVED)
         rc = journal_mailbox_put(s, run_id, position, PROTO_SETTLEMENT_FULFILLED, observed, err,

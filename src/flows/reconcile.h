@@ -9,7 +9,9 @@
  *                  pending; resumed, the script makes the call afresh.
  *   cancel         the run ends cancelled (the row stays unknown, for the record).
  * One transaction, with an audit row naming the decision. Refused, changing nothing,
- * unless the run is needs_reconcile and the position is unknown. */
+ * unless the run is needs_reconcile and the position is unknown, and while a module
+ * program of one of the run's calls may still run (store/call_processes.h): its
+ * effect may still come after the operator looked. */
 #ifndef BASAL_FLOWS_RECONCILE_H
 #define BASAL_FLOWS_RECONCILE_H
 

@@ -3,6 +3,8 @@
 #include "base/error_line.h"
 #include "flows/flow_host.h"
 #include "flows/flows.h"
+#include "flows/run_cleanup.h"
+#include "store/call_processes.h"
 #include "store/journal.h"
 #include "store/sql.h"
 #include "store/store.h"
@@ -257,6 +259,22 @@ static int activate(struct run_driver *d, const struct run_row *run, int64_t gen
     return rc;
 }
 
+/* A process of one of the run's calls that may still run: its effect may still come,
+ * so the run is not resumed and nothing is changed (store/call_processes.h). A
+ * mutation in doubt is let through: it only goes to needs_reconcile, without a
+ * worker, and flow reconcile waits for its process. */
+static int refuse_while_calls_run(struct store *s, int64_t id, char *err, size_t err_cap)
+{
+    struct call_process p;
+    int found = call_process_running(s, id, true, &p, err, err_cap);
+    if (found <= 0)
+        return found;
+    char what[200];
+    call_process_describe(&p, what, sizeof what);
+    return error_line(err, err_cap, "%s: the run is resumed once it has ended (ck-basal"
+                      " recover)", what);
+}
+
 int run_preflight(struct run_driver *d, const char *flow, int64_t *version, char *err,
                   size_t err_cap)
 {
@@ -286,7 +304,9 @@ static int drive(struct run_driver *d, int64_t id, const struct run_claim *claim
     }
     int64_t generation = claim != NULL ? claim->generation : 0;
     int64_t seq = claim != NULL ? claim->activation_seq : 0;
-    int rc = claim != NULL ? 0 : runs_claim(d->store, id, &generation, &seq, err, err_cap);
+    int rc = claim != NULL ? 0 : refuse_while_calls_run(d->store, id, err, err_cap);
+    if (rc == 0 && claim == NULL)
+        rc = runs_claim(d->store, id, &generation, &seq, err, err_cap);
     struct journal_entry *rows = NULL;
     size_t row_count = 0;
     if (rc == 0) {
@@ -294,6 +314,7 @@ static int drive(struct run_driver *d, int64_t id, const struct run_claim *claim
         rc = journal_load(d->store, id, &rows, &row_count, err, err_cap);
     }
     if (rc == 0) {
+        (void)run_cleanup_temporaries(&in.manifest, rows, row_count);
         const struct journal_entry *doubt = in_doubt(rows, row_count);
         char why[128];
         if (doubt != NULL) {

@@ -5,9 +5,15 @@
  *      stored bytes still hash to the approval: flows_runnable_version), its
  *      manifest must parse (roots still exist) and the operator's catalog must load.
  *      Any refusal returns before anything is stored.
- *   2. The run is claimed (pending, or running with a dead owner): generation + 1.
- *   3. The journal is read. A mutation without a key whose outcome is unknown puts
- *      the run in needs_reconcile; no worker starts.
+ *   2. While a module program of one of the run's calls may still run (one that
+ *      outlived its ck-basal: store/call_processes.h) the run is refused, nothing
+ *      changed, unless that call is an unkeyed mutation in doubt (it only goes to
+ *      needs_reconcile, step 3). Else the run is claimed (pending, or running with a
+ *      dead owner): generation + 1.
+ *   3. The journal is read. The temporary files of its fs.write calls without an
+ *      outcome, left by a crash, are removed (flows/run_cleanup.h). A mutation
+ *      without a key whose outcome is unknown puts the run in needs_reconcile; no
+ *      worker starts.
  *      A run older than its manifest's deadline (from admission) ends failed
  *      "deadline" here, without a worker.
  *   4. A worker from the pool re-runs the script with the delivered journal as its

@@ -302,6 +302,7 @@ struct fs_call {
     const char *path;         /* as the script gave it */
     char shown[FS_MESSAGE_PATH_BYTES + 4]; /* path for messages: cut, control bytes '?' */
     struct roots roots;
+    const char *temp_tag; /* fs.write's temporary files (NULL: none) */
     struct host_settlement *out;
 };
 
@@ -737,22 +738,41 @@ static int write_all(int fd, const char *buf, size_t len)
     return 0;
 }
 
-/* A fresh temporary name in the target's directory: ".basal-tmp-" and 16 hex digits. */
-static int temp_name(char *name, size_t cap)
+#define TEMP_PREFIX ".basal-tmp-"
+#define TEMP_RANDOM_HEX 16
+#define TEMP_TAG_MAX 64
+/* ".basal-tmp-" tag "-" 16 hex digits and the NUL. */
+#define TEMP_NAME_CAP (sizeof TEMP_PREFIX + TEMP_TAG_MAX + 1 + TEMP_RANDOM_HEX + 1)
+
+/* A tag is 1-64 lowercase hex digits (an idempotency key): nothing else reaches a name. */
+static bool tag_valid(const char *tag)
+{
+    size_t n = tag != NULL ? strlen(tag) : 0;
+    if (n == 0 || n > TEMP_TAG_MAX)
+        return false;
+    return strspn(tag, "0123456789abcdef") == n;
+}
+
+/* A fresh temporary name in the target's directory: ".basal-tmp-", the tag and '-'
+ * when there is one, and 16 random hex digits. */
+static int temp_name(char *name, size_t cap, const char *tag)
 {
     uint64_t bits = 0;
     if (getrandom(&bits, sizeof bits, 0) != (ssize_t)sizeof bits)
         return -1;
-    snprintf(name, cap, ".basal-tmp-%016llx", (unsigned long long)bits);
+    if (tag_valid(tag))
+        snprintf(name, cap, TEMP_PREFIX "%s-%016llx", tag, (unsigned long long)bits);
+    else
+        snprintf(name, cap, TEMP_PREFIX "%016llx", (unsigned long long)bits);
     return 0;
 }
 
 /* Creates a temporary file in dir_fd: O_EXCL with a random name, so nothing already
  * there (a planted link) is ever opened. Returns the fd, or -1 with errno set. */
-static int create_temp(int dir_fd, char *tmp, size_t cap)
+static int create_temp(int dir_fd, char *tmp, size_t cap, const char *tag)
 {
     for (int attempt = 0; attempt < 8; attempt++) {
-        if (temp_name(tmp, cap) != 0)
+        if (temp_name(tmp, cap, tag) != 0)
             return -1;
         int fd = openat(dir_fd, tmp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (fd >= 0 || errno != EEXIST)
@@ -784,11 +804,11 @@ static int fill_temp(int fd, const char *text, size_t len, const char **what)
  * the directory. On failure the temporary file is removed; errno says why and *what
  * names the failed step. */
 static int replace_atomically(int dir_fd, const char *name, const char *text, size_t len,
-                              const char **what)
+                              const char *tag, const char **what)
 {
-    char tmp[64];
+    char tmp[TEMP_NAME_CAP];
     *what = "cannot create a temporary file for";
-    int fd = create_temp(dir_fd, tmp, sizeof tmp);
+    int fd = create_temp(dir_fd, tmp, sizeof tmp, tag);
     if (fd < 0)
         return -1;
     int rc = fill_temp(fd, text, len, what);
@@ -846,7 +866,7 @@ static int write_in(struct fs_call *c, int dir_fd, const char *name, const json_
         return rc;
     size_t len = json_string_length(text);
     const char *what = NULL;
-    if (replace_atomically(dir_fd, name, json_string_value(text), len, &what) != 0)
+    if (replace_atomically(dir_fd, name, json_string_value(text), len, c->temp_tag, &what) != 0)
         return reject_errno(c, what, errno);
     return fulfil_and_free(c->out, json_pack("{s:I}", "bytes", (json_int_t)len));
 }
@@ -932,7 +952,8 @@ static bool arg_count_ok(const char *kind, size_t n)
 int fs_builtin_call(const struct fs_grants *grants, const char *kind, const void *args,
                     struct host_settlement *out)
 {
-    struct fs_call c = {.kind = kind, .path = "", .out = out};
+    struct fs_call c = {.kind = kind, .path = "", .out = out,
+                        .temp_tag = grants != NULL ? grants->temp_tag : NULL};
     const json_t *list = args;
     const char *why = "the arguments must be an array";
     if (!fs_builtin_handles(kind))
@@ -953,4 +974,84 @@ int fs_builtin_call(const struct fs_grants *grants, const char *kind, const void
         rc = fs_builtin_is_write(kind) ? do_write(&c, text) : do_query(&c, list);
     roots_free(&c.roots);
     return rc < 0 ? -1 : 0;
+}
+
+/* ---- leftovers of an interrupted fs.write ------------------------------------------ */
+
+/* name is exactly TEMP_PREFIX tag "-" and 16 hex digits. */
+static bool is_temp_of(const char *name, const char *tag)
+{
+    size_t prefix = strlen(TEMP_PREFIX), tag_len = strlen(tag);
+    if (strncmp(name, TEMP_PREFIX, prefix) != 0 || strncmp(name + prefix, tag, tag_len) != 0 ||
+        name[prefix + tag_len] != '-')
+        return false;
+    const char *random = name + prefix + tag_len + 1;
+    return strlen(random) == TEMP_RANDOM_HEX &&
+           strspn(random, "0123456789abcdef") == TEMP_RANDOM_HEX;
+}
+
+/* Unlinks every regular file of dir_fd that is a temporary of tag. */
+static int remove_tagged(int dir_fd, const char *tag)
+{
+    int list_fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *dir = list_fd >= 0 ? fdopendir(list_fd) : NULL;
+    if (dir == NULL) {
+        int err = errno;
+        if (list_fd >= 0)
+            close(list_fd);
+        errno = err;
+        return -1;
+    }
+    int removed = 0;
+    const struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        struct stat st;
+        if (!is_temp_of(e->d_name, tag) ||
+            fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        /* unlinkat never follows a link: had the name just become one, the link
+         * itself would go, never what it points to. */
+        if (unlinkat(dir_fd, e->d_name, 0) == 0)
+            removed++;
+    }
+    closedir(dir);
+    return removed;
+}
+
+int fs_builtin_remove_temporaries(const struct fs_grants *grants, const char *path,
+                                  const char *tag)
+{
+    if (!tag_valid(tag) || path == NULL || path[0] != '/' || strlen(path) >= PATH_MAX ||
+        final_name(path) == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    const char *name = final_name(path);
+    size_t dir_len = (size_t)(name - path);
+    char *parent = strndup(path, dir_len > 1 ? dir_len - 1 : dir_len);
+    struct roots roots;
+    if (parent == NULL || roots_resolve(grants, &roots) != 0) {
+        free(parent);
+        errno = ENOMEM;
+        return -1;
+    }
+    struct resolution res;
+    int rc = resolve(&roots, parent, true, &res);
+    free(parent);
+    if (rc != 0) {
+        roots_free(&roots);
+        errno = ENOMEM;
+        return -1;
+    }
+    int removed = 0;
+    if (res.status == RESOLVED) { /* else: not under a write root now, nothing of ours */
+        int dir_fd = open(res.real, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dir_fd >= 0 && fd_is_under(dir_fd, res.root) == 1)
+            removed = remove_tagged(dir_fd, tag);
+        if (dir_fd >= 0)
+            close(dir_fd);
+    }
+    free(res.real);
+    roots_free(&roots);
+    return removed;
 }

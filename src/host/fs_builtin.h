@@ -36,7 +36,11 @@
  *       same directory (O_CREAT|O_EXCL|O_NOFOLLOW, 0644), write, fsync, rename over
  *       path, fsync of the directory. The directory must exist under a write root;
  *       an existing path that is a symbolic link or not a regular file is refused
- *       "denied"; text is at most 1 MiB.
+ *       "denied"; text is at most 1 MiB. The temporary file is named
+ *       ".basal-tmp-<tag>-<16 hex digits>", tag being the call's idempotency key
+ *       (grants->temp_tag; ".basal-tmp-<16 hex digits>" without one), so what a
+ *       crash between its creation and the rename leaves behind names its call, and
+ *       its run: fs_builtin_remove_temporaries removes it.
  *
  * Rejections use host.h's codes: invalid_arguments (wrong types, relative path, NUL
  * in a path, path over PATH_MAX), denied (outside the grants, write under a read-only
@@ -63,6 +67,7 @@ struct fs_grants {
     const char *const *write_roots;
     size_t write_count;
     const char *home; /* the data home; NULL (or one that does not resolve) denies every call */
+    const char *temp_tag; /* 1-64 of [0-9a-f] naming fs.write's temporary files, or NULL */
 };
 
 /* Whether a root may be granted at all. root_real and home_real are resolved paths
@@ -86,5 +91,15 @@ bool fs_builtin_is_write(const char *kind);
  * of memory). */
 int fs_builtin_call(const struct fs_grants *grants, const char *kind, const void *args,
                     struct host_settlement *out);
+
+/* Removes the temporary files tagged tag that an interrupted fs.write of path (the
+ * script's argument) may have left in path's directory: only when that directory
+ * still resolves under a write root of grants (checked as fs.write checks it), only
+ * regular files whose names are exactly ".basal-tmp-<tag>-<16 hex digits>", never
+ * through a symbolic link (one so named is left alone, its target untouched).
+ * Returns the number removed (0 when the directory is not under a write root), or -1
+ * with errno set (EINVAL: tag or path malformed). */
+int fs_builtin_remove_temporaries(const struct fs_grants *grants, const char *path,
+                                  const char *tag);
 
 #endif

@@ -5,6 +5,7 @@
 #include "base/json_fields.h"
 
 #include "base/names.h"
+#include "base/process_identity.h"
 #include "proto/utf8.h"
 
 #include <errno.h>
@@ -17,6 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <stdint.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -364,10 +368,74 @@ static void close_pair(int fds[2])
     close_fd(&fds[1]);
 }
 
-/* Between fork and exec: async-signal-safe calls only. */
-static void exec_module_child(const struct ops_module *m, int in_fd, int out_fd, int err_fd)
+/* How the program's process is made: as the init of a PID namespace of its own, so
+ * that when it ends, by itself or killed, the kernel kills everything it started
+ * (whatever group or session a descendant moved to); and with a parent-death signal,
+ * so that it ends when ck-basal does. Only a clone() can put the child itself in a
+ * new PID namespace (unshare() moves only the children of its caller).
+ *
+ * CLONE_NEWPID needs CAP_SYS_ADMIN. Without it the namespace is made inside a new
+ * user namespace (CLONE_NEWUSER, where unprivileged user namespaces are allowed),
+ * mapping only the caller's own uid and gid, so the program sees itself as the same
+ * user (setgroups is denied there, as the kernel requires for an unprivileged gid
+ * map). Where the kernel allows neither, the program does not run: basal gives no
+ * weaker guarantee silently. */
+struct spawn_plan {
+    bool own_user_ns;   /* the child must map its user (set before the clone) */
+    char uid_map[64];   /* "U U 1", formatted before the clone */
+    char gid_map[64];
+    int go_fd;          /* the child's end of the go pipe */
+    int go_parent_fd;   /* the parent's end: the child closes its copy first */
+    int ready_fd;       /* the child's end of the ready pipe */
+};
+
+/* Writes text to a /proc/self file: async-signal-safe. */
+static bool write_self_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    size_t len = strlen(text);
+    bool ok = write(fd, text, len) == (ssize_t)len;
+    close(fd);
+    return ok;
+}
+
+/* Between the clone and exec: async-signal-safe calls only. */
+static void exec_module_child(const struct ops_module *m, const struct spawn_plan *plan,
+                              int in_fd, int out_fd, int err_fd)
 {
     static const char exec_failed[] = "basal: cannot execute the module program\n";
+    static const char map_failed[] = "basal: cannot map the user into the module's namespace\n";
+    close(plan->go_parent_fd);
+    /* SIGKILL when the parent dies. The kernel sends it when the THREAD that made
+     * this process exits: ck-basal is single-threaded; a parent with threads must
+     * make module processes from a thread that lives as long as the call. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+        _exit(127);
+    /* The race with a parent that dies before the prctl (getppid() cannot tell: it
+     * is 0 in a new PID namespace): the parent sends the go byte only after this
+     * ready byte, so after the prctl. A parent that died before it never sent go, and
+     * its death closed the pipe (EOF); one that dies after it kills us. */
+    if (write(plan->ready_fd, "r", 1) != 1)
+        _exit(127);
+    close(plan->ready_fd);
+    char go = 0;
+    ssize_t got;
+    while ((got = read(plan->go_fd, &go, 1)) < 0 && errno == EINTR) {
+    }
+    if (got != 1 || go != 'g')
+        _exit(127);
+    /* A process that changed its uid without exec (a parent that dropped privileges)
+     * is not dumpable, and /proc/self then belongs to root: its own maps could not be
+     * written. The exec below sets dumpability anew. */
+    if (plan->own_user_ns && (prctl(PR_SET_DUMPABLE, 1) != 0 ||
+                              !write_self_file("/proc/self/setgroups", "deny") ||
+                              !write_self_file("/proc/self/gid_map", plan->gid_map) ||
+                              !write_self_file("/proc/self/uid_map", plan->uid_map))) {
+        (void)!write(err_fd, map_failed, sizeof map_failed - 1);
+        _exit(127);
+    }
     (void)setpgid(0, 0);
     if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
         _exit(127);
@@ -399,34 +467,100 @@ static void exec_module_child(const struct ops_module *m, int in_fd, int out_fd,
     _exit(127);
 }
 
-static int spawn(const struct ops_module *m, struct run *r)
+/* clone3's arguments as the kernel's first struct clone_args: eight 64-bit words,
+ * flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls. */
+enum { CLONE3_FLAGS = 0, CLONE3_EXIT_SIGNAL = 4, CLONE3_WORDS = 8 };
+
+/* A fork() into a new PID namespace (flags | CLONE_NEWPID): clone3, or clone on a
+ * kernel without it. Returns like fork (0 in the child). */
+static pid_t clone_into(unsigned long flags)
 {
-    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
-    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
-        int saved = errno;
-        close_pair(in);
-        close_pair(out);
-        close_pair(err);
-        errno = saved;
-        return -1;
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-        int saved = errno;
-        close_pair(in);
-        close_pair(out);
-        close_pair(err);
-        errno = saved;
+    uint64_t args[CLONE3_WORDS];
+    memset(args, 0, sizeof args);
+    args[CLONE3_FLAGS] = flags | CLONE_NEWPID;
+    args[CLONE3_EXIT_SIGNAL] = SIGCHLD;
+    long pid = syscall(SYS_clone3, args, sizeof args);
+    if (pid < 0 && errno == ENOSYS) /* flags first: x86-64, arm64 and most others */
+        pid = syscall(SYS_clone, flags | CLONE_NEWPID | SIGCHLD, 0UL, 0UL, 0UL, 0UL);
+    return (pid_t)pid;
+}
+
+/* Starts the program (waiting on the go pipe) in its own PID namespace. Returns its
+ * pid, or -1 with the reason in why. */
+static pid_t clone_module(const struct ops_module *m, struct spawn_plan *plan, int in_fd,
+                          int out_fd, int err_fd, char *why, size_t why_cap)
+{
+    plan->own_user_ns = false;
+    pid_t pid = clone_into(0);
+    if (pid < 0 && (errno == EPERM || errno == EINVAL)) {
+        int first = errno;
+        plan->own_user_ns = true; /* before the clone: the child reads it */
+        pid = clone_into(CLONE_NEWUSER);
+        if (pid < 0) {
+            int second = errno;
+            snprintf(why, why_cap,
+                     "cannot start the program in a PID namespace of its own (CLONE_NEWPID: %s;"
+                     " with a user namespace: %s): basal runs module programs only where the"
+                     " kernel ends what they start when they end (run as root, or allow"
+                     " unprivileged user namespaces)",
+                     strerror(first), strerror(second));
+            return -1;
+        }
+    } else if (pid < 0) {
+        snprintf(why, why_cap, "cannot start the program: clone: %s", strerror(errno));
         return -1;
     }
     if (pid == 0)
-        exec_module_child(m, in[0], out[1], err[1]);
+        exec_module_child(m, plan, in_fd, out_fd, err_fd);
+    return pid;
+}
+
+static void kill_group(const struct run *r);
+static void try_reap(struct run *r, bool block);
+
+/* Starts the program; hook (may be NULL) learns who its process is before it may run.
+ * Returns 0, or -1 with the reason in why (nothing of the program ran). */
+static int spawn(const struct ops_module *m, const struct ops_process_hook *hook, struct run *r,
+                 char *why, size_t why_cap)
+{
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, go[2] = {-1, -1};
+    int ready[2] = {-1, -1};
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
+        pipe2(go, O_CLOEXEC) != 0 || pipe2(ready, O_CLOEXEC) != 0) {
+        snprintf(why, why_cap, "cannot start the program: pipe: %s", strerror(errno));
+        close_pair(in);
+        close_pair(out);
+        close_pair(err);
+        close_pair(go);
+        close_pair(ready);
+        return -1;
+    }
+    struct spawn_plan plan;
+    memset(&plan, 0, sizeof plan);
+    snprintf(plan.uid_map, sizeof plan.uid_map, "%lu %lu 1\n", (unsigned long)geteuid(),
+             (unsigned long)geteuid());
+    snprintf(plan.gid_map, sizeof plan.gid_map, "%lu %lu 1\n", (unsigned long)getegid(),
+             (unsigned long)getegid());
+    plan.go_fd = go[0];
+    plan.go_parent_fd = go[1];
+    plan.ready_fd = ready[1];
+    pid_t pid = clone_module(m, &plan, in[0], out[1], err[1], why, why_cap);
+    close_fd(&go[0]);
+    close_fd(&ready[1]);
+    if (pid < 0) {
+        close_pair(in);
+        close_pair(out);
+        close_pair(err);
+        close_pair(go);
+        close_pair(ready);
+        return -1;
+    }
     /* Both sides set the group, so a kill of -pid works whichever runs first (this
      * one fails harmlessly once the child has exec'd). */
     (void)setpgid(pid, pid);
-    close(in[0]);
-    close(out[1]);
-    close(err[1]);
+    close_fd(&in[0]);
+    close_fd(&out[1]);
+    close_fd(&err[1]);
     r->pid = pid;
     r->in_fd = in[1];
     r->out_fd = out[0];
@@ -435,7 +569,40 @@ static int spawn(const struct ops_module *m, struct run *r)
     (void)fcntl(r->out_fd, F_SETFL, O_NONBLOCK);
     (void)fcntl(r->err_fd, F_SETFL, O_NONBLOCK);
     r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    return 0;
+    /* Once the process is ready (its parent-death signal set) it waits for the go
+     * byte: its identity is stable and nothing of the program has run. Whoever
+     * records it does so now, or the program never runs. */
+    struct process_identity who;
+    char ready_byte = 0;
+    ssize_t got;
+    while ((got = read(ready[0], &ready_byte, 1)) < 0 && errno == EINTR) {
+    }
+    close_fd(&ready[0]);
+    int rc = 0;
+    if (got != 1) {
+        snprintf(why, why_cap, "cannot start the program: its process ended before it was"
+                 " ready");
+        rc = -1;
+    } else if (process_identity_of(pid, &who) != 0) {
+        snprintf(why, why_cap, "cannot read the program's process (pid %ld): %s", (long)pid,
+                 strerror(errno));
+        rc = -1;
+    } else if (hook != NULL && hook->started != NULL &&
+               hook->started(hook->ctx, &who, why, why_cap) != 0) {
+        rc = -1;
+    } else if (write(go[1], "g", 1) != 1) {
+        snprintf(why, why_cap, "cannot start the program: %s", strerror(errno));
+        rc = -1;
+    }
+    close_fd(&go[1]);
+    if (rc != 0) {
+        kill_group(r);
+        try_reap(r, true);
+        close_fd(&r->in_fd);
+        close_fd(&r->out_fd);
+        close_fd(&r->err_fd);
+    }
+    return rc;
 }
 
 static void kill_group(const struct run *r)
@@ -540,8 +707,9 @@ static void feed(struct run *r)
     close_fd(&r->in_fd); /* the whole request is written: EOF */
 }
 
-/* Once the program has exited, how long its reply may still take to arrive: a
- * descendant that left the group (setsid) may hold the pipes open. */
+/* Once the program has exited, how long its reply may still take to arrive. Its
+ * namespace's end kills every descendant that held the pipes, so this is a safety
+ * net only. */
 #define EXIT_GRACE_MS 200
 
 /* SIGKILLs the program's group, only while the program is not reaped: after the reap
@@ -668,7 +836,7 @@ __attribute__((format(printf, 5, 6))) static int reject_run(struct host_settleme
                                                              const char *who, const char *fmt,
                                                              ...)
 {
-    char what[512], tail[STDERR_TAIL + 1], message[1536];
+    char what[768], tail[STDERR_TAIL + 1], message[1536];
     va_list ap;
     va_start(ap, fmt);
     (void)vsnprintf(what, sizeof what, fmt, ap);
@@ -782,7 +950,8 @@ static char *build_request(const struct ops_module *m, const char *op, json_t *a
 }
 
 int ops_module_invoke(const struct ops_module *m, const char *op, const char *args_json,
-                      const char *idempotency_key, struct host_settlement *out)
+                      const char *idempotency_key, const struct ops_process_hook *hook,
+                      struct host_settlement *out)
 {
     char who[160];
     snprintf(who, sizeof who, "module %.63s op %.63s", m->name, op != NULL ? op : "?");
@@ -823,9 +992,9 @@ int ops_module_invoke(const struct ops_module *m, const char *op, const char *ar
     (void)pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
 
     int rc;
-    if (spawn(m, &r) != 0) {
-        rc = reject_run(out, HOST_CODE_MODULE_ERROR, NULL, who, "cannot start the program: %s",
-                        strerror(errno));
+    char why[768];
+    if (spawn(m, hook, &r, why, sizeof why) != 0) {
+        rc = reject_run(out, HOST_CODE_MODULE_ERROR, NULL, who, "%s", why);
     } else {
         pump(&r, m->timeout_ms);
         /* The program is gone: what is left on stderr is all it wrote. */

@@ -24,7 +24,20 @@
  * Invocation: the program runs with argv = [program, args...], an environment of
  * only PATH=/usr/bin:/bin, working directory "/", stdin a pipe carrying one JSON
  * object, stdout a pipe, stderr kept (its last 512 bytes go into error messages),
- * every other descriptor closed, in its own process group. The request:
+ * every other descriptor closed, in its own process group, as the init (pid 1) of a
+ * PID namespace of its own and with SIGKILL as its parent-death signal:
+ *   - when the program ends, by itself or killed, the kernel kills everything it
+ *     started (whatever group or session a descendant moved to) before the program
+ *     counts as ended: nothing a module starts outlives it;
+ *   - when ck-basal dies, the program is killed, and with it its namespace.
+ * As root the namespace is made directly; otherwise inside a new user namespace that
+ * maps only the caller's uid and gid (the program sees itself as the same user; it
+ * cannot change its groups). Where the kernel allows neither (no CAP_SYS_ADMIN and no
+ * unprivileged user namespaces) the call is rejected "module_error" and nothing runs.
+ * A program that is set-user-ID or has file capabilities loses the parent-death
+ * signal at exec, and a program may clear it itself: such a program can outlive
+ * ck-basal, which is why its process is recorded (the hook below) and recover and
+ * flow reconcile wait for it. The request:
  *
  *   {"module": M, "op": O, "args": <the script's args>, "idempotency_key": K}
  *
@@ -34,13 +47,14 @@
  *                                                   [a-z0-9_]) and message S
  * Anything else (exit status not 0, not one of those objects, invalid JSON) is
  * rejected "module_error"; more than max_reply_bytes is "too_large"; no reply within
- * timeout_ms kills the process group and is "timeout". Once the program has exited,
- * its reply is what arrived within 200 ms more (a descendant that left the group may
- * hold the pipes); a reaped program is never signalled. The caller's own calls are
- * not interrupted: invoke returns only after the program was reaped. */
+ * timeout_ms kills the program (and so its namespace) and is "timeout". Once the
+ * program has exited, its reply is what arrived within 200 ms more; a reaped program
+ * is never signalled. The caller's own calls are not interrupted: invoke returns only
+ * after the program was reaped. */
 #ifndef BASAL_HOST_OPS_MODULE_H
 #define BASAL_HOST_OPS_MODULE_H
 
+#include "base/process_identity.h"
 #include "host/host.h"
 
 #include <stdbool.h>
@@ -89,10 +103,21 @@ void ops_catalog_free(struct ops_catalog *c);
 const struct ops_op *ops_catalog_find(const struct ops_catalog *c, const char *module,
                                       const char *op, const struct ops_module **module_out);
 
+/* Told who the program's process is before the program runs. */
+struct ops_process_hook {
+    /* The process exists and waits (nothing of the program has run): record it.
+     * Return 0 to let it run, or -1 with a one-line reason in err to end it unrun
+     * (the call is then rejected "module_error" with that reason). */
+    int (*started)(void *ctx, const struct process_identity *process, char *err,
+                   size_t err_cap);
+    void *ctx;
+};
+
 /* Runs op of module m with args_json (the script's args value as JSON text) and the
- * idempotency key; fills *out as described above. Returns 0, or -1 only when not even
- * a rejection could be made (out of memory). */
+ * idempotency key; fills *out as described above. hook may be NULL. Returns 0, or -1
+ * only when not even a rejection could be made (out of memory). */
 int ops_module_invoke(const struct ops_module *m, const char *op, const char *args_json,
-                      const char *idempotency_key, struct host_settlement *out);
+                      const char *idempotency_key, const struct ops_process_hook *hook,
+                      struct host_settlement *out);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -142,21 +143,51 @@ int sink_append(const char *home, const char *name, const struct sink_record *re
         free(line);
         return rc;
     }
-    /* A last line torn by an earlier failure (no newline at the end) is ended first,
-     * in the same write, so this record is a line of its own (the descriptor is O_RDWR
-     * rather than O_WRONLY only for this one-byte read). */
+    /* Appends are serialised (two flows may share a sink), so the file's end is this
+     * append's start until it is done, and a failed append can be cut back. */
+    while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+    }
+    if (fstat(fd, &st) != 0) {
+        rc = host_reject(out, HOST_CODE_IO_ERROR, "sink %s: fstat: %s", name, strerror(errno));
+        close(fd);
+        close(dir_fd);
+        free(line);
+        return rc;
+    }
+    /* A last line torn by an earlier failure that could not be cut back (no newline
+     * at the end) is ended first, in the same write, so this record is a line of its
+     * own (the descriptor is O_RDWR rather than O_WRONLY only for this one-byte
+     * read). */
     char last = '\n';
     bool torn = st.st_size > 0 && pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n';
     const char *start = torn ? line : line + 1;
     size_t want = torn ? len + 2 : len + 1;
-    ssize_t n;
-    while ((n = write(fd, start, want)) < 0 && errno == EINTR) {
+    const char *failed = NULL;
+    int err = 0;
+    size_t done = 0;
+    while (done < want) {
+        ssize_t n = write(fd, start + done, want - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) { /* a short write goes on to the error that cut it */
+            failed = "write";
+            err = n < 0 ? errno : EIO;
+            break;
+        }
+        done += (size_t)n;
     }
-    if (n < 0 || (size_t)n != want) {
-        rc = host_reject(out, HOST_CODE_IO_ERROR, "sink %s: write: %s", name,
-                         n < 0 ? strerror(errno) : "short write");
-    } else if (fsync(fd) != 0) {
-        rc = host_reject(out, HOST_CODE_IO_ERROR, "sink %s: fsync: %s", name, strerror(errno));
+    if (failed == NULL && fsync(fd) != 0) {
+        failed = "fsync";
+        err = errno;
+    }
+    if (failed != NULL) {
+        /* What was written of the line is cut off again: a reader never sees half a
+         * record, and the next append starts at a line's start. */
+        bool cut = ftruncate(fd, st.st_size) == 0 && fsync(fd) == 0;
+        rc = host_reject(out, HOST_CODE_IO_ERROR, "sink %s: %s: %s%s%s%s", name, failed,
+                         err == ENOSPC || err == EDQUOT ? "the disk is full (" : "",
+                         strerror(err), err == ENOSPC || err == EDQUOT ? ")" : "",
+                         cut ? "" : "; the partial line could not be cut back");
     } else {
         if (st.st_size == 0)
             (void)fsync(dir_fd); /* the file may be new: make its name durable too */
@@ -164,7 +195,7 @@ int sink_append(const char *home, const char *name, const struct sink_record *re
         rc = v != NULL ? host_fulfil_json(out, v) : -1;
         json_decref(v);
     }
-    close(fd);
+    close(fd); /* and with it the lock */
     close(dir_fd);
     free(line);
     return rc;

@@ -2,8 +2,11 @@
  *
  * A sink named N (granted by the manifest's "sinks") is the file
  * home/sinks/N.jsonl (the directory 0700 and the file 0600, created on first use,
- * neither may be a symbolic link). Each emit appends one line with one write on an
- * O_APPEND descriptor, then fsync:
+ * neither may be a symbolic link). Each emit appends one line on an O_APPEND
+ * descriptor under an exclusive flock (appends of other processes wait), then fsync;
+ * an append that fails part-way (a full disk cuts a write short) or whose fsync fails
+ * is cut back off (ftruncate to where it started), so the file never keeps half a
+ * record and is rejected io_error ("the disk is full (...)" when it is):
  *
  *   {"flow": F, "run": R, "position": P, "key": K, "at": <unix ms>, "item": <item>}
  *

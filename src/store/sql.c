@@ -2,7 +2,9 @@
 
 #include "base/error_line.h"
 
+#include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -70,9 +72,35 @@ void sql_cache_drop(const sqlite3 *db)
     }
 }
 
+bool sql_disk_full(sqlite3 *db)
+{
+    int code = sqlite3_extended_errcode(db);
+    if ((code & 0xff) == SQLITE_FULL)
+        return true;
+    /* Out of space outside SQLite's own writes (extending -shm, creating -wal) comes
+     * back as an I/O error or a failed open; the errno under it says which. */
+    if ((code & 0xff) != SQLITE_IOERR && (code & 0xff) != SQLITE_CANTOPEN)
+        return false;
+    int os = sqlite3_system_errno(db);
+    return os == ENOSPC || os == EDQUOT;
+}
+
+const char *sql_error_text(sqlite3 *db, char *buf, size_t cap)
+{
+    if (sql_disk_full(db))
+        snprintf(buf, cap, "the disk is full (%s; %s)",
+                 sqlite3_system_errno(db) == EDQUOT ? "disk quota exceeded"
+                                                    : "no space left on the device",
+                 sqlite3_errmsg(db));
+    else
+        snprintf(buf, cap, "%s", sqlite3_errmsg(db));
+    return buf;
+}
+
 int sql_fail(sqlite3 *db, char *err, size_t err_cap)
 {
-    return error_line(err, err_cap, "store: %s", sqlite3_errmsg(db));
+    char text[384];
+    return error_line(err, err_cap, "store: %s", sql_error_text(db, text, sizeof text));
 }
 
 int sql_run(sqlite3 *db, sqlite3_stmt *st, char *err, size_t err_cap)

@@ -5,6 +5,7 @@
 #define BASAL_STORE_SQL_H
 
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,7 +22,16 @@ void sql_release(sqlite3_stmt *st);
 /* Finalizes every statement kept for db; store_close calls it before closing. */
 void sql_cache_drop(const sqlite3 *db);
 
-/* Writes "store: <sqlite's last message>" into err and returns -1. */
+/* True if the connection's last error was a lack of space: SQLITE_FULL, or an I/O
+ * error or failed open whose errno was ENOSPC or EDQUOT (SQLite reports a full disk
+ * met while extending -shm or creating -wal as "disk I/O error"). */
+bool sql_disk_full(sqlite3 *db);
+
+/* The connection's last error as text, in buf: "the disk is full (no space left on
+ * the device; <sqlite's message>)" when sql_disk_full, else SQLite's message. */
+const char *sql_error_text(sqlite3 *db, char *buf, size_t cap);
+
+/* Writes "store: <sql_error_text>" into err and returns -1. */
 int sql_fail(sqlite3 *db, char *err, size_t err_cap);
 
 /* Steps a statement from sql_prepare that returns no rows to its end and releases it.

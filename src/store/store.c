@@ -21,6 +21,7 @@ struct store {
     int version_at_open;
     bool created;
     bool companions_narrowed; /* -wal/-shm chmod'ed after a write */
+    char error_text[384];     /* store_errmsg's */
 };
 
 /* Creates the database file owner-only (or checks an existing one): a regular file,
@@ -123,7 +124,7 @@ static int migrate(struct store *s, char *err, size_t cap)
         int found = -1;
         if (exec_sql(s, "BEGIN IMMEDIATE") != 0)
             return error_line(err, cap, "store %s: cannot start migration to schema version %d: %s",
-                        s->path, v, sqlite3_errmsg(s->db));
+                        s->path, v, store_errmsg(s));
         /* Another process may have migrated since we looked. */
         if (read_user_version(s, &found) != 0 || found >= v) {
             exec_sql(s, "ROLLBACK");
@@ -139,15 +140,15 @@ static int migrate(struct store *s, char *err, size_t cap)
             return error_line(err, cap, "store %s: cannot read its schema version", s->path);
         }
         if (exec_sql(s, store_schema_migration(v)) != 0 || exec_sql(s, bump) != 0) {
-            char msg[256];
-            snprintf(msg, sizeof msg, "%s", sqlite3_errmsg(s->db));
+            char msg[384];
+            snprintf(msg, sizeof msg, "%s", store_errmsg(s));
             exec_sql(s, "ROLLBACK");
             return error_line(err, cap, "store %s: migration to schema version %d failed: %s",
                         s->path, v, msg);
         }
         if (exec_sql(s, "COMMIT") != 0) {
-            char msg[256];
-            snprintf(msg, sizeof msg, "%s", sqlite3_errmsg(s->db));
+            char msg[384];
+            snprintf(msg, sizeof msg, "%s", store_errmsg(s));
             exec_sql(s, "ROLLBACK");
             return error_line(err, cap, "store %s: migration to schema version %d failed to commit: "
                                   "%s", s->path, v, msg);
@@ -176,7 +177,7 @@ int store_open(const char *home, struct store **out, char *err, size_t err_cap)
                              NULL);
     if (rc != SQLITE_OK) {
         error_line(err, err_cap, "cannot open store %s: %s", s->path,
-             s->db != NULL ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+             s->db != NULL ? store_errmsg(s) : sqlite3_errstr(rc));
         goto failed;
     }
     sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
@@ -184,8 +185,12 @@ int store_open(const char *home, struct store **out, char *err, size_t err_cap)
 
     /* Read the version before changing anything (even the journal mode). */
     if (read_user_version(s, &s->version) != 0) {
-        error_line(err, err_cap, "store %s is not a readable SQLite database: %s", s->path,
-             sqlite3_errmsg(s->db));
+        /* A full disk is no damage: say which it is. */
+        if (sql_disk_full(s->db))
+            error_line(err, err_cap, "store %s cannot be opened: %s", s->path, store_errmsg(s));
+        else
+            error_line(err, err_cap, "store %s is not a readable SQLite database: %s", s->path,
+                       store_errmsg(s));
         goto failed;
     }
     s->version_at_open = s->version;
@@ -199,7 +204,7 @@ int store_open(const char *home, struct store **out, char *err, size_t err_cap)
         exec_sql(s, "PRAGMA synchronous = FULL") != 0 ||
         !pragma_is(s, "PRAGMA foreign_keys", "1") || !pragma_is(s, "PRAGMA synchronous", "2")) {
         error_line(err, err_cap, "store %s: cannot set WAL, synchronous=FULL and foreign keys: %s",
-             s->path, sqlite3_errmsg(s->db));
+             s->path, store_errmsg(s));
         goto failed;
     }
     if (migrate(s, err, err_cap) != 0)
@@ -228,7 +233,10 @@ int store_schema_version_at_open(const struct store *s) { return s->version_at_o
 bool store_created(const struct store *s) { return s->created; }
 const char *store_path(const struct store *s) { return s->path; }
 sqlite3 *store_db(struct store *s) { return s->db; }
-const char *store_errmsg(struct store *s) { return sqlite3_errmsg(s->db); }
+const char *store_errmsg(struct store *s)
+{
+    return sql_error_text(s->db, s->error_text, sizeof s->error_text);
+}
 
 int store_begin(struct store *s) { return exec_sql(s, "BEGIN IMMEDIATE"); }
 

@@ -6,7 +6,8 @@
  * SQLite opens it, and the companions are chmod'ed after the first write.
  *
  * Versioned migrations (store/store_schema.h) are applied at open, each in its own
- * transaction with PRAGMA user_version. A store whose version is newer than this
+ * transaction with PRAGMA user_version. A store that cannot be opened for lack of
+ * space says "the disk is full", never that it is not a database. A store whose version is newer than this
  * build knows is refused with a one-line error naming both versions, and nothing in
  * it is changed. */
 #ifndef BASAL_STORE_STORE_H
@@ -40,6 +41,8 @@ sqlite3 *store_db(struct store *s);
 int store_begin(struct store *s);
 int store_commit(struct store *s);
 int store_rollback(struct store *s);
+/* The last error as one line: SQLite's message, or "the disk is full (...)" when it
+ * was a lack of space (sql_disk_full in store/sql.h). Valid until the next call. */
 const char *store_errmsg(struct store *s);
 
 /* store_begin with the reason as one line in err: 0 or -1. */

@@ -147,7 +147,22 @@ static const char MIGRATION_1[] =
     "  value INTEGER NOT NULL DEFAULT 0"
     ") STRICT, WITHOUT ROWID;";
 
-static const char *const MIGRATIONS[STORE_SCHEMA_VERSION] = {MIGRATION_1};
+static const char MIGRATION_2[] =
+    /* The process of a call in flight (an ops.call's module program), pid and start
+     * time in clock ticks, recorded before the program runs and removed once it was
+     * reaped (store/call_processes.h). Removed with its journal row (flow reconcile
+     * --not-applied). */
+    "CREATE TABLE call_processes ("
+    "  run_id INTEGER NOT NULL,"
+    "  position INTEGER NOT NULL CHECK (position >= 0),"
+    "  pid INTEGER NOT NULL CHECK (pid > 0),"
+    "  start_ticks INTEGER NOT NULL CHECK (start_ticks > 0),"
+    "  started_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (run_id, position),"
+    "  FOREIGN KEY (run_id, position) REFERENCES journal(run_id, position) ON DELETE CASCADE"
+    ") STRICT;";
+
+static const char *const MIGRATIONS[STORE_SCHEMA_VERSION] = {MIGRATION_1, MIGRATION_2};
 
 const char *store_schema_migration(int version)
 {

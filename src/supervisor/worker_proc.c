@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -68,8 +69,17 @@ static void close_pair(int fds[2])
 
 /* Runs in the child between fork and exec: only async-signal-safe calls. */
 static void exec_worker_child(const char *path, char *const argv[], int in_fd, int out_fd,
-                              int err_fd, const struct worker_limits *limits)
+                              int err_fd, const struct worker_limits *limits, pid_t parent)
 {
+    /* A worker must not outlive the parent: busy in a script it would run on to the
+     * end of its CPU budget, reading nothing. SIGKILL when the parent dies; the
+     * setting survives the exec of the worker (not set-user-ID, no file
+     * capabilities). The kernel sends it when the THREAD that forked exits, not the
+     * process: the parent is single-threaded today; a parent with threads must fork
+     * workers from a thread that lives as long as they do. A parent that died before
+     * the prctl shows as another parent: then nothing runs. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+        _exit(127);
     if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
         _exit(127);
     /* Nothing of the parent's (store, sockets) may reach the worker. */
@@ -119,6 +129,7 @@ int worker_spawn(const char *path, const char *const extra_args[],
     }
     argv[argc] = NULL;
 
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         int saved = errno;
@@ -129,7 +140,7 @@ int worker_spawn(const char *path, const char *const extra_args[],
         return -1;
     }
     if (pid == 0)
-        exec_worker_child(path, argv, in[0], outp[1], err[1], limits);
+        exec_worker_child(path, argv, in[0], outp[1], err[1], limits, parent);
     close(in[0]);
     close(outp[1]);
     close(err[1]);

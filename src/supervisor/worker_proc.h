@@ -2,7 +2,9 @@
  *
  * A worker is started with an empty environment, exactly three anonymous pipes as
  * fds 0-2, nothing else open, resource limits set before exec (the confined worker
- * cannot set them itself), and one argument: the Landlock policy. */
+ * cannot set them itself), and one argument: the Landlock policy. It is killed
+ * (SIGKILL, its parent-death signal) when the parent dies, so a worker busy in a
+ * script never outlives it. */
 #ifndef BASAL_SUPERVISOR_WORKER_PROC_H
 #define BASAL_SUPERVISOR_WORKER_PROC_H
 

@@ -49,7 +49,8 @@
  *                        conditions, only when every one holds (argument ARG, 0-5,
  *                        equals / differs from VALUE; e.g. seccomp:EPERM:0=1:2!=0).
  *                        ERRNO 0 is a faked success: the call returns 0 and does
- *                        nothing. Repeatable. Installed last, just before execve;
+ *                        nothing; ERRNO KILL kills the process at the call (SIGSYS),
+ *                        a crash at exactly that point. Repeatable. Installed last, just before execve;
  *                        no_new_privs is set only when not root.
  *
  * launch writes nothing on stdout. Its own failures print "launch: ..." on stderr
@@ -99,6 +100,7 @@ struct inject {
     char syscall_name[64];
     int nr;
     int err;
+    bool kill; /* ERRNO "KILL": the process dies at the call */
     unsigned cond_count; /* all conditions must hold (AND) */
     struct scmp_arg_cmp conds[MAX_CONDS];
 };
@@ -208,7 +210,10 @@ static struct inject parse_inject(const char *spec)
         inj.nr = seccomp_syscall_resolve_name(name);
     if (inj.nr == __NR_SCMP_ERROR)
         die("--inject: libseccomp does not know the system call '%s'", name);
-    inj.err = parse_errno(err_text);
+    if (strcmp(err_text, "KILL") == 0)
+        inj.kill = true;
+    else
+        inj.err = parse_errno(err_text);
     char *save = NULL;
     for (char *cond = conds != NULL ? strtok_r(conds, ":", &save) : NULL; cond != NULL;
          cond = strtok_r(NULL, ":", &save)) {
@@ -808,7 +813,10 @@ static scmp_filter_ctx build_filter(const struct launch_opts *o)
         die("seccomp_attr_set NNP: %s", strerror(-rc));
     for (int i = 0; i < o->inject_count; i++) {
         const struct inject *inj = &o->injects[i];
-        rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO((unsigned)inj->err), inj->nr,
+        rc = seccomp_rule_add_array(ctx,
+                                    inj->kill ? SCMP_ACT_KILL_PROCESS
+                                              : SCMP_ACT_ERRNO((unsigned)inj->err),
+                                    inj->nr,
                                     inj->cond_count, inj->cond_count > 0 ? inj->conds : NULL);
         if (rc != 0)
             die("seccomp rule for %s: %s", inj->syscall_name, strerror(-rc));

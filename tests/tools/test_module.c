@@ -12,12 +12,25 @@
  *   exit3    exits 3 without a reply
  *   sleep    writes "test_module pid P child C" on stderr (C a child in the same
  *            process group, also sleeping) and sleeps 30 s (for timeouts)
+ *   hold*    (any op starting "hold") args {"fifo": F, "grandchild": bool,
+ *            "outlive": bool}: when the test is reading the FIFO F and no earlier
+ *            call held (F.held does not exist; it is made now), writes
+ *            "hold P G\n" into F (G the grandchild, 0 without one) and waits until the
+ *            test closes its end (at most 60 s); the grandchild (a child that left the
+ *            group with setsid) waits too, then logs "late grandchild". With outlive
+ *            the program first clears its parent-death signal, as a program may. Then
+ *            (or at once when nobody reads F) logs "effect OP KEY" and replies
+ *            {"result": "held"}
  *   big      a reply of more than 2 MiB
  *   stderr   2000 bytes on stderr (ending "END-OF-STDERR"), then exit 1
  *   detach   a child leaves the group (setsid) holding stdout/stderr for 30 s, logging
- *            "detached PID"; the program replies {"result": "detached"} and exits 0
- *   env      {"result": {"cwd": ..., "env": [...], "fds": [...], "pgid_is_pid": bool}}
+ *            "detached PID"; once it has logged, the program replies
+ *            {"result": "detached"} and exits 0
+ *   env      {"result": {"cwd": ..., "env": [...], "fds": [...], "pgid_is_pid": bool,
+ *            "pid": getpid(), "uid": getuid(), "gid": getgid()}}
  *   other    {"error": {"code": "unknown_op", ...}}
+ * Every pid it reports is as /proc names it: the program runs as pid 1 of a PID
+ * namespace of its own, where getpid() says 1.
  * With --prefix-spaces N it first writes N spaces on stdout (valid leading JSON
  * whitespace) before reading anything, so a parent that writes the whole request
  * before reading the reply deadlocks with a large request. */
@@ -26,10 +39,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <jansson.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 static int write_all(int fd, const char *buf, size_t len)
@@ -62,27 +78,53 @@ static int reply_error(const char *code, const char *message)
     return reply_json(json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", message));
 }
 
+/* This process's pid as /proc names it (the PID namespace /proc was mounted in, the
+ * test's), not as getpid() does inside the module's own namespace. */
+static long proc_pid(void)
+{
+    char buf[32];
+    ssize_t n = readlink("/proc/self", buf, sizeof buf - 1);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    return strtol(buf, NULL, 10);
+}
+
+static int append_line(const char *path, const char *line)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    int rc = fd >= 0 && write_all(fd, line, strlen(line)) == 0 && fsync(fd) == 0 ? 0 : -1;
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
 /* A child that leaves the process group (setsid) holding stdout and stderr open and
  * sleeps 30 s; it writes "detached N" (its pid) to the log first. The program itself
  * replies {"result": "detached"} and exits 0. */
 static int do_detach(const char *log)
 {
+    int p[2];
+    if (pipe(p) != 0)
+        return 1;
     pid_t pid = fork();
     if (pid < 0)
         return 1;
     if (pid == 0) {
         (void)setsid();
-        int fd = open(log, O_WRONLY | O_APPEND | O_CLOEXEC);
-        if (fd >= 0) {
-            char line[64];
-            int n = snprintf(line, sizeof line, "detached %ld\n", (long)getpid());
-            (void)write_all(fd, line, (size_t)n);
-            (void)fsync(fd);
-            close(fd);
-        }
+        close(p[0]);
+        char line[64];
+        snprintf(line, sizeof line, "detached %ld\n", proc_pid());
+        (void)append_line(log, line);
+        close(p[1]); /* logged: the program may reply */
         sleep(30);
         _exit(0);
     }
+    close(p[1]);
+    char byte;
+    while (read(p[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    close(p[0]);
     return reply_json(json_pack("{s:s}", "result", "detached"));
 }
 
@@ -138,17 +180,89 @@ static int log_request(const char *path, const char *op, const char *key, json_t
 
 static int do_sleep(void)
 {
+    int p[2];
+    if (pipe(p) != 0)
+        return 1;
     pid_t child = fork();
     if (child == 0) {
+        close(p[0]);
+        long me = proc_pid();
+        (void)write_all(p[1], (const char *)&me, sizeof me);
+        close(p[1]);
         sleep(30);
         _exit(0);
     }
+    close(p[1]);
+    long child_pid = -1;
+    ssize_t got = read(p[0], &child_pid, sizeof child_pid);
+    close(p[0]);
+    if (child < 0 || got != (ssize_t)sizeof child_pid)
+        return 1;
     char line[96];
-    int n = snprintf(line, sizeof line, "test_module pid %d child %d\n", (int)getpid(), (int)child);
+    int n = snprintf(line, sizeof line, "test_module pid %ld child %ld\n", proc_pid(), child_pid);
     if (write_all(2, line, (size_t)n) != 0)
         return 1;
     sleep(30);
     return 0;
+}
+
+/* Waits until nobody reads the FIFO whose write end fd is (POLLERR), at most 60 s. */
+static void wait_released(int fd)
+{
+    struct pollfd p = {fd, 0, 0};
+    while (poll(&p, 1, 60000) < 0 && errno == EINTR) {
+    }
+}
+
+static int do_hold(const char *log, const char *op, const char *key, json_t *args)
+{
+    const char *fifo = json_string_value(json_object_get(args, "fifo"));
+    bool grandchild = json_is_true(json_object_get(args, "grandchild"));
+    bool outlive = json_is_true(json_object_get(args, "outlive"));
+    int fd = fifo != NULL ? open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC) : -1;
+    char held[PATH_MAX];
+    if (fd >= 0 && (size_t)snprintf(held, sizeof held, "%s.held", fifo) < sizeof held) {
+        int marker = open(held, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (marker < 0) { /* an earlier call held already: this one does not */
+            close(fd);
+            fd = -1;
+        } else {
+            close(marker);
+        }
+    }
+    if (fd >= 0) {
+        if (outlive)
+            (void)prctl(PR_SET_PDEATHSIG, 0);
+        int p[2] = {-1, -1};
+        long grand = 0;
+        if (grandchild && pipe(p) == 0) {
+            pid_t g = fork();
+            if (g == 0) {
+                (void)setsid();
+                close(p[0]);
+                long me = proc_pid();
+                (void)write_all(p[1], (const char *)&me, sizeof me);
+                close(p[1]);
+                wait_released(fd);
+                (void)append_line(log, "late grandchild\n");
+                _exit(0);
+            }
+            close(p[1]);
+            if (g < 0 || read(p[0], &grand, sizeof grand) != (ssize_t)sizeof grand)
+                grand = -1;
+            close(p[0]);
+        }
+        char line[96];
+        int n = snprintf(line, sizeof line, "hold %ld %ld\n", proc_pid(), grand);
+        (void)write_all(fd, line, (size_t)n);
+        wait_released(fd);
+        close(fd);
+    }
+    char effect[256];
+    snprintf(effect, sizeof effect, "effect %s %s\n", op, key);
+    if (append_line(log, effect) != 0)
+        return 1;
+    return reply_json(json_pack("{s:s}", "result", "held"));
 }
 
 extern char **environ;
@@ -173,8 +287,10 @@ static int do_env(void)
             json_array_append_new(fds, json_integer(fd));
     }
     closedir(d);
-    return reply_json(json_pack("{s:{s:s,s:o,s:o,s:b}}", "result", "cwd", cwd, "env", env, "fds",
-                                fds, "pgid_is_pid", getpgrp() == getpid()));
+    return reply_json(json_pack("{s:{s:s,s:o,s:o,s:b,s:I,s:I,s:I}}", "result", "cwd", cwd, "env",
+                                env, "fds", fds, "pgid_is_pid", getpgrp() == getpid(), "pid",
+                                (json_int_t)getpid(), "uid", (json_int_t)getuid(), "gid",
+                                (json_int_t)getgid()));
 }
 
 static int do_big(void)
@@ -272,6 +388,8 @@ int main(int argc, char **argv)
         rc = do_stderr();
     } else if (strcmp(op, "detach") == 0) {
         rc = do_detach(log_path);
+    } else if (strncmp(op, "hold", 4) == 0) {
+        rc = do_hold(log_path, op, key != NULL ? key : "-", args);
     } else {
         rc = reply_error("unknown_op", "no such op");
     }

@@ -19,6 +19,8 @@
 #include <time.h>
 
 #define STOP_MAX 512
+/* How far past the activation's deadline a module timeout the deadline caused is due. */
+#define HOLD_PAST_DEADLINE_MS (24LL * 3600 * 1000)
 
 /* A journaled row the script has not been delivered yet (from the run's journal). */
 struct open_row {
@@ -47,6 +49,10 @@ struct flow_host {
     char stopped[STOP_MAX];
     enum flow_host_stop stop_kind;
     uint64_t calls;         /* journal rows of the run */
+    /* The call just performed was a module cut short by the activation's deadline: its
+     * timeout is the deadline's, so the driver holds it past the deadline (the
+     * activation then ends as "deadline") instead of handing it to the script. */
+    bool cut_by_deadline;
     uint64_t journal_bytes; /* their arguments and outcomes */
     const char *const *read_roots;
     const char *const *write_roots;
@@ -455,6 +461,18 @@ static int record_module_process(void *ctx, const struct process_identity *proce
     return 0;
 }
 
+/* The code of a rejection's JSON, into code (empty if none). */
+static void rejection_code(const struct host_settlement *s, char *code, size_t cap)
+{
+    code[0] = '\0';
+    if (s->settlement != PROTO_SETTLEMENT_REJECTED || s->value == NULL)
+        return;
+    json_t *v = json_loads(s->value, 0, NULL);
+    const char *c = json_string_value(json_object_get(v, "code"));
+    snprintf(code, cap, "%s", c != NULL ? c : "");
+    json_decref(v);
+}
+
 static int do_ops(struct flow_host *fh, const struct decision *d, const json_t *args,
                   uint32_t position, const char *key, struct host_settlement *out)
 {
@@ -470,6 +488,7 @@ static int do_ops(struct flow_host *fh, const struct decision *d, const json_t *
         if (left < (long long)module.timeout_ms)
             module.timeout_ms = (uint32_t)left;
     }
+    bool cut = module.timeout_ms < d->module->timeout_ms;
     const json_t *inner = json_array_get(args, 2);
     char *text = inner != NULL ? json_dumps(inner, JSON_COMPACT | JSON_ENCODE_ANY) : strdup("null");
     if (text == NULL)
@@ -478,6 +497,11 @@ static int do_ops(struct flow_host *fh, const struct decision *d, const json_t *
     struct ops_process_hook hook = {record_module_process, &ms};
     int rc = ops_module_invoke(&module, d->op, text, key, &hook, out);
     free(text);
+    if (rc == 0 && cut) {
+        char code[64];
+        rejection_code(out, code, sizeof code);
+        fh->cut_by_deadline = strcmp(code, HOST_CODE_TIMEOUT) == 0;
+    }
     if (ms.recorded) { /* reaped: nothing of it runs any more (a failure leaves a stale row) */
         char err[256];
         (void)call_process_forget(fh->cfg.store, fh->cfg.run_id, position, &ms.process, err,
@@ -520,18 +544,6 @@ static int perform(struct flow_host *fh, const char *kind, const struct decision
     if (is_kind(kind, "ops.call"))
         return do_ops(fh, d, args, position, key, out);
     return do_sink(fh, args, position, key, resend, out);
-}
-
-/* The code of a rejection's JSON, into code (empty if none). */
-static void rejection_code(const struct host_settlement *s, char *code, size_t cap)
-{
-    code[0] = '\0';
-    if (s->settlement != PROTO_SETTLEMENT_REJECTED || s->value == NULL)
-        return;
-    json_t *v = json_loads(s->value, 0, NULL);
-    const char *c = json_string_value(json_object_get(v, "code"));
-    snprintf(code, cap, "%s", c != NULL ? c : "");
-    json_decref(v);
 }
 
 /* One transaction: row, (kv change), outcome, audit. For sync, local and refusals. */
@@ -696,6 +708,7 @@ static int flow_host_call(void *self, const struct host_call *call, struct host_
 {
     struct flow_host *fh = self;
     *delay_ms = 0;
+    fh->cut_by_deadline = false;
     if (fh->stop_kind != FLOW_HOST_RUNNING)
         return host_reject(out, stopped_code(fh), "%s", fh->stopped);
     /* Arguments that are not a JSON array are a refusal like any other: journaled,
@@ -732,6 +745,8 @@ static int flow_host_call(void *self, const struct host_call *call, struct host_
             fh->journal_bytes += strlen(out->value);
     }
     json_decref(args);
+    if (rc == 0 && fh->cut_by_deadline) /* due a day after the deadline: never released */
+        *delay_ms = fh->cfg.deadline_at_ms - monotonic_ms() + HOLD_PAST_DEADLINE_MS;
     return rc;
 }
 

@@ -44,7 +44,10 @@ static const char *const GIT_CONFIG[] = {
 static char *const GIT_ENV[] = {
     "PATH=/usr/bin:/bin", "LC_ALL=C", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
     "GIT_CONFIG_SYSTEM=/dev/null", "GIT_TERMINAL_PROMPT=0", "GIT_LITERAL_PATHSPECS=1",
-    "GIT_NO_REPLACE_OBJECTS=1", "GIT_OPTIONAL_LOCKS=0", "GIT_ATTR_NOSYSTEM=1", NULL,
+    "GIT_NO_REPLACE_OBJECTS=1", "GIT_OPTIONAL_LOCKS=0", "GIT_ATTR_NOSYSTEM=1",
+    /* No index: nothing of a working tree is read in place of a blob, and fsmonitor
+     * and the untracked cache have nothing to look at. */
+    "GIT_INDEX_FILE=/dev/null", NULL,
 };
 
 enum git_kind { GIT_LOG, GIT_REV_PARSE, GIT_DESCRIBE_TAGS, GIT_SHOW, GIT_DIFF, GIT_LS_FILES };
@@ -701,9 +704,10 @@ static void build_argv(const struct git_call *c, const char *program, struct arg
         push(a, "-z");
         push(a, "--name-only");
         push(a, "--full-tree");
+        /* ls-tree takes no "--": after --end-of-options every argument is the tree and
+         * then paths (a "--" would be a path). */
         push(a, "--end-of-options");
         push(a, c->rev);
-        push(a, "--");
         for (size_t i = 0; i < c->path_count; i++)
             push(a, c->paths[i]);
         break;

@@ -35,7 +35,8 @@
  * environment of only PATH=/usr/bin:/bin, LC_ALL=C, GIT_CONFIG_NOSYSTEM=1,
  * GIT_CONFIG_GLOBAL=/dev/null, GIT_CONFIG_SYSTEM=/dev/null, GIT_TERMINAL_PROMPT=0,
  * GIT_LITERAL_PATHSPECS=1, GIT_NO_REPLACE_OBJECTS=1, GIT_OPTIONAL_LOCKS=0,
- * GIT_ATTR_NOSYSTEM=1 (no HOME). The command line turns off, above anything the
+ * GIT_ATTR_NOSYSTEM=1 and GIT_INDEX_FILE=/dev/null (no HOME; no index, so no file of
+ * a working tree is ever read in place of a blob). The command line turns off, above anything the
  * repository's config says: hooks (core.hooksPath=/dev/null), fsmonitor, the pager
  * (--no-pager, core.pager=cat), core.sshCommand, diff.external, every transport
  * (protocol.allow=never, so no lazy fetch of a partial clone either), signature

@@ -172,14 +172,12 @@ struct run_out {
     int exit_code;
     json_t *json;
     json_t *result;
-    long long ms;
 };
 
 static struct run_out run_flow(const char *id, char *const *envp)
 {
-    long long t0 = now_ms();
     struct proc_result r = cli(envp, ARGS("run", id, "--trigger", trigger_json()));
-    struct run_out o = {r.exited ? r.exit_code : -1, NULL, NULL, now_ms() - t0};
+    struct run_out o = {r.exited ? r.exit_code : -1, NULL, NULL};
     o.json = json_loads(r.out, 0, NULL);
     o.result = json_object_get(o.json, "result");
     if (o.result == NULL)
@@ -603,7 +601,7 @@ static pid_t read_fifo_pid(int fd, int timeout_ms)
             break;
     }
     buf[n] = '\0';
-    return (pid_t)atoi(buf);
+    return (pid_t)strtol(buf, NULL, 10);
 }
 
 /* Waits for pid (not our child) to be gone, through its pidfd. */

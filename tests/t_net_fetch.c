@@ -113,8 +113,11 @@ static int read_port(struct proc *p)
         n++;
     }
     line[n] = '\0';
-    int port = 0;
-    return sscanf(line, "port %d", &port) == 1 ? port : -1;
+    if (strncmp(line, "port ", 5) != 0)
+        return -1;
+    char *end = NULL;
+    long port = strtol(line + 5, &end, 10);
+    return end != line + 5 && *end == '\0' && port > 0 && port < 65536 ? (int)port : -1;
 }
 
 static int server_start(struct server *s, bool silent)

@@ -302,7 +302,9 @@ _Static_assert((unsigned)NET_METHOD_GET == (unsigned)MANIFEST_METHOD_GET &&
                "net.fetch method bits differ from the manifest's");
 static struct net_grants net_grants_of(const struct manifest *m, struct net_grant *items)
 {
-    size_t n = m->fetch_count < MANIFEST_MAX_LIST ? m->fetch_count : MANIFEST_MAX_LIST;
+    size_t n = m->fetch_count;
+    if (n > MANIFEST_MAX_LIST) /* the parser allows no more */
+        n = MANIFEST_MAX_LIST;
     for (size_t i = 0; i < n; i++)
         items[i] = (struct net_grant){m->fetch[i].host, m->fetch[i].methods, m->fetch[i].idempotent};
     struct net_grants g = {items, n};

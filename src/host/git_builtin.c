@@ -11,7 +11,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -379,8 +378,10 @@ static long git_timeout_ms(void)
 {
 #ifdef BASAL_TEST_HOOKS
     const char *v = getenv("BASAL_TEST_GIT_TIMEOUT_MS");
-    if (v != NULL && atol(v) > 0)
-        return atol(v);
+    char *end = NULL;
+    long ms = v != NULL ? strtol(v, &end, 10) : 0;
+    if (v != NULL && end != v && *end == '\0' && ms > 0)
+        return ms;
 #endif
     return GIT_TIMEOUT_MS;
 }
@@ -583,7 +584,7 @@ static const char *stderr_tail(const struct run *r, char *buf, size_t cap)
     size_t kept = r->tail_total < STDERR_TAIL ? r->tail_total : STDERR_TAIL;
     for (size_t i = r->tail_total - kept; i < r->tail_total && o + 1 < cap; i++) {
         unsigned char ch = (unsigned char)r->tail[i % STDERR_TAIL];
-        buf[o++] = ch >= 0x20 && ch < 0x7f ? (char)ch : ' ';
+        buf[o++] = (char)(ch >= 0x20 && ch < 0x7f ? ch : ' ');
     }
     while (o > 0 && buf[o - 1] == ' ')
         o--;
@@ -605,7 +606,7 @@ struct argv_buf {
 static void push(struct argv_buf *a, const char *s)
 {
     if (a->n + 1 < ARGV_MAX)
-        a->argv[a->n++] = (char *)(uintptr_t)s;
+        memcpy(&a->argv[a->n++], &s, sizeof s); /* execve's argv is not const */
     a->argv[a->n] = NULL;
 }
 
@@ -734,8 +735,9 @@ static json_t *lossy_string(const char *bytes, size_t n)
             o += len;
             i += len;
         } else {
-            memcpy(buf + o, "\xef\xbf\xbd", 3);
-            o += 3;
+            buf[o++] = (char)0xef; /* U+FFFD */
+            buf[o++] = (char)0xbf;
+            buf[o++] = (char)0xbd;
             i++;
         }
     }

@@ -75,8 +75,10 @@ static void settings_load(struct settings *t)
     t->ca_file = getenv("BASAL_TEST_NET_CA");
     t->resolve = getenv("BASAL_TEST_NET_RESOLVE");
     v = getenv("BASAL_TEST_NET_TIMEOUTS");
-    long c, total;
-    if (v != NULL && sscanf(v, "%ld,%ld", &c, &total) == 2 && c > 0 && total > 0) {
+    char *comma = NULL, *end = NULL;
+    long c = v != NULL ? strtol(v, &comma, 10) : 0;
+    long total = comma != NULL && *comma == ',' ? strtol(comma + 1, &end, 10) : 0;
+    if (end != NULL && *end == '\0' && c > 0 && total > 0) {
         t->connect_ms = c;
         t->total_ms = total;
     }
@@ -633,7 +635,11 @@ static int resolve_system(const char *host, long long timeout_ms, struct address
     }
     if (!job_wait(job, timeout_ms)) {
         int expected = JOB_RUNNING;
-        (void)gai_cancel(&job->cb);
+        if (gai_cancel(&job->cb) == EAI_CANCELED) { /* never started: no notification */
+            job_free(job);
+            return refuse(why, HOST_CODE_TIMEOUT, "net.fetch: resolving '%.64s' took longer"
+                          " than the %lld ms left", host, timeout_ms);
+        }
         if (atomic_compare_exchange_strong(&job->state, &expected, JOB_ABANDONED))
             return refuse(why, HOST_CODE_TIMEOUT, "net.fetch: resolving '%.64s' took longer"
                           " than the %lld ms left", host, timeout_ms);
@@ -742,7 +748,7 @@ static json_t *header_string(const char *s, size_t n)
     if (copy == NULL)
         return NULL;
     for (size_t i = 0; i < n; i++)
-        copy[i] = (unsigned char)s[i] > 0x7e ? '?' : s[i];
+        copy[i] = (char)((unsigned char)s[i] > 0x7e ? '?' : s[i]);
     json_t *v = json_stringn(copy, n);
     free(copy);
     return v;
@@ -798,7 +804,8 @@ static size_t on_header(char *buf, size_t size, size_t count, void *userdata)
             return 0;
         }
         memcpy(joined, json_string_value(had), a);
-        memcpy(joined + a, ", ", 2);
+        joined[a] = ',';
+        joined[a + 1] = ' ';
         memcpy(joined + a + 2, json_string_value(value), b);
         json_decref(value);
         value = json_stringn(joined, a + b + 2);

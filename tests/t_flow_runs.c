@@ -1076,7 +1076,7 @@ static void test_module_deadline(void)
     long long took = sql_now_ms() - t0;
     const char *error = json_string_value(json_object_get(o.json, "error"));
     check_str_eq(state_of(o.json), "failed", "module deadline: the run fails");
-    ok(error != NULL && strstr(error, "deadline") != NULL, "module deadline: at its deadline");
+    check(error != NULL && strstr(error, "deadline") != NULL, "module deadline: at its deadline", "%s", error ? error : "(null)");
     ok(took < 6000, "module deadline: within the run's 2 s, not the module's 10 s");
     json_decref(o.json);
     char *tl = read_text_file(S.log_plain);

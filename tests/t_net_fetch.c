@@ -92,7 +92,8 @@ struct server {
     bool running;
 };
 
-static struct server g_https, g_silent;
+static struct server g_https, g_silent, g_plain;
+static int g_plain_port;
 
 /* Reads "port N\n" from the server's stdout. */
 static int read_port(struct proc *p)
@@ -120,13 +121,18 @@ static int read_port(struct proc *p)
     return end != line + 5 && *end == '\0' && port > 0 && port < 65536 ? (int)port : -1;
 }
 
-static int server_start(struct server *s, bool silent)
+enum server_kind { SERVER_TLS, SERVER_SILENT, SERVER_PLAIN };
+
+static int server_start(struct server *s, enum server_kind kind)
 {
     const char *script = harness_path("../tests/tools/https_server.py");
     const char *argv_tls[] = {"/usr/bin/python3", script, "--cert", g_cert, "--key", g_key,
                               "--log", g_log, NULL};
     const char *argv_silent[] = {"/usr/bin/python3", script, "--silent", NULL};
-    if (proc_start(&s->p, silent ? argv_silent : argv_tls, NULL) != 0)
+    const char *argv_plain[] = {"/usr/bin/python3", script, "--log", g_log, NULL};
+    const char *const *argv = kind == SERVER_TLS ? argv_tls
+                              : kind == SERVER_SILENT ? argv_silent : argv_plain;
+    if (proc_start(&s->p, argv, NULL) != 0)
         return -1;
     s->running = true;
     return read_port(&s->p);
@@ -228,7 +234,7 @@ static void home_begin(const char *name)
 /* The helper every test flow starts with: f(url, opts) returns the result or
  * {code, message}. */
 static const char *PRELUDE =
-    "const P = trigger.port, S = trigger.silent;\n"
+    "const P = trigger.port, S = trigger.silent, T_PLAIN = trigger.plain;\n"
     "const u = (host, path) => `https://${host}:${P}${path}`;\n"
     "async function f(url, opts) {\n"
     "  try { return await net.fetch(url, opts); }\n"
@@ -272,7 +278,8 @@ static bool flow_add(const char *id, const char *body, const char *grants, const
 static const char *trigger_json(void)
 {
     static char t[64];
-    sfmt(t, sizeof t, "{\"port\":%d,\"silent\":%d}", g_port, g_silent_port);
+    sfmt(t, sizeof t, "{\"port\":%d,\"silent\":%d,\"plain\":%d}", g_port, g_silent_port,
+         g_plain_port);
     return t;
 }
 
@@ -405,7 +412,8 @@ static void test_requests(void)
     json_t *echo = json_loads(field(r, 3, "body"), 0, NULL);
     json_t *eh = json_object_get(echo, "headers");
     const char *key = json_string_value(json_object_get(eh, "idempotency-key"));
-    char *journal_key = sql_text("SELECT idempotency_key FROM journal WHERE position = 3");
+    char *journal_key =
+        sql_text("SELECT idempotency_key FROM journal WHERE run_id = 1 AND position = 3");
     check(status_of(r, 3) == 200 &&
               strcmp(json_string_value(json_object_get(echo, "method")) ?: "", "POST") == 0 &&
               strcmp(json_string_value(json_object_get(echo, "body")) ?: "", "payload") == 0 &&
@@ -437,8 +445,18 @@ static void test_requests(void)
     expect_status(r, 13, 200, NULL, "a POST to a host marked idempotent succeeds");
     expect_status(r, 14, 200, "hello",
                   "localhost through the system resolver, loopback allowed by the test setting");
+    /* The test setting's plain http: allowed only when asked for. */
+    static const char *PLAIN = "return [await f(`http://pub.basal.test:${T_PLAIN}/ok?plain`)];\n";
+    if (flow_add("plain", PLAIN, GRANTS_MAIN, NULL)) {
+        struct run_out p = run_flow("plain", env_make(&e, true, "BASAL_TEST_NET_ALLOW_HTTP=1"));
+        expect_status(p.result, 0, 200, "hello", "plain http with the test setting's allowance");
+        json_decref(p.json);
+        p = run_flow("plain", env_make(&e, true, NULL));
+        expect_code(p.result, 0, "denied", "https only", "plain http without the allowance");
+        json_decref(p.json);
+    }
     char *classes = sql_text("SELECT group_concat(position || ':' || class, ' ') FROM journal "
-                             "WHERE position IN (0, 3, 13) ORDER BY position");
+                             "WHERE run_id = 1 AND position IN (0, 3, 13) ORDER BY position");
     check_str_eq(classes, "0:query 3:mutation 13:keyed_mutation",
                  "journal classes: GET query, POST mutation, POST to an idempotent host "
                  "keyed_mutation");
@@ -644,6 +662,7 @@ static void test_bounds(void)
         "  await f(u('pub.basal.test', '/ok'), {maxBytes: 0}),\n"                        /* 6 */
         "  await f(u('pub.basal.test', '/ok'), {maxBytes: 8388609}),\n"                  /* 7 */
         "  (await f(u('pub.basal.test', '/stream/200000'))).body.length,\n"              /* 8 */
+        "  await f(u('pub.basal.test', '/size/2000'), {method: 'HEAD', maxBytes: 1000}),\n" /* 9 */
         "];\n";
     if (!flow_add("bounds", BODY, GRANTS_MAIN, NULL))
         return;
@@ -665,6 +684,7 @@ static void test_bounds(void)
     check(json_integer_value(json_array_get(r, 8)) == 200000,
           "a 200000-byte chunked body arrives whole", "%lld",
           json_integer_value(json_array_get(r, 8)));
+    expect_status(r, 9, 200, "", "a HEAD announcing more than maxBytes is not too_large (no body)");
     json_decref(o.json);
 }
 
@@ -787,7 +807,8 @@ static void test_crash(const char *home, const char *host, const char *marker, b
             snprintf(seen++ == 0 ? first : second, sizeof first, "%s", k != NULL ? k + 5 : "");
         }
         free(text);
-        char *jkey = sql_text("SELECT idempotency_key FROM journal WHERE run_id = 1 AND position = 0");
+        char *jkey =
+            sql_text("SELECT idempotency_key FROM journal WHERE run_id = 1 AND position = 0");
         check(seen == 2 && strcmp(first, second) == 0 && jkey != NULL && strcmp(first, jkey) == 0,
               "keyed POST: sent twice, both times with the journal's Idempotency-Key",
               "%d sends, keys %s / %s, journal %s", seen, first, second, jkey ? jkey : "-");
@@ -864,12 +885,15 @@ int main(void)
     proc_result_free(&ca);
     if (!made)
         return harness_finish();
-    g_port = server_start(&g_https, false);
-    g_silent_port = server_start(&g_silent, true);
-    if (!check(g_port > 0 && g_silent_port > 0, "the test servers listen on loopback", "%d %d",
-               g_port, g_silent_port)) {
+    g_port = server_start(&g_https, SERVER_TLS);
+    g_silent_port = server_start(&g_silent, SERVER_SILENT);
+    g_plain_port = server_start(&g_plain, SERVER_PLAIN);
+    if (!check(g_port > 0 && g_silent_port > 0 && g_plain_port > 0,
+               "the test servers listen on loopback", "%d %d %d", g_port, g_silent_port,
+               g_plain_port)) {
         server_stop(&g_https);
         server_stop(&g_silent);
+        server_stop(&g_plain);
         return harness_finish();
     }
     home_begin("main");
@@ -885,6 +909,7 @@ int main(void)
     test_release();
     server_stop(&g_https);
     server_stop(&g_silent);
+    server_stop(&g_plain);
     harness_remove_tree(g_root);
     return harness_finish();
 }

@@ -896,7 +896,8 @@ static CURLcode hop_options(CURL *c, const struct request *r, unsigned method, b
     SET(CURLOPT_HEADERDATA, resp);
     SET(CURLOPT_WRITEFUNCTION, on_body);
     SET(CURLOPT_WRITEDATA, resp);
-    SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)resp->body_max);
+    if (method != NET_METHOD_HEAD) /* a HEAD's Content-Length announces no body */
+        SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)resp->body_max);
     SET(CURLOPT_HTTPHEADER, headers);
     if (method == NET_METHOD_HEAD) {
         SET(CURLOPT_NOBODY, 1L);

@@ -39,7 +39,7 @@ TOOL_SRC   := $(wildcard tests/tools/*.c)
 # an idle worker's memory (4.4 MiB -> 3.0 MiB; docs/benchmarks.md). A libcrypto update
 # reaches the worker with the next build.
 WORKER_LIBS := -lseccomp -Wl,-Bstatic -lcrypto -Wl,-Bdynamic -lm
-PARENT_LIBS := -lseccomp -lsqlite3 -ljansson -lcrypto -lm
+PARENT_LIBS := -lseccomp -lsqlite3 -ljansson -lcurl -lcrypto -lm
 
 # variant(name, extra cflags, extra ldflags)
 define variant

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench: builds the release binaries and the benchmark programs, runs every
-# benchmark (basal_bench, then flow_bench; about 45 s), prints the tables and writes them into
+# benchmark (basal_bench, flow_bench, then fetch_bench; about 90 s), prints the tables and writes them into
 # docs/benchmarks.md between the "bench:begin" and "bench:end" markers (the
 # hand-written text around them is kept).
 #
@@ -28,6 +28,9 @@ build/bench/basal_bench "$@" >"$table"
 # Flows (issue 4): durable host calls against a bare SQLite commit, and resume.
 { echo; echo "### Flows: the journal and resume (\`build/bench/flow_bench\`)"; echo; } >>"$table"
 build/bench/flow_bench "$@" >>"$table"
+# net.fetch against curl (issue 13): the test build's parent, for its loopback setting.
+{ echo; echo "### net.fetch against curl (\`bench/fetch_bench.sh\`)"; echo; } >>"$table"
+bench/fetch_bench.sh "$@" >>"$table"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 cat "$table"
 

@@ -5,8 +5,8 @@
 set -euo pipefail
 
 build_pkgs="gcc make patch openssl ca-certificates libseccomp-dev libsqlite3-dev
-libjansson-dev libssl-dev libcurl4-openssl-dev"
-test_pkgs="clang clang-tidy cppcheck libclang-rt-14-dev strace python3"
+libjansson-dev libssl-dev libcurl4-openssl-dev git"
+test_pkgs="clang clang-tidy cppcheck libclang-rt-14-dev strace python3 curl"
 
 pkgs="$build_pkgs"
 [ "${1:-}" = "--test" ] && pkgs="$pkgs $test_pkgs"

@@ -711,11 +711,12 @@ static void test_api(void)
             "await Promise.all([fs.read('/a'), fs.list('/d'), fs.stat('/s'), fs.write('/w', 'x'),\n"
             "  net.fetch('https://x', {method: 'GET'}), git.log('/r', {maxCount: 2}), git.revParse('/r', 'HEAD'),\n"
             "  git.describeTags('/r'), git.show('/r', 'HEAD', 'f'), git.diff('/r', 'a', 'b', undefined),\n"
+            "  git.lsFiles('/r', {rev: 'HEAD'}, 'extra'),\n"
             "  ops.call('m', 'op', {x: 1}), sink.emit('s', {title: 't'}), kv.delete('k')]);\n"
             "const s = await step('named', async () => 7);\n"
             "return {a, s, t: trigger, frozen: Object.isFrozen(trigger.event.n)};\n",
             NULL, NULL, &r);
-    bool kinds = r.calls == 15;
+    bool kinds = r.calls == 16;
     static const char *const expected[][2] = {
         {"kv.get", "[\"k\"]"},
         {"kv.set", "[\"k\",{\"v\":[1,2]}]"},
@@ -729,11 +730,12 @@ static void test_api(void)
         {"git.describeTags", "[\"/r\"]"},
         {"git.show", "[\"/r\",\"HEAD\",\"f\"]"},
         {"git.diff", "[\"/r\",\"a\",\"b\"]"},
+        {"git.lsFiles", "[\"/r\",{\"rev\":\"HEAD\"}]"},
         {"ops.call", "[\"m\",\"op\",{\"x\":1}]"},
         {"sink.emit", "[\"s\",{\"title\":\"t\"}]"},
         {"kv.delete", "[\"k\"]"},
     };
-    for (uint32_t i = 0; kinds && i < 15; i++)
+    for (uint32_t i = 0; kinds && i < 16; i++)
         kinds = strcmp(r.journal[i].kind, expected[i][0]) == 0 &&
                 strcmp(r.journal[i].args, expected[i][1]) == 0;
     check(kinds && completed_with(&r, "{\"a\":{\"position\":0},\"s\":7,\"t\":{\"event\":{\"name\":"

@@ -537,7 +537,7 @@ static void test_grant_checks(void)
         {"readOnly", "HostError:denied", "a write under a read-only root"},
         {"writeOk", "ok", "control: a write under a write root"},
         {"sink", "HostError:denied", "a sink the manifest does not grant"},
-        {"fetch", "HostError:unsupported", "net.fetch (not in this build)"},
+        {"fetch", "HostError:denied", "net.fetch to a host the manifest does not grant"},
     };
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         char what[160];
@@ -547,9 +547,9 @@ static void test_grant_checks(void)
     json_decref(o.json);
     check_int_eq(sql_number("SELECT count(*) FROM journal WHERE run_id = 1 AND settlement ="
                             " 'rejected' AND json_extract(CAST(value AS TEXT), '$.code') = 'denied'"),
-                 7, "grants: every denial is journaled as a rejection");
+                 8, "grants: every denial is journaled as a rejection");
     check_int_eq(sql_number("SELECT count(*) FROM audit WHERE run_id = 1 AND decision = 'refused'"),
-                 8, "grants: every denial (7) and the unsupported call are audited as refused");
+                 8, "grants: every denial (8) is audited as refused");
     sfmt(path, sizeof path, "%s/x.txt", S.ro);
     ok(access(path, F_OK) != 0, "grants: nothing was written under the read-only root");
 }

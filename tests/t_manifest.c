@@ -591,6 +591,10 @@ static void test_hosts(void)
         {"127.1", "is an IP address literal"},
         {"0x7f000001", "is an IP address literal"},
         {"2130706433", "is an IP address literal"},
+        {"017700000001", "is an IP address literal"},
+        {"0x7f.1", "is an IP address literal"},
+        {"a.example.0x1f", "is an IP address literal"},
+        {"example.123", "is an IP address literal"},
         {"::1", "is an IP address literal"},
         {"[::1]", "is an IP address literal"},
         {"exa_mple.com", "has a character outside"},
@@ -654,6 +658,18 @@ static void test_hosts(void)
         manifest_free(&m);
     }
     check_str_eq(manifest_method_name(MANIFEST_METHOD_PATCH), "PATCH", "method name of PATCH");
+    sfmt(buf, sizeof buf,
+             "{" BASE "," MANUAL ",\"net\":{\"fetch\":[{\"host\":\"a.example\",\"methods\":"
+             "[\"POST\"],\"idempotent\":true},{\"host\":\"b.example\"}]}}");
+    if (accepts(buf, &m, "a fetch entry marked idempotent accepted")) {
+        check(m.fetch[0].idempotent && !m.fetch[1].idempotent,
+              "idempotent: true where marked, false by default", "%d %d", m.fetch[0].idempotent,
+              m.fetch[1].idempotent);
+        manifest_free(&m);
+    }
+    refuse_extra(",\"net\":{\"fetch\":[{\"host\":\"a.example\",\"idempotent\":1}]}",
+                 "manifest.net.fetch[0].idempotent: must be true or false",
+                 "idempotent that is not a boolean refused");
 }
 
 /* ---- code hash ---------------------------------------------------------------------- */

@@ -8,6 +8,8 @@
 #include "store/store.h"
 #include "base/test_hooks.h"
 #include "host/fs_builtin.h"
+#include "host/git_builtin.h"
+#include "host/net_fetch.h"
 #include "host/sink.h"
 
 #include <jansson.h>
@@ -56,6 +58,7 @@ struct flow_host {
     uint64_t journal_bytes; /* their arguments and outcomes */
     const char *const *read_roots;
     const char *const *write_roots;
+    struct net_fetch_session *net; /* made at the first net.fetch; keeps connections */
 };
 
 /* ---- bookkeeping ------------------------------------------------------------------ */
@@ -161,6 +164,7 @@ void flow_host_free(struct flow_host *fh)
         delivery_free(&fh->deliveries[i]);
     free(fh->deliveries);
     free(fh->journaled);
+    net_fetch_session_free(fh->net);
     free(fh);
 }
 
@@ -294,6 +298,46 @@ static void decide_sink(const struct flow_host *fh, const json_t *args, struct d
     refuse(d, HOST_CODE_DENIED, "sink '%.80s' is not granted by the manifest", name);
 }
 
+/* The manifest's net.fetch grants, as host/net_fetch.h takes them (into items, which
+ * has room for MANIFEST_MAX_LIST). */
+_Static_assert((unsigned)NET_METHOD_GET == (unsigned)MANIFEST_METHOD_GET &&
+                   (unsigned)NET_METHOD_HEAD == (unsigned)MANIFEST_METHOD_HEAD &&
+                   (unsigned)NET_METHOD_POST == (unsigned)MANIFEST_METHOD_POST &&
+                   (unsigned)NET_METHOD_PUT == (unsigned)MANIFEST_METHOD_PUT &&
+                   (unsigned)NET_METHOD_PATCH == (unsigned)MANIFEST_METHOD_PATCH &&
+                   (unsigned)NET_METHOD_DELETE == (unsigned)MANIFEST_METHOD_DELETE,
+               "net.fetch method bits differ from the manifest's");
+static struct net_grants net_grants_of(const struct manifest *m, struct net_grant *items)
+{
+    size_t n = m->fetch_count;
+    if (n > MANIFEST_MAX_LIST) /* the parser allows no more */
+        n = MANIFEST_MAX_LIST;
+    for (size_t i = 0; i < n; i++)
+        items[i] = (struct net_grant){m->fetch[i].host, m->fetch[i].methods, m->fetch[i].idempotent};
+    struct net_grants g = {items, n};
+    return g;
+}
+
+static struct git_grants git_grants_of(const struct manifest *m)
+{
+    struct git_grants g = {(const char *const *)m->git_read.items, m->git_read.count};
+    return g;
+}
+
+static void decide_net(const struct flow_host *fh, const json_t *args, struct decision *d)
+{
+    struct net_grant items[MANIFEST_MAX_LIST];
+    struct net_grants grants = net_grants_of(fh->cfg.manifest, items);
+    enum net_fetch_class cls;
+    if (net_fetch_decide(&grants, args, &cls, d->code, sizeof d->code, d->reason,
+                         sizeof d->reason) != 0) {
+        d->refused = true;
+        return;
+    }
+    d->cls = cls == NET_FETCH_QUERY ? JOURNAL_QUERY
+             : cls == NET_FETCH_KEYED ? JOURNAL_KEYED_MUTATION : JOURNAL_MUTATION;
+}
+
 /* args NULL: the arguments are not a JSON array, refused before any grant check. */
 static void decide(const struct flow_host *fh, const char *kind, const json_t *args,
                    struct decision *d)
@@ -318,6 +362,16 @@ static void decide(const struct flow_host *fh, const char *kind, const json_t *a
     }
     if (is_kind(kind, "sink.emit")) {
         decide_sink(fh, args, d);
+        return;
+    }
+    if (is_kind(kind, "net.fetch")) {
+        decide_net(fh, args, d);
+        return;
+    }
+    if (git_builtin_handles(kind)) {
+        struct git_grants grants = git_grants_of(m);
+        d->refused = git_builtin_check(&grants, kind, args, d->code, sizeof d->code, d->reason,
+                                       sizeof d->reason) != 0;
         return;
     }
     refuse(d, HOST_CODE_UNSUPPORTED, "%.80s is not available in this build of basal", kind);
@@ -530,7 +584,18 @@ static int do_sink(const struct flow_host *fh, const json_t *args, uint32_t posi
     return rc;
 }
 
-/* Performs a granted call that leaves the journal's transaction (fs, ops, sink). */
+static int do_net(struct flow_host *fh, const json_t *args, const char *key,
+                  struct host_settlement *out)
+{
+    if (fh->net == NULL && (fh->net = net_fetch_session_new()) == NULL)
+        return host_reject(out, HOST_CODE_IO_ERROR, "net.fetch: libcurl could not be set up");
+    struct net_grant items[MANIFEST_MAX_LIST];
+    struct net_grants grants = net_grants_of(fh->cfg.manifest, items);
+    return net_fetch_call(fh->net, &grants, args, key, fh->cfg.deadline_at_ms, out);
+}
+
+/* Performs a granted call that leaves the journal's transaction (fs, ops, sink, net,
+ * git). */
 static int perform(struct flow_host *fh, const char *kind, const struct decision *d,
                    const json_t *args, uint32_t position, const char *key, bool resend,
                    struct host_settlement *out)
@@ -543,6 +608,12 @@ static int perform(struct flow_host *fh, const char *kind, const struct decision
     }
     if (is_kind(kind, "ops.call"))
         return do_ops(fh, d, args, position, key, out);
+    if (is_kind(kind, "net.fetch"))
+        return do_net(fh, args, key, out);
+    if (git_builtin_handles(kind)) {
+        struct git_grants grants = git_grants_of(fh->cfg.manifest);
+        return git_builtin_call(&grants, kind, args, fh->cfg.deadline_at_ms, out);
+    }
     return do_sink(fh, args, position, key, resend, out);
 }
 

@@ -18,8 +18,11 @@
  *                            runs; the module runs; its record goes once it was
  *                            reaped; transaction 2: outcome
  *   sink.emit                keyed_mutation (host/sink.h), like ops.call
- *   anything else            refused "unsupported" (net.fetch, git.*: not in this
- *                            build)
+ *   net.fetch                GET/HEAD query; other methods keyed_mutation when the
+ *                            grant marks the host idempotent, else mutation
+ *                            (host/net_fetch.h); like ops.call
+ *   git.*                    query (host/git_builtin.h), like ops.call
+ *   anything else            refused "unsupported"
  * A call the manifest does not grant is refused "denied" in one transaction (journal
  * row, rejection, audit "refused"); the script catches it as HostError with that
  * data.code. Arguments that are not a JSON array are refused "invalid_arguments" the

@@ -7,9 +7,9 @@
 #include "host/fs_builtin.h"
 
 #include "supervisor/activation.h"
+#include "host/address_policy.h"
 #include "proto/utf8.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -74,7 +74,6 @@ static const char *host_problem(const char *h)
     if (n > MANIFEST_HOST_MAX)
         return "longer than 253 bytes";
     size_t label = 0;
-    bool digits_only = true;
     char prev = '.';
     for (size_t i = 0; i < n; i++) {
         char ch = h[i];
@@ -84,14 +83,11 @@ static const char *host_problem(const char *h)
             if (prev == '-')
                 return "has a label ending with '-'";
             label = 0;
-            digits_only = true;
         } else if ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-') {
             if (label == 0 && ch == '-')
                 return "has a label starting with '-'";
             if (++label > 63)
                 return "has a label longer than 63 bytes";
-            if (ch < '0' || ch > '9')
-                digits_only = false;
         } else if (ch >= 'A' && ch <= 'Z') {
             return "must be lowercase";
         } else if (ch == ':' || ch == '[' || ch == ']') {
@@ -105,8 +101,8 @@ static const char *host_problem(const char *h)
         return "has an empty label (a trailing dot)";
     if (prev == '-')
         return "has a label ending with '-'";
-    struct in_addr a;
-    if (digits_only || inet_aton(h, &a) != 0)
+    /* The same rule net.fetch applies to a URL's host (host/address_policy.h). */
+    if (address_host_numeric(h))
         return "is an IP address literal, not a DNS name";
     return NULL;
 }
@@ -557,7 +553,7 @@ static int parse_methods(struct field_check *c, json_t *v, const char *path, uns
 static int parse_net(struct field_check *c, json_t *v, const char *path, struct manifest *m)
 {
     static const char *const keys[] = {"fetch", NULL};
-    static const char *const entry_keys[] = {"host", "methods", NULL};
+    static const char *const entry_keys[] = {"host", "methods", "idempotent", NULL};
     char sub[FIELD_PATH_CAP];
     json_t *fetch;
     if (field_want_object(c, v, path, keys) != 0)
@@ -593,6 +589,11 @@ static int parse_net(struct field_check *c, json_t *v, const char *path, struct 
         if (member(c, e, at, "methods", false, &f, field, sizeof field) > 0 &&
             parse_methods(c, f, field, &fe->methods) != 0)
             return -1;
+        if (member(c, e, at, "idempotent", false, &f, field, sizeof field) > 0) {
+            if (!json_is_boolean(f))
+                return field_fail(c, field, "must be true or false");
+            fe->idempotent = json_is_true(f);
+        }
         for (size_t j = 0; j < i; j++)
             if (strcmp(m->fetch[j].host, fe->host) == 0)
                 return field_fail(c, at, "the same host as entry %zu (list its methods once)", j);

@@ -94,6 +94,7 @@ struct manifest_op {
 struct manifest_fetch {
     char *host;       /* a lowercase DNS name */
     unsigned methods; /* enum manifest_method bits, never 0 */
+    bool idempotent;  /* the host honours the Idempotency-Key header (default false) */
 };
 
 struct manifest_strings {

@@ -15,7 +15,8 @@
 /* Indices into HOST_APIS (the magic of each host function). */
 enum api_slot {
     KV_GET, KV_SET, KV_DELETE, FS_READ, FS_LIST, FS_STAT, FS_WRITE, NET_FETCH, GIT_LOG,
-    GIT_REV_PARSE, GIT_DESCRIBE_TAGS, GIT_SHOW, GIT_DIFF, OPS_CALL, SINK_EMIT, NOW, RANDOM,
+    GIT_REV_PARSE, GIT_DESCRIBE_TAGS, GIT_SHOW, GIT_DIFF, GIT_LS_FILES, OPS_CALL, SINK_EMIT, NOW,
+    RANDOM,
     TOOLS_CALL, API_SLOTS
 };
 
@@ -33,6 +34,7 @@ const struct host_api HOST_APIS[] = {
     [GIT_DESCRIBE_TAGS] = {"git.describeTags", 2, false},
     [GIT_SHOW] = {"git.show", 3, false},
     [GIT_DIFF] = {"git.diff", 4, false},
+    [GIT_LS_FILES] = {"git.lsFiles", 2, false},
     [OPS_CALL] = {"ops.call", 3, false},
     [SINK_EMIT] = {"sink.emit", 2, false},
     [NOW] = {"now", 0, true},
@@ -1022,7 +1024,7 @@ static const JSCFunctionListEntry NET_API[] = {API_ASYNC("fetch", NET_FETCH, 1)}
 static const JSCFunctionListEntry GIT_API[] = {
     API_ASYNC("log", GIT_LOG, 1), API_ASYNC("revParse", GIT_REV_PARSE, 2),
     API_ASYNC("describeTags", GIT_DESCRIBE_TAGS, 1), API_ASYNC("show", GIT_SHOW, 3),
-    API_ASYNC("diff", GIT_DIFF, 3)};
+    API_ASYNC("diff", GIT_DIFF, 3), API_ASYNC("lsFiles", GIT_LS_FILES, 1)};
 static const JSCFunctionListEntry OPS_API[] = {API_ASYNC("call", OPS_CALL, 3)};
 static const JSCFunctionListEntry SINK_API[] = {API_ASYNC("emit", SINK_EMIT, 2)};
 static const JSCFunctionListEntry TOOLS_API[] = {API_ASYNC("call", TOOLS_CALL, 2)};

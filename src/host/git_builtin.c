@@ -1,0 +1,950 @@
+/* git.* for flows: argument checks, the repository decision, one bounded git run per
+ * call and the parsing of its output (git_builtin.h has the contract). */
+#include "host/git_builtin.h"
+
+#include "proto/utf8.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HOST_CODE_NOT_TEXT_GIT "not_text"
+#define STDERR_TAIL 512
+#define REASON_MAX 512
+#define GIT_PATH_MAX 4096u
+
+/* Every configuration that could make git run a program, read more than the
+ * repository, or write, set on the command line (which wins over the repository's
+ * own config and its includes). */
+static const char *const GIT_CONFIG[] = {
+    "core.hooksPath=/dev/null", "core.fsmonitor=false", "core.pager=cat",
+    "core.sshCommand=false", "core.askPass=false", "core.gitProxy=", "diff.external=",
+    "diff.submodule=short", "protocol.allow=never", "log.showSignature=false",
+    "gpg.program=false", "gpg.ssh.program=false", "gpg.x509.program=false",
+    "log.mailmap=false", "mailmap.file=", "mailmap.blob=", "gc.auto=0",
+    "maintenance.auto=false", "i18n.logOutputEncoding=UTF-8", "color.ui=false",
+    "log.decorate=false", "core.untrackedCache=false", "credential.helper=",
+};
+#define GIT_CONFIG_COUNT (sizeof GIT_CONFIG / sizeof GIT_CONFIG[0])
+
+static char *const GIT_ENV[] = {
+    "PATH=/usr/bin:/bin", "LC_ALL=C", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+    "GIT_CONFIG_SYSTEM=/dev/null", "GIT_TERMINAL_PROMPT=0", "GIT_LITERAL_PATHSPECS=1",
+    "GIT_NO_REPLACE_OBJECTS=1", "GIT_OPTIONAL_LOCKS=0", "GIT_ATTR_NOSYSTEM=1",
+    /* No index: nothing of a working tree is read in place of a blob, and fsmonitor
+     * and the untracked cache have nothing to look at. */
+    "GIT_INDEX_FILE=/dev/null", NULL,
+};
+
+enum git_kind { GIT_LOG, GIT_REV_PARSE, GIT_DESCRIBE_TAGS, GIT_SHOW, GIT_DIFF, GIT_LS_FILES };
+
+static const struct {
+    const char *name;
+    enum git_kind kind;
+} KINDS[] = {
+    {"git.log", GIT_LOG},   {"git.revParse", GIT_REV_PARSE}, {"git.describeTags", GIT_DESCRIBE_TAGS},
+    {"git.show", GIT_SHOW}, {"git.diff", GIT_DIFF},          {"git.lsFiles", GIT_LS_FILES},
+};
+
+static int kind_of(const char *name, enum git_kind *out)
+{
+    for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++)
+        if (strcmp(KINDS[i].name, name) == 0) {
+            *out = KINDS[i].kind;
+            return 0;
+        }
+    return -1;
+}
+
+bool git_builtin_handles(const char *kind)
+{
+    enum git_kind k;
+    return kind_of(kind, &k) == 0;
+}
+
+/* ---- refusals ----------------------------------------------------------------------- */
+
+struct refusal {
+    const char *code;
+    char reason[REASON_MAX];
+};
+
+__attribute__((format(printf, 3, 4))) static int refuse(struct refusal *r, const char *code,
+                                                         const char *fmt, ...)
+{
+    r->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->reason, sizeof r->reason, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* ---- arguments -------------------------------------------------------------------------- */
+
+struct git_call {
+    enum git_kind kind;
+    const char *name;
+    const char *repo;           /* as the script gave it */
+    char gitdir[PATH_MAX];
+    const char *rev, *rev2;     /* rev2: git.diff's "to" */
+    const char *path;           /* git.show's file, git.log's path */
+    const char *paths[GIT_MAX_PATHS];
+    size_t path_count;
+    long long max_count, skip;
+    bool name_only;
+};
+
+static bool has_control(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return true;
+    return false;
+}
+
+/* A revision: 1-256 bytes, no control characters, not starting with '-'. */
+static int want_rev(const struct git_call *c, json_t *v, const char *what, const char **out,
+                    struct refusal *why)
+{
+    if (!json_is_string(v))
+        return refuse(why, HOST_CODE_INVALID_ARGUMENTS, "%s: %s must be a string", c->name, what);
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v);
+    if (n == 0 || n > GIT_REV_MAX || strlen(s) != n || has_control(s, n))
+        return refuse(why, HOST_CODE_INVALID_ARGUMENTS, "%s: %s must be 1-%u bytes without"
+                      " control characters", c->name, what, GIT_REV_MAX);
+    if (s[0] == '-')
+        return refuse(why, HOST_CODE_INVALID_ARGUMENTS, "%s: %s '%.64s' starts with '-'",
+                      c->name, what, s);
+    *out = s;
+    return 0;
+}
+
+/* A path inside the repository's tree: 1-4096 bytes without NUL or control characters. */
+static int want_path(const struct git_call *c, json_t *v, const char **out, struct refusal *why)
+{
+    if (!json_is_string(v))
+        return refuse(why, HOST_CODE_INVALID_ARGUMENTS, "%s: a path must be a string", c->name);
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v);
+    if (n == 0 || n > GIT_PATH_MAX || strlen(s) != n || has_control(s, n))
+        return refuse(why, HOST_CODE_INVALID_ARGUMENTS, "%s: a path must be 1-%u bytes without"
+                      " control characters", c->name, GIT_PATH_MAX);
+    *out = s;
+    return 0;
+}
+
+static int want_paths(struct git_call *c, json_t *v, struct refusal *why)
+{
+    if (!json_is_array(v) || json_array_size(v) > GIT_MAX_PATHS)
+        return refuse(why, HOST_CODE_INVALID_ARGUMENTS, "%s: paths must be a list of at most %u"
+                      " strings", c->name, GIT_MAX_PATHS);
+    for (size_t i = 0; i < json_array_size(v); i++)
+        if (want_path(c, json_array_get(v, i), &c->paths[i], why) != 0)
+            return -1;
+    c->path_count = json_array_size(v);
+    return 0;
+}
+
+static int want_int(const struct git_call *c, json_t *v, const char *what, long long lo,
+                    long long hi, long long *out, struct refusal *why)
+{
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+        return refuse(why, HOST_CODE_INVALID_ARGUMENTS, "%s: %s must be an integer %lld..%lld",
+                      c->name, what, lo, hi);
+    *out = json_integer_value(v);
+    return 0;
+}
+
+/* The options object (absent or null: none); only the keys the kind has. */
+static int parse_options(struct git_call *c, json_t *o, struct refusal *why)
+{
+    if (o == NULL || json_is_null(o))
+        return 0;
+    if (!json_is_object(o))
+        return refuse(why, HOST_CODE_INVALID_ARGUMENTS, "%s: options must be an object", c->name);
+    const char *key;
+    json_t *v;
+    json_object_foreach(o, key, v) {
+        int rc;
+        if (strcmp(key, "rev") == 0 && c->kind != GIT_DIFF)
+            rc = want_rev(c, v, "rev", &c->rev, why);
+        else if (strcmp(key, "path") == 0 && c->kind == GIT_LOG)
+            rc = want_path(c, v, &c->path, why);
+        else if (strcmp(key, "maxCount") == 0 && c->kind == GIT_LOG)
+            rc = want_int(c, v, "maxCount", 1, GIT_LOG_MAX_COUNT, &c->max_count, why);
+        else if (strcmp(key, "skip") == 0 && c->kind == GIT_LOG)
+            rc = want_int(c, v, "skip", 0, 1000000, &c->skip, why);
+        else if (strcmp(key, "paths") == 0 && (c->kind == GIT_DIFF || c->kind == GIT_LS_FILES))
+            rc = want_paths(c, v, why);
+        else if (strcmp(key, "nameOnly") == 0 && c->kind == GIT_DIFF && json_is_boolean(v))
+            rc = (c->name_only = json_is_true(v), 0);
+        else
+            rc = refuse(why, HOST_CODE_INVALID_ARGUMENTS, "%s: unknown or malformed option"
+                        " '%.64s'", c->name, key);
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int parse_args(struct git_call *c, const json_t *args, struct refusal *why)
+{
+    size_t n = json_array_size(args);
+    static const size_t MIN_ARGS[] = {[GIT_LOG] = 1, [GIT_REV_PARSE] = 2, [GIT_DESCRIBE_TAGS] = 1,
+                                      [GIT_SHOW] = 2, [GIT_DIFF] = 3, [GIT_LS_FILES] = 1};
+    static const size_t MAX_ARGS[] = {[GIT_LOG] = 2, [GIT_REV_PARSE] = 2, [GIT_DESCRIBE_TAGS] = 2,
+                                      [GIT_SHOW] = 3, [GIT_DIFF] = 4, [GIT_LS_FILES] = 2};
+    const json_t *repo = json_array_get(args, 0);
+    if (!json_is_array(args) || n < MIN_ARGS[c->kind] || n > MAX_ARGS[c->kind] ||
+        !json_is_string(repo))
+        return refuse(why, HOST_CODE_INVALID_ARGUMENTS, "%s: wrong arguments (the repository"
+                      " path first, a string)", c->name);
+    c->repo = json_string_value(repo);
+    if (c->repo[0] != '/' || strlen(c->repo) != json_string_length(repo) ||
+        json_string_length(repo) >= PATH_MAX)
+        return refuse(why, HOST_CODE_INVALID_ARGUMENTS, "%s: the repository must be an absolute"
+                      " path without NUL", c->name);
+    c->rev = "HEAD";
+    c->max_count = GIT_LOG_DEFAULT_COUNT;
+    switch (c->kind) {
+    case GIT_LOG:
+    case GIT_DESCRIBE_TAGS:
+    case GIT_LS_FILES:
+        return parse_options(c, json_array_get(args, 1), why);
+    case GIT_REV_PARSE:
+        return want_rev(c, json_array_get(args, 1), "rev", &c->rev, why);
+    case GIT_SHOW:
+        if (want_rev(c, json_array_get(args, 1), "rev", &c->rev, why) != 0)
+            return -1;
+        if (n == 3 && want_path(c, json_array_get(args, 2), &c->path, why) != 0)
+            return -1;
+        if (c->path != NULL && strchr(c->rev, ':') != NULL)
+            return refuse(why, HOST_CODE_INVALID_ARGUMENTS, "%s: with a path, rev may not"
+                          " contain ':'", c->name);
+        return 0;
+    case GIT_DIFF:
+        if (want_rev(c, json_array_get(args, 1), "from", &c->rev, why) != 0 ||
+            want_rev(c, json_array_get(args, 2), "to", &c->rev2, why) != 0)
+            return -1;
+        return parse_options(c, json_array_get(args, 3), why);
+    }
+    return -1;
+}
+
+/* ---- the repository ----------------------------------------------------------------------- */
+
+static bool exists_nofollow(const char *dir, const char *rel)
+{
+    char p[PATH_MAX];
+    struct stat st;
+    if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, rel) >= sizeof p)
+        return true; /* cannot tell: as if it were there (refused) */
+    return lstat(p, &st) == 0 || errno != ENOENT;
+}
+
+static int owned(const struct git_call *c, const char *path, struct refusal *why)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return refuse(why, HOST_CODE_IO_ERROR, "%s: %s: %s", c->name, path, strerror(errno));
+    if (st.st_uid != geteuid())
+        return refuse(why, HOST_CODE_DENIED, "%s: %s is owned by uid %u, not by the user basal"
+                      " runs as (uid %u)", c->name, path, (unsigned)st.st_uid,
+                      (unsigned)geteuid());
+    return 0;
+}
+
+/* The repository must be exactly a granted one; decides its git directory. */
+static int resolve_repo(const struct git_grants *g, struct git_call *c, struct refusal *why)
+{
+    char real[PATH_MAX], root[PATH_MAX];
+    if (realpath(c->repo, real) == NULL)
+        return refuse(why, HOST_CODE_DENIED, "%s: '%.200s' is not a granted repository", c->name,
+                      c->repo);
+    bool granted = false;
+    for (size_t i = 0; i < g->count && !granted; i++)
+        granted = realpath(g->repos[i], root) != NULL && strcmp(root, real) == 0;
+    if (!granted)
+        return refuse(why, HOST_CODE_DENIED, "%s: '%.200s' is not a granted repository", c->name,
+                      c->repo);
+    char dotgit[PATH_MAX];
+    struct stat st;
+    if ((size_t)snprintf(dotgit, sizeof dotgit, "%s/.git", real) >= sizeof dotgit)
+        return refuse(why, HOST_CODE_INVALID_ARGUMENTS, "%s: path too long", c->name);
+    if (lstat(dotgit, &st) == 0) {
+        if (!S_ISDIR(st.st_mode))
+            return refuse(why, HOST_CODE_DENIED, "%s: %s is %s, not the repository's own git"
+                          " directory (a linked worktree or submodule points elsewhere: grant"
+                          " the repository that holds it)", c->name, dotgit,
+                          S_ISLNK(st.st_mode) ? "a symbolic link" : "a file");
+        snprintf(c->gitdir, sizeof c->gitdir, "%s", dotgit);
+    } else if (errno == ENOENT) {
+        snprintf(c->gitdir, sizeof c->gitdir, "%s", real); /* bare */
+    } else {
+        return refuse(why, HOST_CODE_IO_ERROR, "%s: %s: %s", c->name, dotgit, strerror(errno));
+    }
+    if (exists_nofollow(c->gitdir, "commondir") ||
+        exists_nofollow(c->gitdir, "objects/info/alternates"))
+        return refuse(why, HOST_CODE_DENIED, "%s: %s borrows objects or refs from another"
+                      " repository (commondir or objects/info/alternates): refused", c->name,
+                      c->gitdir);
+    if (owned(c, real, why) != 0 || owned(c, c->gitdir, why) != 0)
+        return -1;
+    return 0;
+}
+
+static int prepare(const struct git_grants *g, const char *kind, const void *args,
+                   struct git_call *c, struct refusal *why)
+{
+    memset(c, 0, sizeof *c);
+    c->name = kind;
+    if (kind_of(kind, &c->kind) != 0)
+        return refuse(why, HOST_CODE_INVALID_ARGUMENTS, "%.64s is not a git call", kind);
+    if (parse_args(c, args, why) != 0)
+        return -1;
+    return resolve_repo(g, c, why);
+}
+
+int git_builtin_check(const struct git_grants *grants, const char *kind, const void *args,
+                      char *code, size_t code_cap, char *reason, size_t reason_cap)
+{
+    struct git_call c;
+    struct refusal why = {NULL, ""};
+    if (prepare(grants, kind, args, &c, &why) == 0)
+        return 0;
+    snprintf(code, code_cap, "%s", why.code);
+    snprintf(reason, reason_cap, "%s", why.reason);
+    return -1;
+}
+
+/* ---- running git ---------------------------------------------------------------------------- */
+
+struct run {
+    pid_t pid;
+    int pidfd, out_fd, err_fd;
+    char *out;
+    size_t out_len, out_cap;
+    char tail[STDERR_TAIL];
+    size_t tail_total;
+    bool exited, timed_out, too_large;
+    int status;
+};
+
+static long long monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+}
+
+static const char *git_program(void)
+{
+#ifdef BASAL_TEST_HOOKS
+    const char *fake = getenv("BASAL_TEST_GIT_PROGRAM");
+    if (fake != NULL && fake[0] == '/')
+        return fake;
+#endif
+    static const char *const CANDIDATES[] = {"/usr/bin/git", "/usr/local/bin/git"};
+    for (size_t i = 0; i < sizeof CANDIDATES / sizeof CANDIDATES[0]; i++)
+        if (access(CANDIDATES[i], X_OK) == 0)
+            return CANDIDATES[i];
+    return NULL;
+}
+
+static long git_timeout_ms(void)
+{
+#ifdef BASAL_TEST_HOOKS
+    const char *v = getenv("BASAL_TEST_GIT_TIMEOUT_MS");
+    char *end = NULL;
+    long ms = v != NULL ? strtol(v, &end, 10) : 0;
+    if (v != NULL && end != v && *end == '\0' && ms > 0)
+        return ms;
+#endif
+    return GIT_TIMEOUT_MS;
+}
+
+/* In the child, between fork and exec: only async-signal-safe calls. */
+__attribute__((noreturn)) static void exec_git(const char *program, char *const argv[],
+                                               const char *gitdir, pid_t parent, int out_fd,
+                                               int err_fd)
+{
+    /* Killed with the parent; if it already died, the signal was never armed. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+        _exit(127);
+    (void)setpgid(0, 0);
+    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
+        _exit(127);
+    if (syscall(SYS_close_range, 3U, ~0U, 0U) != 0)
+        for (int fd = 3; fd < 4096; fd++)
+            close(fd);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; sig++)
+        (void)sigaction(sig, &dfl, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (chdir(gitdir) != 0)
+        _exit(127);
+    execve(program, argv, GIT_ENV);
+    static const char failed[] = "basal: cannot execute git\n";
+    (void)!write(2, failed, sizeof failed - 1);
+    _exit(127);
+}
+
+static int spawn(const char *program, char *const argv[], const char *gitdir, struct run *r)
+{
+    int out[2] = {-1, -1}, err[2] = {-1, -1};
+    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+        close_fd(&out[0]);
+        close_fd(&out[1]);
+        return -1;
+    }
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        close_fd(&out[0]);
+        close_fd(&out[1]);
+        close_fd(&err[0]);
+        close_fd(&err[1]);
+        return -1;
+    }
+    if (pid == 0)
+        exec_git(program, argv, gitdir, parent, out[1], err[1]);
+    (void)setpgid(pid, pid); /* both sides: a kill of -pid works whichever runs first */
+    close(out[1]);
+    close(err[1]);
+    r->pid = pid;
+    r->out_fd = out[0];
+    r->err_fd = err[0];
+    (void)fcntl(r->out_fd, F_SETFL, O_NONBLOCK);
+    (void)fcntl(r->err_fd, F_SETFL, O_NONBLOCK);
+    r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    return 0;
+}
+
+/* Reaps git if it has exited; with block, waits (only after a SIGKILL). What it left
+ * in its group is killed first, while the unreaped leader still holds the group id. */
+static void reap(struct run *r, bool block)
+{
+    if (r->exited)
+        return;
+    if (!block) {
+        siginfo_t info;
+        memset(&info, 0, sizeof info);
+        if (waitid(P_PID, (id_t)r->pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+            info.si_pid != r->pid)
+            return;
+    }
+    (void)kill(-r->pid, SIGKILL);
+    int status = 0;
+    pid_t done;
+    while ((done = waitpid(r->pid, &status, 0)) < 0 && errno == EINTR) {
+    }
+    r->exited = true;
+    r->status = done == r->pid ? status : 0x7f00;
+    close_fd(&r->pidfd);
+}
+
+static void kill_and_reap(struct run *r)
+{
+    if (!r->exited) {
+        (void)kill(-r->pid, SIGKILL);
+        (void)kill(r->pid, SIGKILL);
+    }
+    reap(r, true);
+}
+
+static void drain(struct run *r, int *fd, bool is_out)
+{
+    char buf[65536];
+    for (;;) {
+        ssize_t n = read(*fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n <= 0) {
+            close_fd(fd);
+            return;
+        }
+        if (!is_out) {
+            for (ssize_t i = 0; i < n; i++)
+                r->tail[(r->tail_total + (size_t)i) % STDERR_TAIL] = buf[i];
+            r->tail_total += (size_t)n;
+            continue;
+        }
+        if (r->out_len + (size_t)n > GIT_OUTPUT_MAX) {
+            r->too_large = true;
+            return;
+        }
+        if (r->out_len + (size_t)n > r->out_cap) {
+            size_t cap = r->out_cap == 0 ? 65536 : r->out_cap;
+            while (cap < r->out_len + (size_t)n)
+                cap *= 2;
+            char *grown = realloc(r->out, cap + 1);
+            if (grown == NULL) {
+                r->too_large = true;
+                return;
+            }
+            r->out = grown;
+            r->out_cap = cap;
+        }
+        memcpy(r->out + r->out_len, buf, (size_t)n);
+        r->out_len += (size_t)n;
+    }
+}
+
+/* Runs git to its end, the deadline or too much output. */
+static void pump(struct run *r, long long deadline)
+{
+    for (;;) {
+        if (r->too_large) {
+            kill_and_reap(r);
+            return;
+        }
+        reap(r, false);
+        if (r->exited && r->out_fd < 0 && r->err_fd < 0)
+            return;
+        long long left = deadline - monotonic_ms();
+        if (left <= 0) {
+            if (!r->exited)
+                r->timed_out = true;
+            kill_and_reap(r);
+            close_fd(&r->out_fd);
+            close_fd(&r->err_fd);
+            return;
+        }
+        struct pollfd p[3];
+        int np = 0, out_i = -1, err_i = -1;
+        if (r->out_fd >= 0) {
+            p[np] = (struct pollfd){r->out_fd, POLLIN, 0};
+            out_i = np++;
+        }
+        if (r->err_fd >= 0) {
+            p[np] = (struct pollfd){r->err_fd, POLLIN, 0};
+            err_i = np++;
+        }
+        int wait_ms = left > 60000 ? 60000 : (int)left;
+        if (!r->exited) {
+            if (r->pidfd >= 0)
+                p[np++] = (struct pollfd){r->pidfd, POLLIN, 0};
+            else if (wait_ms > 20) /* no pidfd: look for the exit now and then */
+                wait_ms = 20;
+        } else if (wait_ms > 200) {
+            /* Exited: what a descendant that left the group still holds is not
+             * waited for long. */
+            deadline = monotonic_ms() + 200;
+            wait_ms = 200;
+        }
+        int rc = poll(p, (nfds_t)np, wait_ms);
+        if (rc < 0 && errno != EINTR) {
+            r->timed_out = true;
+            kill_and_reap(r);
+            return;
+        }
+        if (rc <= 0)
+            continue;
+        if (out_i >= 0 && p[out_i].revents != 0)
+            drain(r, &r->out_fd, true);
+        if (err_i >= 0 && p[err_i].revents != 0)
+            drain(r, &r->err_fd, false);
+    }
+}
+
+/* The end of stderr as one printable line. */
+static const char *stderr_tail(const struct run *r, char *buf, size_t cap)
+{
+    size_t o = 0;
+    size_t kept = r->tail_total < STDERR_TAIL ? r->tail_total : STDERR_TAIL;
+    for (size_t i = r->tail_total - kept; i < r->tail_total && o + 1 < cap; i++) {
+        unsigned char ch = (unsigned char)r->tail[i % STDERR_TAIL];
+        buf[o++] = (char)(ch >= 0x20 && ch < 0x7f ? ch : ' ');
+    }
+    while (o > 0 && buf[o - 1] == ' ')
+        o--;
+    buf[o] = '\0';
+    return buf;
+}
+
+/* ---- command lines ---------------------------------------------------------------------------- */
+
+#define ARGV_MAX (8 + 2 * GIT_CONFIG_COUNT + 24 + GIT_MAX_PATHS)
+
+struct argv_buf {
+    char *argv[ARGV_MAX];
+    size_t n;
+    char owned[6][PATH_MAX + GIT_REV_MAX + 64]; /* built arguments */
+    size_t owned_n;
+};
+
+static void push(struct argv_buf *a, const char *s)
+{
+    if (a->n + 1 < ARGV_MAX)
+        memcpy(&a->argv[a->n++], &s, sizeof s); /* execve's argv is not const */
+    a->argv[a->n] = NULL;
+}
+
+__attribute__((format(printf, 2, 3))) static void pushf(struct argv_buf *a, const char *fmt, ...)
+{
+    if (a->owned_n >= sizeof a->owned / sizeof a->owned[0])
+        return;
+    char *slot = a->owned[a->owned_n++];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(slot, sizeof a->owned[0], fmt, ap);
+    va_end(ap);
+    push(a, slot);
+}
+
+static void build_argv(const struct git_call *c, const char *program, struct argv_buf *a)
+{
+    memset(a, 0, sizeof *a);
+    push(a, program);
+    push(a, "--no-pager");
+    pushf(a, "--git-dir=%s", c->gitdir);
+    for (size_t i = 0; i < GIT_CONFIG_COUNT; i++) {
+        push(a, "-c");
+        push(a, GIT_CONFIG[i]);
+    }
+    switch (c->kind) {
+    case GIT_LOG:
+        push(a, "log");
+        push(a, "--no-color");
+        push(a, "--no-show-signature");
+        push(a, "--no-notes");
+        push(a, "--no-ext-diff");
+        push(a, "--no-textconv");
+        push(a, "-z");
+        push(a, "--format=%H%x00%P%x00%an%x00%ae%x00%at%x00%cn%x00%ce%x00%ct%x00%B");
+        pushf(a, "--max-count=%lld", c->max_count);
+        pushf(a, "--skip=%lld", c->skip);
+        push(a, "--end-of-options");
+        push(a, c->rev);
+        push(a, "--");
+        if (c->path != NULL)
+            push(a, c->path);
+        break;
+    case GIT_REV_PARSE:
+        push(a, "rev-parse");
+        push(a, "--verify");
+        push(a, "--quiet");
+        push(a, "--end-of-options");
+        push(a, c->rev);
+        break;
+    case GIT_DESCRIBE_TAGS:
+        push(a, "describe");
+        push(a, "--tags");
+        push(a, "--end-of-options");
+        push(a, c->rev);
+        break;
+    case GIT_SHOW:
+        if (c->path != NULL) {
+            push(a, "cat-file");
+            push(a, "blob");
+            push(a, "--end-of-options");
+            pushf(a, "%s:%s", c->rev, c->path);
+        } else {
+            push(a, "show");
+            push(a, "--no-color");
+            push(a, "--no-ext-diff");
+            push(a, "--no-textconv");
+            push(a, "--no-show-signature");
+            push(a, "--no-notes");
+            push(a, "-O/dev/null");
+            push(a, "--end-of-options");
+            push(a, c->rev);
+            push(a, "--");
+        }
+        break;
+    case GIT_DIFF:
+        push(a, "diff");
+        push(a, "--no-color");
+        push(a, "--no-ext-diff");
+        push(a, "--no-textconv");
+        push(a, "-O/dev/null");
+        if (c->name_only) {
+            push(a, "--name-only");
+            push(a, "-z");
+        }
+        push(a, "--end-of-options");
+        push(a, c->rev);
+        push(a, c->rev2);
+        push(a, "--");
+        for (size_t i = 0; i < c->path_count; i++)
+            push(a, c->paths[i]);
+        break;
+    case GIT_LS_FILES:
+        push(a, "ls-tree");
+        push(a, "-r");
+        push(a, "-z");
+        push(a, "--name-only");
+        push(a, "--full-tree");
+        /* ls-tree takes no "--": after --end-of-options every argument is the tree and
+         * then paths (a "--" would be a path). */
+        push(a, "--end-of-options");
+        push(a, c->rev);
+        for (size_t i = 0; i < c->path_count; i++)
+            push(a, c->paths[i]);
+        break;
+    }
+}
+
+/* ---- results ------------------------------------------------------------------------------------ */
+
+/* bytes[0..n) with every invalid UTF-8 sequence replaced by U+FFFD, as a JSON string. */
+static json_t *lossy_string(const char *bytes, size_t n)
+{
+    if (utf8_valid((const uint8_t *)bytes, n))
+        return json_stringn(bytes, n);
+    char *buf = malloc(n * 3 + 1);
+    if (buf == NULL)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        unsigned char b = (unsigned char)bytes[i];
+        size_t len = b < 0x80 ? 1 : (b & 0xe0) == 0xc0 ? 2 : (b & 0xf0) == 0xe0 ? 3
+                                 : (b & 0xf8) == 0xf0 ? 4 : 0;
+        if (len > 0 && i + len <= n && utf8_valid((const uint8_t *)bytes + i, len)) {
+            memcpy(buf + o, bytes + i, len);
+            o += len;
+            i += len;
+        } else {
+            buf[o++] = (char)0xef; /* U+FFFD */
+            buf[o++] = (char)0xbf;
+            buf[o++] = (char)0xbd;
+            i++;
+        }
+    }
+    json_t *v = json_stringn(buf, o);
+    free(buf);
+    return v;
+}
+
+/* The NUL-terminated fields of out[0..len): pointers into out (which gets a NUL at
+ * len), at most cap. Returns the count, or -1 if there are more. */
+static long split_nul(char *out, size_t len, char **fields, size_t *lens, size_t cap)
+{
+    out[len] = '\0';
+    size_t count = 0;
+    for (size_t at = 0; at < len;) {
+        size_t l = strlen(out + at);
+        if (count == cap)
+            return -1;
+        fields[count] = out + at;
+        lens[count++] = l;
+        at += l + 1;
+    }
+    return (long)count;
+}
+
+static json_t *person(char **f, const size_t *l)
+{
+    json_t *p = json_object();
+    json_t *name = lossy_string(f[0], l[0]), *email = lossy_string(f[1], l[1]);
+    long long t = strtoll(f[2], NULL, 10);
+    if (p == NULL || name == NULL || email == NULL ||
+        json_object_set_new(p, "name", name) != 0 || json_object_set_new(p, "email", email) != 0 ||
+        json_object_set_new(p, "time", json_integer(t)) != 0) {
+        json_decref(p);
+        return NULL;
+    }
+    return p;
+}
+
+#define LOG_FIELDS 9
+
+static json_t *parse_log(struct run *r)
+{
+    size_t cap = (size_t)GIT_LOG_MAX_COUNT * LOG_FIELDS;
+    char **f = calloc(cap, sizeof *f);
+    size_t *l = calloc(cap, sizeof *l);
+    json_t *list = json_array();
+    long count = (f != NULL && l != NULL && list != NULL && r->out != NULL)
+                     ? split_nul(r->out, r->out_len, f, l, cap)
+                     : r->out == NULL ? 0 : -1;
+    bool ok = list != NULL && count >= 0 && count % LOG_FIELDS == 0;
+    for (long i = 0; ok && i < count; i += LOG_FIELDS) {
+        char **c = f + i;
+        size_t *cl = l + i;
+        json_t *commit = json_object(), *parents = json_array();
+        ok = commit != NULL && parents != NULL;
+        for (char *p = c[1], *save = NULL, *tok; ok && (tok = strtok_r(p, " ", &save)) != NULL;
+             p = NULL)
+            ok = json_array_append_new(parents, json_string(tok)) == 0;
+        json_t *author = ok ? person(c + 2, cl + 2) : NULL;
+        json_t *committer = ok ? person(c + 5, cl + 5) : NULL;
+        json_t *message = ok ? lossy_string(c[8], cl[8]) : NULL;
+        ok = ok && author != NULL && committer != NULL && message != NULL &&
+             json_object_set_new(commit, "commit", json_string(c[0])) == 0 &&
+             json_object_set(commit, "parents", parents) == 0 &&
+             json_object_set(commit, "author", author) == 0 &&
+             json_object_set(commit, "committer", committer) == 0 &&
+             json_object_set(commit, "message", message) == 0 &&
+             json_array_append(list, commit) == 0;
+        json_decref(commit);
+        json_decref(parents);
+        json_decref(author);
+        json_decref(committer);
+        json_decref(message);
+    }
+    free(f);
+    free(l);
+    if (!ok) {
+        json_decref(list);
+        return NULL;
+    }
+    return list;
+}
+
+static json_t *parse_names(struct run *r)
+{
+    json_t *list = json_array();
+    if (list == NULL || r->out == NULL)
+        return list;
+    r->out[r->out_len] = '\0';
+    for (size_t at = 0; at < r->out_len;) {
+        size_t l = strlen(r->out + at);
+        if (json_array_append_new(list, lossy_string(r->out + at, l)) != 0) {
+            json_decref(list);
+            return NULL;
+        }
+        at += l + 1;
+    }
+    return list;
+}
+
+/* One line of output without its newline (rev-parse, describe). */
+static json_t *parse_line(struct run *r)
+{
+    size_t n = r->out_len;
+    while (n > 0 && (r->out[n - 1] == '\n' || r->out[n - 1] == '\r'))
+        n--;
+    return lossy_string(r->out != NULL ? r->out : "", n);
+}
+
+static int settle(const struct git_call *c, struct run *r, long timeout_ms,
+                  struct host_settlement *out)
+{
+    char tail[STDERR_TAIL + 1];
+    stderr_tail(r, tail, sizeof tail);
+    if (r->timed_out)
+        return host_reject(out, HOST_CODE_TIMEOUT, "%s: git did not finish within %ld ms"
+                           " (killed)", c->name, timeout_ms);
+    if (r->too_large)
+        return host_reject(out, HOST_CODE_TOO_LARGE, "%s: git's output is over %u bytes"
+                           " (killed)", c->name, GIT_OUTPUT_MAX);
+    int code = WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1;
+    if (code != 0) {
+        if (c->kind == GIT_REV_PARSE && code == 1)
+            return host_reject(out, HOST_CODE_NOT_FOUND, "%s: no object named '%.64s'",
+                               c->name, c->rev);
+        if (c->kind == GIT_SHOW && c->path != NULL)
+            return host_reject(out, HOST_CODE_NOT_FOUND, "%s: %s", c->name,
+                               tail[0] != '\0' ? tail : "no such file at that revision");
+        return host_reject(out, HOST_CODE_GIT_ERROR, "%s: git %s%d%s%s", c->name,
+                           WIFEXITED(r->status) ? "exited " : "died by signal ",
+                           WIFEXITED(r->status) ? code : WTERMSIG(r->status),
+                           tail[0] != '\0' ? ": " : "", tail);
+    }
+    if (c->kind == GIT_SHOW && c->path != NULL) {
+        if (!utf8_valid((const uint8_t *)(r->out != NULL ? r->out : ""), r->out_len))
+            return host_reject(out, HOST_CODE_NOT_TEXT_GIT, "%s: %s at %s is not UTF-8 text",
+                               c->name, c->path, c->rev);
+        json_t *v = json_stringn(r->out != NULL ? r->out : "", r->out_len);
+        int rc = v != NULL ? host_fulfil_json(out, v) : -1;
+        json_decref(v);
+        return rc;
+    }
+    json_t *v;
+    switch (c->kind) {
+    case GIT_LOG:
+        v = parse_log(r);
+        break;
+    case GIT_LS_FILES:
+        v = parse_names(r);
+        break;
+    case GIT_DIFF:
+        v = c->name_only ? parse_names(r) : lossy_string(r->out != NULL ? r->out : "", r->out_len);
+        break;
+    case GIT_REV_PARSE:
+    case GIT_DESCRIBE_TAGS:
+        v = parse_line(r);
+        break;
+    default:
+        v = lossy_string(r->out != NULL ? r->out : "", r->out_len);
+        break;
+    }
+    if (v == NULL)
+        return host_reject(out, HOST_CODE_GIT_ERROR, "%s: git's output did not parse", c->name);
+    int rc = host_fulfil_json(out, v);
+    json_decref(v);
+    return rc;
+}
+
+int git_builtin_call(const struct git_grants *grants, const char *kind, const void *args,
+                     long long deadline_at_ms, struct host_settlement *out)
+{
+    struct git_call c;
+    struct refusal why = {NULL, ""};
+    if (prepare(grants, kind, args, &c, &why) != 0)
+        return host_reject(out, why.code, "%s", why.reason);
+    const char *program = git_program();
+    if (program == NULL)
+        return host_reject(out, HOST_CODE_GIT_ERROR, "%s: git is not installed"
+                           " (/usr/bin/git)", kind);
+    long timeout_ms = git_timeout_ms();
+    long long deadline = monotonic_ms() + timeout_ms;
+    if (deadline_at_ms > 0 && deadline_at_ms < deadline) {
+        deadline = deadline_at_ms;
+        if (deadline <= monotonic_ms())
+            return host_reject(out, HOST_CODE_TIMEOUT, "%s: the activation's wall deadline has"
+                               " passed", kind);
+    }
+    struct argv_buf *a = malloc(sizeof *a);
+    if (a == NULL)
+        return -1;
+    build_argv(&c, program, a);
+    struct run r;
+    memset(&r, 0, sizeof r);
+    r.pidfd = r.out_fd = r.err_fd = -1;
+    int rc;
+    if (spawn(program, a->argv, c.gitdir, &r) != 0) {
+        rc = host_reject(out, HOST_CODE_GIT_ERROR, "%s: cannot start git: %s", kind,
+                         strerror(errno));
+    } else {
+        pump(&r, deadline);
+        rc = settle(&c, &r, timeout_ms, out);
+    }
+    close_fd(&r.out_fd);
+    close_fd(&r.err_fd);
+    close_fd(&r.pidfd);
+    free(r.out);
+    free(a);
+    return rc;
+}

@@ -2,6 +2,7 @@
  * their host calls. Read-only. */
 #include "cli/commands.h"
 #include "base/names.h"
+#include "store/codemode_store.h"
 #include "store/journal.h"
 #include "store/runs.h"
 #include "store/store.h"
@@ -14,7 +15,7 @@
 #include <string.h>
 
 #define RUNS_USAGE "usage: ck-basal runs [FLOW]"
-#define JOURNAL_USAGE "usage: ck-basal journal RUN"
+#define JOURNAL_USAGE "usage: ck-basal journal RUN (a number, or c<id> for a codemode run)"
 #define SHOWN_MAX 120 /* characters of args or values in the human listing */
 
 /* JSON text as a value (the text itself, as a string, if it does not parse). */
@@ -30,6 +31,7 @@ static json_t *run_json(const struct run_row *r)
 {
     json_t *o = json_object();
     json_object_set_new(o, "run", json_integer(r->id));
+    json_object_set_new(o, "kind", json_string("flow"));
     json_object_set_new(o, "flow", json_string(r->flow_id));
     json_object_set_new(o, "version", json_integer(r->version));
     json_object_set_new(o, "trigger_id", json_string(r->trigger_id));
@@ -62,17 +64,27 @@ int cmd_runs(const struct cli_globals *g, int argc, char **argv)
     struct run_row *rows;
     size_t n;
     int rc = runs_list(st, flow, &rows, &n, err, sizeof err);
+    /* Codemode runs (c<id>) belong to no flow: listed only without a FLOW. */
+    struct codemode_run_row *cm = NULL;
+    size_t cm_n = 0;
+    if (rc == 0 && flow == NULL)
+        rc = codemode_runs_list(st, &cm, &cm_n, err, sizeof err);
     store_close(st);
     if (rc != 0) {
         fprintf(stderr, "ck-basal runs: %s\n", err);
+        for (size_t i = 0; i < n; i++)
+            run_row_free(&rows[i]);
+        free(rows);
         return EXIT_REFUSED;
     }
     if (g->json) {
         json_t *a = json_array();
         for (size_t i = 0; i < n; i++)
             json_array_append_new(a, run_json(&rows[i]));
+        for (size_t i = 0; i < cm_n; i++)
+            json_array_append_new(a, codemode_view_run_json(&cm[i]));
         cli_print_json(a);
-    } else if (n == 0) {
+    } else if (n + cm_n == 0) {
         printf("no runs\n");
     } else {
         printf("%-6s %-20s %-7s %-16s %s\n", "RUN", "FLOW", "VERSION", "STATE", "ERROR");
@@ -80,10 +92,15 @@ int cmd_runs(const struct cli_globals *g, int argc, char **argv)
             printf("%-6" PRId64 " %-20s %-7" PRId64 " %-16s %.*s\n", rows[i].id, rows[i].flow_id,
                    rows[i].version, run_state_name(rows[i].state), SHOWN_MAX,
                    rows[i].error != NULL ? rows[i].error : "");
+        for (size_t i = 0; i < cm_n; i++)
+            codemode_view_run_line(&cm[i]);
     }
     for (size_t i = 0; i < n; i++)
         run_row_free(&rows[i]);
     free(rows);
+    for (size_t i = 0; i < cm_n; i++)
+        codemode_run_row_free(&cm[i]);
+    free(cm);
     return EXIT_OK;
 }
 
@@ -126,9 +143,13 @@ static void print_entry(const struct journal_entry *e)
 int cmd_journal(const struct cli_globals *g, int argc, char **argv)
 {
     long long run_id;
+    int64_t codemode_id;
+    if (argc == 1 && codemode_run_ref_parse(argv[0], &codemode_id))
+        return cmd_codemode_journal(g, codemode_id);
     if (argc != 1 || !cli_parse_int(argv[0], 1, INT64_MAX, &run_id)) {
         fprintf(stderr, "ck-basal journal: %s (%s)\n",
-                argc != 1 ? "takes one run id" : "the run id must be a positive number",
+                argc != 1 ? "takes one run id"
+                          : "the run id must be a positive number, or c<id> for a codemode run",
                 JOURNAL_USAGE);
         return EXIT_USAGE;
     }

@@ -67,4 +67,11 @@ bool fs_builtin_is_write(const char *kind);
 int fs_builtin_call(const struct fs_grants *grants, const char *kind, const void *args,
                     struct host_settlement *out);
 
+/* Every check fs.write makes (arguments, the grants, the directory's placement and
+ * real path, the existing target) without writing anything, for a dry run. Returns 0
+ * with *would_write true and *out untouched (value NULL) when the write would go
+ * ahead, 0 with *out the rejection the write would get, or -1 on no memory. */
+int fs_builtin_check_write(const struct fs_grants *grants, const void *args,
+                           struct host_settlement *out, bool *would_write);
+
 #endif

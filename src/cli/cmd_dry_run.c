@@ -42,6 +42,7 @@
 struct dry_options {
     const char *target; /* DIR, or ID with --version */
     const char *version_text;
+    int64_t version; /* --version, parsed */
     const char *trigger;
     const char *fixtures;
     bool allow_queries;
@@ -92,6 +93,13 @@ static int parse(int argc, char **argv, struct dry_options *o)
     }
     if (o->target == NULL)
         return usage("needs a directory, or a flow id with --version N");
+    long long version = 0;
+    if (o->version_text != NULL && !cli_parse_int(o->version_text, 1, INT64_MAX, &version)) {
+        fprintf(stderr, "ck-basal " WHAT ": --version '%.40s' is not a version number (>= 1)\n",
+                o->version_text);
+        return EXIT_USAGE;
+    }
+    o->version = version;
     return EXIT_OK;
 }
 
@@ -116,14 +124,8 @@ static int load_subject(struct store *st, const struct dry_options *o, struct su
 {
     memset(s, 0, sizeof *s);
     if (o->version_text != NULL) {
-        long long version;
-        if (!cli_parse_int(o->version_text, 1, INT64_MAX, &version)) {
-            snprintf(err, err_cap, "--version '%.40s' is not a version number (>= 1)",
-                     o->version_text);
-            return -1;
-        }
         s->from_store = true;
-        if (flows_load_version(st, o->target, version, &s->script, &s->manifest_bytes,
+        if (flows_load_version(st, o->target, o->version, &s->script, &s->manifest_bytes,
                                s->code_hash, &s->approved, err, err_cap) != 0)
             return -1;
     } else {

@@ -5,8 +5,9 @@
  * One overload of tools.call per tool, typed from its input schema and documented
  * (JSDoc) from its description, class, module op and the schema's descriptions and
  * bounds; then the rest of the codemode API a script sees: HostError, console and
- * trigger. The output compiles with `tsc --noEmit --strict --lib es2022` beside a
- * script wrapped as the body of an async function.
+ * trigger. Results are `any` (the catalog describes inputs only). The output compiles
+ * with `tsc --noEmit --strict --lib es2022` beside a script wrapped as the body of an
+ * async function (tests/t_codemode_typescript.sh).
  *
  * Schema to type: string, number (integer too), boolean, null; an enum is the union
  * of its literals; an array is Array<items> (unknown[] without items); an object lists

@@ -272,7 +272,7 @@ static bool write_flow(const char *dir, const char *id, const char *body)
          "\"ops\":[{\"module\":\"tickets\",\"op\":\"echo\"},{\"module\":\"tickets\",\"op\":\"add\"}],"
          "\"fs\":{\"read\":[\"%s\"],\"write\":[\"%s\"]},\"sinks\":[\"events\"]}",
          id, g_data, g_out);
-    size_t cap = strlen(body) + 2 * PATH_MAX + 64;
+    size_t cap = strlen(body) + 2 * (size_t)PATH_MAX + 64;
     char *script = malloc(cap);
     if (script == NULL)
         return false;

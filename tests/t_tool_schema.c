@@ -200,12 +200,13 @@ static void schema_subset(void)
                           "{\"properties\": {\"a\": true}}",
                           "tools.json: tools.t.input.properties.a: must be a schema (a JSON"
                           " object)");
-    char deep[2048] = "";
+    char deep[2048];
+    size_t o = 0;
     for (int i = 0; i < 40; i++)
-        strcat(deep, "{\"items\": ");
-    strcat(deep, "{}");
+        o += (size_t)snprintf(deep + o, sizeof deep - o, "{\"items\": ");
+    o += (size_t)snprintf(deep + o, sizeof deep - o, "{}");
     for (int i = 0; i < 40; i++)
-        strcat(deep, "}");
+        o += (size_t)snprintf(deep + o, sizeof deep - o, "}");
     char err[512] = "";
     struct field_check c = {err, sizeof err, "tools.json"};
     json_t *schema = parse(deep);
@@ -377,7 +378,8 @@ static void typescript(void)
         /* The only comment ends are the generator's own: every operator "*" "/" is split. */
         check(strstr(ts, "Ends *\\/ here") != NULL && strstr(ts, "x *\\/ y") != NULL,
               "typescript: operator text cannot end a comment", "%s", ts);
-        check(strstr(ts, "\\u{202E}") != NULL && strstr(ts, "\xe2\x80\xae") == NULL,
+        static const char rlo[] = {(char)0xe2, (char)0x80, (char)0xae, '\0'}; /* U+202E */
+        check(strstr(ts, "\\u{202E}") != NULL && strstr(ts, rlo) == NULL,
               "typescript: a bidi control in a description is shown, never applied", "%s", ts);
         check(strstr(ts, "An integer; Bounds") == NULL && strstr(ts, "An integer, at least 1.") != NULL,
               "typescript: bounds and integer-ness documented", "%s", ts);

@@ -268,10 +268,10 @@ static int drive(struct store *st, int64_t id, const struct run_options *o, cons
         struct host host = codemode_host_interface(h);
         pool_run(pool, "codemode", POOL_USE_CODEMODE, &req, &host, &out);
     }
-    struct run_end end;
     int rc = EXIT_REFUSED;
-    char err[512];
     if (h != NULL) {
+        struct run_end end;
+        char err[512];
         decide_end(&out, h, &end);
         if (codemode_run_finish(st, id, &end.row, err, sizeof err) != 0)
             fprintf(stderr, "ck-basal codemode run: run c%" PRId64 ": %s\n", id, err);

@@ -60,19 +60,17 @@ static int check_type(struct field_check *c, const json_t *t, const char *path)
     }
     if (!json_is_array(t) || json_array_size(t) == 0)
         return field_fail(c, path, "must be a type name or a non-empty list of type names");
-    unsigned seen = 0;
     size_t i;
     const json_t *e;
     json_array_foreach(t, i, e) {
         char at[FIELD_PATH_CAP];
         field_index_path(at, sizeof at, path, i);
-        unsigned bit = json_is_string(e) ? type_bit(json_string_value(e)) : 0;
-        if (bit == 0)
+        if (!json_is_string(e) || type_bit(json_string_value(e)) == 0)
             return field_fail(c, at, "must be one of object, array, string, number, integer,"
                               " boolean, null");
-        if ((seen & bit) != 0)
-            return field_fail(c, at, "listed twice");
-        seen |= bit;
+        for (size_t j = 0; j < i; j++)
+            if (json_equal(json_array_get(t, j), e))
+                return field_fail(c, at, "listed twice");
     }
     return 0;
 }

@@ -333,6 +333,7 @@ static void test_schema_refusals(void)
         "await attempt('add_numbers', {a: -1, b: 1});\n"
         "await attempt('add_numbers', {a: 1, b: 500});\n"
         "await attempt('no_such_tool', {});\n"
+        "await attempt('echo_note', {text: 'x'.repeat(300000)});\n"
         "return out;\n");
     struct run_out o = run_json(script, NULL);
     static const struct {
@@ -348,6 +349,8 @@ static void test_schema_refusals(void)
         {"invalid_arguments", "tool add_numbers: $.a: must be at least 0, got -1"},
         {"invalid_arguments", "tool add_numbers: $.b: must be at most 100, got 500"},
         {"denied", "no tool \"no_such_tool\" in the operator's catalog (tools.json)"},
+        {"too_large", "the arguments of tool.call are 300025 bytes of JSON, over the limit of"
+                      " 262144"},
     };
     json_t *result = json_object_get(o.json, "result");
     check_int_eq(o.exit_code, 0, "schema refusals: the script catches each and completes");
@@ -363,7 +366,8 @@ static void test_schema_refusals(void)
                  " before the module runs]");
     check_int_eq(sql_number("SELECT count(*) FROM codemode_calls WHERE run_id = 1 AND"
                             " decision = 'refused' AND settlement = 'rejected'"),
-                 10, "schema refusals: each refusal is recorded as a refused call");
+                 10, "schema refusals: each refusal the parent made is recorded as a refused call"
+                 " (the worker refuses an oversized input itself: it never becomes a call)");
     check_int_eq(sql_number("SELECT count(*) FROM audit WHERE codemode_run_id = 1 AND"
                             " decision = 'refused' AND reason LIKE 'tool %: $%'"),
                  9, "schema refusals: each validation refusal is audited with its path");

@@ -7,6 +7,7 @@
 #include "store/store.h"
 
 #include <jansson.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,13 +132,14 @@ static int do_sync(const char *kind, struct host_settlement *out)
     return host_fulfil_text(out, text);
 }
 
-/* kv.get from the store, in a transaction that is rolled back whatever happens. */
+/* kv.get from the store, in a read transaction (deferred: it never takes the write
+ * lock) that is rolled back whatever happens. */
 static int kv_read(const struct dry_run_host *h, const json_t *args, struct host_settlement *out)
 {
     char err[512] = "";
     struct store *s = h->cfg.store;
-    if (store_begin_txn(s, err, sizeof err) != 0)
-        return host_reject(out, HOST_CODE_IO_ERROR, "%s", err);
+    if (sqlite3_exec(store_db(s), "BEGIN DEFERRED", NULL, NULL, NULL) != SQLITE_OK)
+        return host_reject(out, HOST_CODE_IO_ERROR, "store: %s", store_errmsg(s));
     int rc = kv_store_call(s, h->cfg.flow_id, "kv.get", args, out, err, sizeof err);
     store_rollback(s);
     if (rc != 0)

@@ -7,7 +7,7 @@
  * ops, fs roots, sinks, the operator's module catalog, what this build supports): a
  * call a run would refuse is refused the same way, with the same code. Then by class:
  *   now, random, kv.get, fs.read, fs.list, fs.stat   performed for real (reads only;
- *       kv.get in a transaction that is rolled back)
+ *       kv.get in a read transaction that is rolled back)
  *   ops.call of a query op                            performed only with allow_queries
  *   kv.set, kv.delete, fs.write, sink.emit, ops.call of a mutate op (and a query op
  *       without allow_queries)                        never performed: answered from

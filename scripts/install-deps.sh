@@ -25,3 +25,17 @@ if [ -n "$missing" ]; then
   # shellcheck disable=SC2086
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
+
+# The TypeScript compiler tests/t_codemode_typescript.sh compiles the codemode
+# declarations with: the version and integrity pinned in tests/tools/tsc, installed with
+# npm ci into build/tsc (never committed; the test installs it itself when missing).
+if [ "${1:-}" = "--test" ]; then
+  here=$(cd "$(dirname "$0")/.." && pwd)
+  if ! cmp -s "$here/tests/tools/tsc/package-lock.json" "$here/build/tsc/package-lock.json" ||
+    [ ! -x "$here/build/tsc/node_modules/.bin/tsc" ]; then
+    mkdir -p "$here/build/tsc"
+    cp "$here/tests/tools/tsc/package.json" "$here/tests/tools/tsc/package-lock.json" "$here/build/tsc/"
+    echo "install-deps: installing the pinned TypeScript compiler into build/tsc"
+    (cd "$here/build/tsc" && npm ci --ignore-scripts --no-audit --no-fund >/dev/null)
+  fi
+fi

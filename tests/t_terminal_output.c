@@ -257,7 +257,7 @@ static void test_console_truncation(void)
     const char *loud = harness_tmp_file(
         "loud.js", "for (let i = 0; i < 2000; i++) console.log('x'.repeat(100));\nreturn 1;\n");
     struct proc_result r = cli(false, ARGS("exec", "--profile", "codemode", loud));
-    const char *marker = "[console output truncated at 65536 bytes]\n";
+    const char *marker = "[console output truncated: over 65536 bytes]\n";
     size_t mlen = strlen(marker);
     bool last = r.err_len >= mlen && strcmp(r.err + r.err_len - mlen, marker) == 0;
     check(proc_exited_with(&r, 0) && last && r.err_len < (80u << 10),

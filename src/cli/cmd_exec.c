@@ -348,10 +348,8 @@ static void print_run_json(const struct loaded_script *script, unsigned long lon
  * or direction character the script or worker chose is escaped (cli/term_text.h). */
 static void print_run_human(const struct activation_outcome *out, const char *message)
 {
-    if (out->console != NULL)
+    if (out->console != NULL) /* a console cut short ends in a line saying so */
         term_puts(stderr, out->console, TERM_KEEP_NEWLINES);
-    if (out->console_truncated)
-        fprintf(stderr, "[console output truncated at %u bytes]\n", ACTIVATION_CONSOLE_MAX);
     term_puts(stdout, message, 0);
     putchar('\n');
 }

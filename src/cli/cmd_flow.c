@@ -1,5 +1,6 @@
 /* ck-basal flow install|approve|list|disable|enable: the flow registry (flows/flows.h)
- * from the command line. Every refusal is one line on stderr and changes nothing. */
+ * from the command line (reconcile and dry-run have files of their own). Every refusal
+ * is one line on stderr and changes nothing. */
 #include "cli/commands.h"
 #include "cli/term_text.h"
 #include "store/datahome.h"
@@ -16,7 +17,7 @@
 
 #define FLOW_USAGE "usage: ck-basal flow install DIR | approve ID --version N --code-hash HEX | " \
                    "list | disable ID | enable ID | reconcile RUN POSITION --observed JSON | " \
-                   "--not-applied | --cancel"
+                   "--not-applied | --cancel | dry-run DIR | ID --version N [options]"
 
 static int usage(const char *what)
 {
@@ -244,6 +245,8 @@ int cmd_flow(const struct cli_globals *globals, int argc, char **argv)
         return flow_toggle(globals, argc - 1, argv + 1, true);
     if (strcmp(sub, "reconcile") == 0)
         return cmd_flow_reconcile(globals, argc - 1, argv + 1);
+    if (strcmp(sub, "dry-run") == 0)
+        return cmd_flow_dry_run(globals, argc - 1, argv + 1);
     fprintf(stderr, "ck-basal flow: unknown subcommand '%.40s' (%s)\n", sub, FLOW_USAGE);
     return EXIT_USAGE;
 }

@@ -4,6 +4,7 @@
 #include "cli/term_text.h"
 #include "base/names.h"
 #include "flows/flows.h"
+#include "store/codemode_store.h"
 #include "store/journal.h"
 #include "store/runs.h"
 #include "store/store.h"
@@ -16,8 +17,8 @@
 #include <string.h>
 
 #define RUNS_USAGE "usage: ck-basal runs [FLOW]"
-#define JOURNAL_USAGE "usage: ck-basal journal RUN"
-#define SHOWN_MAX 120 /* bytes of args, values or errors shown in the human listing */
+#define JOURNAL_USAGE "usage: ck-basal journal RUN (a number, or c<id> for a codemode run)"
+#define SHOWN_MAX 120 /* bytes of args, values or errors in the human listing */
 
 /* JSON text as a value (the text itself, as a string, if it does not parse). */
 static json_t *json_of(const char *text)
@@ -32,6 +33,7 @@ static json_t *run_json(const struct run_row *r)
 {
     json_t *o = json_object();
     json_object_set_new(o, "run", json_integer(r->id));
+    json_object_set_new(o, "kind", json_string("flow"));
     json_object_set_new(o, "flow", json_string(r->flow_id));
     json_object_set_new(o, "version", json_integer(r->version));
     json_object_set_new(o, "trigger_id", json_string(r->trigger_id));
@@ -75,17 +77,27 @@ int cmd_runs(const struct cli_globals *g, int argc, char **argv)
     struct run_row *rows;
     size_t n;
     int rc = runs_list(st, flow, &rows, &n, err, sizeof err);
+    /* Codemode runs (c<id>) belong to no flow: listed only without a FLOW. */
+    struct codemode_run_row *cm = NULL;
+    size_t cm_n = 0;
+    if (rc == 0 && flow == NULL)
+        rc = codemode_runs_list(st, &cm, &cm_n, err, sizeof err);
     store_close(st);
     if (rc != 0) {
         term_error_line("runs", err);
+        for (size_t i = 0; i < n; i++)
+            run_row_free(&rows[i]);
+        free(rows);
         return EXIT_REFUSED;
     }
     if (g->json) {
         json_t *a = json_array();
         for (size_t i = 0; i < n; i++)
             json_array_append_new(a, run_json(&rows[i]));
+        for (size_t i = 0; i < cm_n; i++)
+            json_array_append_new(a, codemode_view_run_json(&cm[i]));
         cli_print_json(a);
-    } else if (n == 0) {
+    } else if (n + cm_n == 0) {
         printf("no runs\n");
     } else {
         printf("%-6s %-20s %-7s %-16s %s\n", "RUN", "FLOW", "VERSION", "STATE", "ERROR");
@@ -95,10 +107,15 @@ int cmd_runs(const struct cli_globals *g, int argc, char **argv)
                    term_show(id, sizeof id, rows[i].flow_id, 0), rows[i].version,
                    run_state_name(rows[i].state), term_show(error, sizeof error, rows[i].error, 0));
         }
+        for (size_t i = 0; i < cm_n; i++)
+            codemode_view_run_line(&cm[i]);
     }
     for (size_t i = 0; i < n; i++)
         run_row_free(&rows[i]);
     free(rows);
+    for (size_t i = 0; i < cm_n; i++)
+        codemode_run_row_free(&cm[i]);
+    free(cm);
     return EXIT_OK;
 }
 
@@ -145,9 +162,13 @@ static void print_entry(const struct journal_entry *e)
 int cmd_journal(const struct cli_globals *g, int argc, char **argv)
 {
     long long run_id;
+    int64_t codemode_id;
+    if (argc == 1 && codemode_run_ref_parse(argv[0], &codemode_id))
+        return cmd_codemode_journal(g, codemode_id);
     if (argc != 1 || !cli_parse_int(argv[0], 1, INT64_MAX, &run_id)) {
         fprintf(stderr, "ck-basal journal: %s (%s)\n",
-                argc != 1 ? "takes one run id" : "the run id must be a positive number",
+                argc != 1 ? "takes one run id"
+                          : "the run id must be a positive number, or c<id> for a codemode run",
                 JOURNAL_USAGE);
         return EXIT_USAGE;
     }

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define EXIT_OK 0
 #define EXIT_REFUSED 1
@@ -33,6 +34,19 @@ int cmd_runs(const struct cli_globals *globals, int argc, char **argv);
 int cmd_journal(const struct cli_globals *globals, int argc, char **argv);
 /* flow reconcile (dispatched by cmd_flow). */
 int cmd_flow_reconcile(const struct cli_globals *globals, int argc, char **argv);
+/* codemode run | describe (cmd_codemode.c). */
+int cmd_codemode(const struct cli_globals *globals, int argc, char **argv);
+/* flow dry-run (dispatched by cmd_flow; cmd_dry_run.c). */
+int cmd_flow_dry_run(const struct cli_globals *globals, int argc, char **argv);
+
+/* Codemode runs in `runs` and `journal` (codemode_view.c). */
+struct codemode_run_row;
+/* The run as `runs --json` lists it (a json_t *). */
+void *codemode_view_run_json(const struct codemode_run_row *r);
+/* The run as a row of the `runs` table. */
+void codemode_view_run_line(const struct codemode_run_row *r);
+/* `journal c<id>`. */
+int cmd_codemode_journal(const struct cli_globals *globals, int64_t id);
 
 /* The data home: --home if given, else the default (store/datahome.h). Writes it into
  * out; returns 0, or -1 with a one-line reason in err. */

@@ -11,8 +11,11 @@ static const struct cli_command COMMANDS[] = {
      cmd_setup},
     {"flow", "install DIR | approve ID --version N --code-hash HEX | list | disable ID | "
              "enable ID\n       | reconcile RUN POSITION --observed JSON | --not-applied | --cancel\n"
+             "       | dry-run DIR | ID --version N [--trigger JSON] [--fixtures FILE] "
+             "[--allow-queries]\n"
              "      install a flow (pending), approve a version by its code hash, list flows,\n"
-             "      switch one off or on, settle a mutation in doubt (then resume the run)",
+             "      switch one off or on, settle a mutation in doubt (then resume the run),\n"
+             "      show what a version would do before approving it (reads real, no effect)",
      cmd_flow},
     {"run", "ID [--trigger JSON] [--trigger-id TEXT] [--landlock=required|optional]\n"
             "      admit a manual run of flow ID and drive it to its end here; print its result",
@@ -23,10 +26,17 @@ static const struct cli_command COMMANDS[] = {
     {"cancel", "RUN [--reason TEXT]  end a run that has not ended (pending, suspended,"
                " needs_reconcile,\n      or running with its process gone); audited",
      cmd_cancel},
-    {"runs", "[FLOW]  list runs (all, or of one flow) with their states", cmd_runs},
-    {"journal", "RUN  every host call of a run: position, kind, args, class, outcome, "
+    {"runs", "[FLOW]  list runs (all, or of one flow) with their states; codemode runs as c<id>",
+     cmd_runs},
+    {"journal", "RUN | c<id>  every host call of a run: position, kind, args, class, outcome, "
                 "delivery order",
      cmd_journal},
+    {"codemode", "run SCRIPT.js|- [--input JSON] [--landlock=required|optional]\n"
+                 "       | describe [--format json|typescript]\n"
+                 "      run an agent's script once against the operator's tools (tools.json),\n"
+                 "      every tool call validated, recorded and audited; describe the tools as\n"
+                 "      JSON or TypeScript declarations",
+     cmd_codemode},
     {"worker-check", "[--landlock=required|optional]  start a confined worker, check its "
                      "Welcome and the kernel's view of it, and show the result",
      cmd_worker_check},

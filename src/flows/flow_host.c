@@ -885,3 +885,22 @@ struct host flow_host_interface(struct flow_host *fh)
     struct host h = {&FLOW_HOST_OPS, fh};
     return h;
 }
+
+void flow_host_grant(const struct manifest *manifest, const struct ops_catalog *catalog,
+                     const char *kind, const void *args, struct flow_grant *out)
+{
+    /* decide() reads only the manifest and the catalog of its host. */
+    struct flow_host fh;
+    memset(&fh, 0, sizeof fh);
+    fh.cfg.manifest = manifest;
+    fh.cfg.catalog = catalog;
+    struct decision d;
+    decide(&fh, kind, (const json_t *)args, &d);
+    memset(out, 0, sizeof *out);
+    out->cls = d.cls;
+    out->refused = d.refused;
+    snprintf(out->code, sizeof out->code, "%s", d.code);
+    snprintf(out->reason, sizeof out->reason, "%s", d.reason);
+    out->module = d.module;
+    out->op = d.op;
+}

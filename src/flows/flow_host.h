@@ -109,4 +109,19 @@ const char *flow_host_stopped(const struct flow_host *fh, enum flow_host_stop *k
  * false if there is none. */
 bool flow_host_unreached(const struct flow_host *fh, char *buf, size_t cap);
 
+/* The grant check and class of a new call, exactly as a run's host decides it before
+ * journaling (decide() in flow_host.c), for a dry run that must meet every refusal a
+ * run would (flows/dry_run_host.h). args is the call's argument array (a jansson
+ * json_t *). Nothing is performed or stored. */
+struct flow_grant {
+    enum journal_class cls;
+    bool refused;   /* denied, unsupported, invalid_arguments: a run answers at once */
+    char code[32];  /* the refusal's HostError code */
+    char reason[512];
+    const struct ops_module *module; /* ops.call: the catalog's module and op */
+    const char *op;
+};
+void flow_host_grant(const struct manifest *manifest, const struct ops_catalog *catalog,
+                     const char *kind, const void *args, struct flow_grant *out);
+
 #endif

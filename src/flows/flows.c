@@ -257,12 +257,12 @@ int flows_install(struct store *s, const void *script, size_t script_len,
                          err, err_cap);
 }
 
-int flows_install_dir(struct store *s, const char *dir, struct flow_installed *out,
-                      char *err, size_t err_cap)
+int flows_read_dir(const char *dir, struct flow_blob *script, struct flow_blob *manifest,
+                   char *err, size_t err_cap)
 {
-    memset(out, 0, sizeof *out);
+    memset(script, 0, sizeof *script);
+    memset(manifest, 0, sizeof *manifest);
     char path[4096];
-    struct flow_blob script, manifest;
     struct stat st;
     if (stat(dir, &st) != 0)
         return error_line(err, err_cap, "%s: %s", dir, strerror(errno));
@@ -270,21 +270,66 @@ int flows_install_dir(struct store *s, const char *dir, struct flow_installed *o
         return error_line(err, err_cap, "%s: not a directory", dir);
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, FLOWS_SCRIPT_FILE) >= sizeof path)
         return error_line(err, err_cap, "%s: path too long", dir);
-    if (read_bounded(path, FLOWS_SCRIPT_FILE, PROTO_MAX_SCRIPT_BYTES, &script, err, err_cap) != 0)
+    if (read_bounded(path, FLOWS_SCRIPT_FILE, PROTO_MAX_SCRIPT_BYTES, script, err, err_cap) != 0)
         return -1;
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, FLOWS_MANIFEST_FILE) >= sizeof path) {
-        flows_blob_free(&script);
+        flows_blob_free(script);
         return error_line(err, err_cap, "%s: path too long", dir);
     }
-    if (read_bounded(path, "manifest", MANIFEST_MAX_BYTES, &manifest, err, err_cap) != 0) {
-        flows_blob_free(&script);
+    if (read_bounded(path, "manifest", MANIFEST_MAX_BYTES, manifest, err, err_cap) != 0) {
+        flows_blob_free(script);
         return -1;
     }
+    return 0;
+}
+
+int flows_install_dir(struct store *s, const char *dir, struct flow_installed *out,
+                      char *err, size_t err_cap)
+{
+    memset(out, 0, sizeof *out);
+    struct flow_blob script, manifest;
+    if (flows_read_dir(dir, &script, &manifest, err, err_cap) != 0)
+        return -1;
     int rc = flows_install(s, script.bytes, script.len, manifest.bytes, manifest.len, out, err,
                            err_cap);
     flows_blob_free(&script);
     flows_blob_free(&manifest);
     return rc;
+}
+
+int flows_load_version(struct store *s, const char *id, int64_t version,
+                       struct flow_blob *script, struct flow_blob *manifest,
+                       char code_hash[CODE_HASH_HEX_LEN + 1], bool *approved, char *err,
+                       size_t err_cap)
+{
+    memset(script, 0, sizeof *script);
+    memset(manifest, 0, sizeof *manifest);
+    code_hash[0] = '\0';
+    *approved = false;
+    if (!flow_id_valid(id))
+        return error_line(err, err_cap, "unknown flow '%.80s' (not a flow id)", id);
+    int exists = flow_lookup(s, id, NULL, err, err_cap);
+    if (exists <= 0)
+        return exists == 0 ? error_line(err, err_cap, "unknown flow '%s'", id) : -1;
+    struct stored_version sv;
+    int found = load_version(s, id, version, &sv, err, err_cap);
+    if (found <= 0)
+        return found == 0 ? error_line(err, err_cap, "flow '%s' has no version %" PRId64, id,
+                                       version)
+                          : -1;
+    char again[CODE_HASH_HEX_LEN + 1];
+    if (code_hash_hex(sv.script.bytes, sv.script.len, sv.manifest.bytes, sv.manifest.len,
+                      again) != 0 ||
+        strcmp(again, sv.code_hash) != 0) {
+        stored_version_free(&sv);
+        return error_line(err, err_cap, "flow '%s' version %" PRId64 ": the stored script and"
+                          " manifest no longer hash to its recorded code hash", id, version);
+    }
+    snprintf(code_hash, CODE_HASH_HEX_LEN + 1, "%s", sv.code_hash);
+    *approved = sv.approved;
+    *script = sv.script;
+    *manifest = sv.manifest;
+    return 0;
 }
 
 /* ---- approve, enable ------------------------------------------------------------ */

@@ -52,6 +52,21 @@ int flows_install(struct store *s, const void *script, size_t script_len,
 int flows_install_dir(struct store *s, const char *dir, struct flow_installed *out,
                       char *err, size_t err_cap);
 
+/* Reads dir/flow.js and dir/manifest.json with the bounds of flows_install_dir and
+ * stores nothing (a dry run of a directory). 0 with both set (flows_blob_free), or -1
+ * with both zeroed. The bytes are not validated. */
+int flows_read_dir(const char *dir, struct flow_blob *script, struct flow_blob *manifest,
+                   char *err, size_t err_cap);
+
+/* The stored bytes of version of flow id, approved or pending (a dry run of an
+ * installed version), refused if they no longer hash to the version's recorded code
+ * hash. 0 with *script, *manifest (flows_blob_free), code_hash and *approved set, or
+ * -1 ("unknown flow 'x'", "flow 'x' has no version 3"). */
+int flows_load_version(struct store *s, const char *id, int64_t version,
+                       struct flow_blob *script, struct flow_blob *manifest,
+                       char code_hash[CODE_HASH_HEX_LEN + 1], bool *approved, char *err,
+                       size_t err_cap);
+
 /* Approves version of flow id: refused unless the version exists, is pending, is not
  * below an already approved version, code_hash is 64 lowercase hex characters equal
  * to the stored version's hash, the hash recomputed over the stored bytes is that

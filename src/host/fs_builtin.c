@@ -304,6 +304,8 @@ struct fs_call {
     struct roots roots;
     const char *temp_tag; /* fs.write's temporary files (NULL: none) */
     struct host_settlement *out;
+    bool check_only;  /* fs.write of a dry run: every check, no write */
+    bool would_write; /* check_only: every check passed */
 };
 
 /* path for a message into shown (FS_MESSAGE_PATH_BYTES + 4): cut, control bytes '?'. */
@@ -864,6 +866,10 @@ static int write_in(struct fs_call *c, int dir_fd, const char *name, const json_
     int rc = check_target(c, dir_fd, name, &ok);
     if (!ok)
         return rc;
+    if (c->check_only) {
+        c->would_write = true;
+        return 0;
+    }
     size_t len = json_string_length(text);
     const char *what = NULL;
     if (replace_atomically(dir_fd, name, json_string_value(text), len, c->temp_tag, &what) != 0)
@@ -949,11 +955,12 @@ static bool arg_count_ok(const char *kind, size_t n)
     return n == (fs_builtin_is_write(kind) ? 2u : 1u);
 }
 
-int fs_builtin_call(const struct fs_grants *grants, const char *kind, const void *args,
-                    struct host_settlement *out)
+static int fs_call_run(const struct fs_grants *grants, const char *kind, const void *args,
+                       struct host_settlement *out, bool check_only, bool *would_write)
 {
     struct fs_call c = {.kind = kind, .path = "", .out = out,
-                        .temp_tag = grants != NULL ? grants->temp_tag : NULL};
+                        .temp_tag = grants != NULL ? grants->temp_tag : NULL,
+                        .check_only = check_only};
     const json_t *list = args;
     const char *why = "the arguments must be an array";
     if (!fs_builtin_handles(kind))
@@ -973,6 +980,8 @@ int fs_builtin_call(const struct fs_grants *grants, const char *kind, const void
     if (rc == 0)
         rc = fs_builtin_is_write(kind) ? do_write(&c, text) : do_query(&c, list);
     roots_free(&c.roots);
+    if (would_write != NULL)
+        *would_write = c.would_write;
     return rc < 0 ? -1 : 0;
 }
 
@@ -1054,4 +1063,18 @@ int fs_builtin_remove_temporaries(const struct fs_grants *grants, const char *pa
     free(res.real);
     roots_free(&roots);
     return removed;
+}
+
+int fs_builtin_call(const struct fs_grants *grants, const char *kind, const void *args,
+                    struct host_settlement *out)
+{
+    return fs_call_run(grants, kind, args, out, false, NULL);
+}
+
+int fs_builtin_check_write(const struct fs_grants *grants, const void *args,
+                           struct host_settlement *out, bool *would_write)
+{
+    *would_write = false;
+    out->value = NULL;
+    return fs_call_run(grants, "fs.write", args, out, true, would_write);
 }

@@ -102,4 +102,11 @@ int fs_builtin_call(const struct fs_grants *grants, const char *kind, const void
 int fs_builtin_remove_temporaries(const struct fs_grants *grants, const char *path,
                                   const char *tag);
 
+/* Every check fs.write makes (arguments, the grants, the directory's placement and
+ * real path, the existing target) without writing anything, for a dry run. Returns 0
+ * with *would_write true and *out untouched (value NULL) when the write would go
+ * ahead, 0 with *out the rejection the write would get, or -1 on no memory. */
+int fs_builtin_check_write(const struct fs_grants *grants, const void *args,
+                           struct host_settlement *out, bool *would_write);
+
 #endif

@@ -162,7 +162,64 @@ static const char MIGRATION_2[] =
     "  FOREIGN KEY (run_id, position) REFERENCES journal(run_id, position) ON DELETE CASCADE"
     ") STRICT;";
 
-static const char *const MIGRATIONS[STORE_SCHEMA_VERSION] = {MIGRATION_1, MIGRATION_2};
+/* Codemode runs (issue 14; docs/codemode.md). A separate step that only adds: codemode
+ * runs have no flow, version or trigger id and are never resumed, so they keep their
+ * own tables instead of widening runs (whose foreign key to flow_versions would have
+ * to go). Operators address them as "c<id>" (runs, journal). Every tools.call of a run
+ * is a codemode_calls row, and its authorization decision an audit row that names the
+ * codemode run in codemode_run_id (run_id stays for flow runs: the ids overlap). */
+static const char MIGRATION_3[] =
+    "CREATE TABLE codemode_runs ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  script_name TEXT NOT NULL CHECK (length(script_name) BETWEEN 1 AND 4096),"
+    "  script BLOB NOT NULL,"
+    "  script_sha256 TEXT NOT NULL CHECK (" HEX64("script_sha256") "),"
+    "  input TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(input)),"
+    "  state TEXT NOT NULL DEFAULT 'running'"
+    "    CHECK (state IN ('running', 'succeeded', 'failed')),"
+    "  owner TEXT,"
+    "  outcome TEXT,"
+    "  result BLOB,"
+    "  error TEXT,"
+    "  console BLOB,"
+    "  console_truncated INTEGER NOT NULL DEFAULT 0 CHECK (console_truncated IN (0, 1)),"
+    "  tool_calls INTEGER NOT NULL DEFAULT 0 CHECK (tool_calls >= 0),"
+    "  over_limit_calls INTEGER NOT NULL DEFAULT 0 CHECK (over_limit_calls >= 0),"
+    "  worker_pid INTEGER,"
+    "  wall_ms INTEGER,"
+    "  created_at INTEGER NOT NULL,"
+    "  updated_at INTEGER NOT NULL"
+    ") STRICT;"
+
+    /* One row per tools.call within the run's limit: written 'pending' before the
+     * tool's module runs (with the audit row), 'settled' with its outcome after; a
+     * refusal is a row settled 'rejected' at once. */
+    "CREATE TABLE codemode_calls ("
+    "  run_id INTEGER NOT NULL REFERENCES codemode_runs(id),"
+    "  position INTEGER NOT NULL CHECK (position >= 0),"
+    "  kind TEXT NOT NULL CHECK (length(kind) >= 1),"
+    "  tool TEXT,"
+    "  module TEXT,"
+    "  op TEXT,"
+    "  class TEXT CHECK (class IN ('query', 'mutation')),"
+    "  args BLOB NOT NULL,"
+    "  args_digest TEXT NOT NULL CHECK (" HEX64("args_digest") "),"
+    "  idempotency_key TEXT,"
+    "  decision TEXT NOT NULL CHECK (decision IN ('allowed', 'refused')),"
+    "  state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'settled')),"
+    "  settlement TEXT CHECK (settlement IN ('fulfilled', 'rejected')),"
+    "  value BLOB,"
+    "  created_at INTEGER NOT NULL,"
+    "  settled_at INTEGER,"
+    "  PRIMARY KEY (run_id, position),"
+    "  CHECK ((state = 'settled') = (settlement IS NOT NULL))"
+    ") STRICT;"
+
+    "ALTER TABLE audit ADD COLUMN codemode_run_id INTEGER;"
+    "CREATE INDEX audit_by_codemode_run ON audit(codemode_run_id, position);";
+
+static const char *const MIGRATIONS[STORE_SCHEMA_VERSION] = {MIGRATION_1, MIGRATION_2,
+                                                               MIGRATION_3};
 
 const char *store_schema_migration(int version)
 {

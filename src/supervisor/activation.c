@@ -1,6 +1,8 @@
 #include "supervisor/activation.h"
 
 #include "base/json_text.h"
+#include "proto/utf8.h"
+
 #include "proto/channel.h"
 
 #include <errno.h>
@@ -820,31 +822,43 @@ static bool release_due(struct run *r)
     return ok;
 }
 
+/* The line that ends a console cut short: the kept text and this line together are at
+ * most ACTIVATION_CONSOLE_MAX, so the cut is always visible. */
+#define CONSOLE_CUT_LINE "[console output truncated: over 65536 bytes]\n"
+
+static bool console_append(struct run *r, const char *bytes, size_t len)
+{
+    char *grown = realloc(r->out->console, r->console_len + len + 1);
+    if (grown == NULL)
+        return false;
+    r->out->console = grown;
+    memcpy(grown + r->console_len, bytes, len);
+    r->console_len += len;
+    grown[r->console_len] = '\0';
+    return true;
+}
+
 static void on_console(struct run *r, const struct proto_console *c)
 {
-    size_t add = c->stream.len + 2 + c->text.len + 1;
-    /* What does not fit is dropped, and said so: the output then shows a marker. */
-    if (r->console_len + add > ACTIVATION_CONSOLE_MAX) {
-        r->out->console_truncated = true;
+    if (r->out->console_truncated)
         return;
+    const size_t room = ACTIVATION_CONSOLE_MAX - (sizeof CONSOLE_CUT_LINE - 1);
+    size_t head = c->stream.len + 2, text = c->text.len;
+    bool cut = r->console_len + head + text + 1 > room;
+    if (cut) /* keep what fits of this text, whole characters only */
+        text = r->console_len + head + 1 < room
+                   ? utf8_truncate((const uint8_t *)c->text.str, c->text.len,
+                                   room - r->console_len - head - 1)
+                   : 0;
+    if (!cut || text > 0) {
+        if (!console_append(r, c->stream.str, c->stream.len) || !console_append(r, ": ", 2) ||
+            (text > 0 && !console_append(r, c->text.str, text)) || !console_append(r, "\n", 1))
+            cut = true; /* out of memory: what is kept ends here, visibly */
     }
-    char *grown = realloc(r->out->console, r->console_len + add + 1);
-    if (grown == NULL) {
+    if (cut) {
         r->out->console_truncated = true;
-        return;
+        (void)console_append(r, CONSOLE_CUT_LINE, sizeof CONSOLE_CUT_LINE - 1);
     }
-    r->out->console = grown;
-    char *at = grown + r->console_len;
-    memcpy(at, c->stream.str, c->stream.len);
-    at += c->stream.len;
-    memcpy(at, ": ", 2);
-    at += 2;
-    if (c->text.len > 0)
-        memcpy(at, c->text.str, c->text.len);
-    at += c->text.len;
-    *at++ = '\n';
-    *at = '\0';
-    r->console_len += add;
 }
 
 /* Returns false if the Finished was refused (the activation has then ended as a

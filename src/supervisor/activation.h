@@ -11,7 +11,8 @@
  *                                   waiting for its due time if need be, as Deliver
  *                                   with the next delivery order (strictly increasing
  *                                   from 1, continuing above the prefix's).
- *   Console                         kept (up to 64 KiB) for the caller.
+ *   Console                         kept (up to 64 KiB) for the caller; more is cut
+ *                                   with a last line saying so (console_truncated).
  *   Finished                        the end: completed (a JSON text), failed, stalled
  *                                   or budget exhausted.
  * The worker is hostile (docs/protocol.md, "What the parent refuses"). Anything else
@@ -144,7 +145,7 @@ struct activation_outcome {
     uint32_t deliveries;
     long long wall_ms;
     char *console;      /* Console texts, "stream: text\n" each, at most 64 KiB */
-    bool console_truncated; /* a Console text was dropped: it did not fit in the 64 KiB */
+    bool console_truncated; /* more came: console ends in a line saying so */
     char *worker_log;   /* the tail of the worker's stderr if it ended abnormally */
 };
 

@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# `ck-basal codemode describe --format typescript` compiled by the real TypeScript
+# compiler (docs/codemode.md, "Type-checking a script"), and the example of
+# examples/codemode run end to end.
+#
+# tsc comes from the npm registry at the version and integrity pinned in
+# tests/tools/tsc/package-lock.json, installed with `npm ci` into build/tsc (never
+# committed). Without npm or the registry this test fails; it never skips.
+#
+#   1. the example agent script (examples/codemode/agent.js) type-checks against the
+#      example catalog's declarations;
+#   2. calls the schemas refuse (a value outside an enum, a wrong type, a missing
+#      required property, an unknown property, a tool not in the catalog) are compile
+#      errors, one per call [guard: the declarations are typed, not any];
+#   3. a catalog using every schema keyword compiles, and a script tsc accepted runs:
+#      `codemode run` succeeds with it;
+#   4. examples/codemode/run.sh runs end to end: the note is added.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+root=$PWD
+basal=$root/build/test/bin/ck-basal
+module=$root/build/test/tools/test_module
+tscdir=$root/build/tsc
+tsc=$tscdir/node_modules/.bin/tsc
+status=0
+
+ok() { echo "ok - $1"; }
+not_ok() { echo "not ok - $1: $(printf '%s' "$2" | tr '\n' ' ' | cut -c1-600)"; status=1; }
+
+if [ ! -x "$basal" ] || [ ! -x "$module" ]; then
+  not_ok "typescript: test binaries" "$basal or $module missing (make test-build)"
+  exit 1
+fi
+
+# ---- the compiler, pinned -----------------------------------------------------------
+want=$(sed -n 's/.*"typescript": "\([0-9.]*\)".*/\1/p' tests/tools/tsc/package.json)
+have=$(sed -n 's/^  "version": "\([0-9.]*\)".*/\1/p' "$tscdir/node_modules/typescript/package.json" 2>/dev/null)
+if [ "$have" != "$want" ] || ! cmp -s tests/tools/tsc/package-lock.json "$tscdir/package-lock.json"; then
+  mkdir -p "$tscdir"
+  cp tests/tools/tsc/package.json tests/tools/tsc/package-lock.json "$tscdir/"
+  if ! command -v npm >/dev/null 2>&1; then
+    not_ok "typescript: tsc $want from the pinned lock" "npm is not installed (scripts/install-deps.sh)"
+    exit 1
+  fi
+  if ! out=$(cd "$tscdir" && timeout 300 npm ci --ignore-scripts --no-audit --no-fund 2>&1); then
+    not_ok "typescript: tsc $want from the pinned lock" "npm ci failed: $out"
+    exit 1
+  fi
+fi
+version=$("$tsc" --version 2>&1)
+if [ "$version" = "Version $want" ]; then
+  ok "typescript: tsc $want installed from the pinned lock (build/tsc)"
+else
+  not_ok "typescript: tsc $want installed from the pinned lock (build/tsc)" "$version"
+  exit 1
+fi
+
+work=$(mktemp -d /tmp/basal-tsc-XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+# A data home with modules.json and tools.json; prints nothing.
+make_home() { # home modules-text tools-file
+  "$basal" --home "$1" setup >/dev/null || return 1
+  printf '%s' "$2" >"$1/modules.json" && cp "$3" "$1/tools.json" &&
+    chmod 600 "$1/modules.json" "$1/tools.json"
+}
+
+# tsc over the declarations and a script wrapped as the body of an async function.
+typecheck() { # d.ts script.js out.ts
+  { echo 'async function main(): Promise<unknown> {'; cat "$2"; echo '}'; } >"$3"
+  "$tsc" --noEmit --strict --noImplicitAny false --useUnknownInCatchVariables false \
+    --lib es2022 --target es2022 "$1" "$3" 2>&1
+}
+
+# ---- 1. the example ----------------------------------------------------------------------
+ex=$root/examples/codemode
+home=$work/example
+modules=$(sed -e "s|@MODULE@|$ex/notes-module.py|" -e "s|@NOTES@|$work/notes.jsonl|" "$ex/modules.json.in")
+if make_home "$home" "$modules" "$ex/tools.json" &&
+  "$basal" --home "$home" codemode describe --format typescript >"$work/example.d.ts"; then
+  if out=$(typecheck "$work/example.d.ts" "$ex/agent.js" "$work/agent.ts"); then
+    ok "typescript: the example agent script type-checks against the example catalog's declarations"
+  else
+    not_ok "typescript: the example agent script type-checks against the example catalog's declarations" "$out"
+  fi
+else
+  not_ok "typescript: the example catalog's declarations" "describe failed"
+fi
+
+# ---- 2. what the schemas refuse does not compile ------------------------------------------
+cat >"$work/wrong.js" <<'EOF'
+await tools.call("add_note", { text: "x", tags: ["garden"] });
+await tools.call("search_notes", { text: 5 });
+await tools.call("search_notes", { limit: 3 });
+await tools.call("add_note", { text: "x", colour: "red" });
+await tools.call("delete_everything", {});
+return null;
+EOF
+out=$(typecheck "$work/example.d.ts" "$work/wrong.js" "$work/wrong.ts")
+errors=$(printf '%s\n' "$out" | grep -c 'wrong\.ts([0-9]*,[0-9]*): error TS')
+lines=$(printf '%s\n' "$out" | sed -n 's/^.*wrong\.ts(\([0-9]*\),[0-9]*): error TS.*/\1/p' | tr '\n' ' ')
+if [ "$errors" -eq 5 ] && [ "$lines" = "2 3 4 5 6 " ]; then
+  ok "typescript: each call its schema refuses is a compile error (enum, type, required, additionalProperties, unknown tool) [guard: typed declarations]"
+else
+  not_ok "typescript: each call its schema refuses is a compile error (enum, type, required, additionalProperties, unknown tool) [guard: typed declarations]" "$errors errors at lines $lines: $out"
+fi
+
+# ---- 3. every keyword compiles; the checked script runs -------------------------------------
+cat >"$work/rich-tools.json" <<'EOF'
+{"tools": {
+  "file.ticket": {
+    "description": "File a ticket.\nA second line, with */ in it.",
+    "module": "t", "op": "echo", "class": "query",
+    "input": {"type": "object", "required": ["title", "items"], "additionalProperties": false,
+      "properties": {
+        "title": {"type": "string", "minLength": 1, "maxLength": 80, "title": "Title"},
+        "priority": {"type": "integer", "minimum": 1, "maximum": 3},
+        "ratio": {"type": "number"},
+        "state": {"enum": ["open", "closed", null, 3]},
+        "note": {"type": ["string", "null"]},
+        "odd key": {"type": "boolean"},
+        "meta": {"type": "object", "additionalProperties": {"type": "number"}},
+        "loose": {},
+        "items": {"type": "array", "minItems": 1, "maxItems": 3,
+          "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}}
+      }}},
+  "ping": {"description": "Ping.", "module": "t", "op": "echo", "class": "query",
+    "input": {"type": "null"}},
+  "store": {"description": "Store anything.", "module": "t", "op": "add", "class": "mutation",
+    "input": {"type": "array", "items": {"type": ["object", "string"]}}}
+}}
+EOF
+home=$work/rich
+modules="{\"modules\": {\"t\": {\"program\": \"$module\", \"args\": [\"--log\", \"$work/rich.log\"], \"ops\": {\"echo\": {\"kind\": \"query\"}, \"add\": {\"kind\": \"mutate\"}}}}}"
+cat >"$work/rich.js" <<'EOF'
+const ticket = await tools.call("file.ticket", {
+  title: "printer", priority: 2, state: null, note: null, "odd key": true,
+  meta: { pages: 3 }, loose: [1, "two"], items: [{ name: "paper" }],
+});
+const pong = await tools.call("ping", null);
+let refused = "";
+try { await tools.call("store", ["a", { b: 1 }]); } catch (e) { refused = e.data.code + ": " + e.data.message; }
+return { title: ticket.title, pong, refused };
+EOF
+if make_home "$home" "$modules" "$work/rich-tools.json" &&
+  "$basal" --home "$home" codemode describe --format typescript >"$work/rich.d.ts"; then
+  if out=$(typecheck "$work/rich.d.ts" "$work/rich.js" "$work/rich.ts"); then
+    ok "typescript: a catalog using every schema keyword compiles with a script using it"
+  else
+    not_ok "typescript: a catalog using every schema keyword compiles with a script using it" "$out"
+  fi
+  # The add op of test_module wants {a, b}: the input passes the tool's schema, so the
+  # module runs and answers its own error.
+  out=$("$basal" --home "$home" --json codemode run "$work/rich.js" 2>&1)
+  if printf '%s' "$out" | grep -q '"state":"succeeded"' &&
+    printf '%s' "$out" | grep -q '"result":{"title":"printer","pong":null,"refused":"invalid_arguments: add takes {a, b}"}'; then
+    ok "typescript: the script tsc accepted runs with codemode run"
+  else
+    not_ok "typescript: the script tsc accepted runs with codemode run" "$out"
+  fi
+else
+  not_ok "typescript: the rich catalog's declarations" "describe failed"
+fi
+
+# ---- 4. the example end to end --------------------------------------------------------------
+if out=$(BASAL=$basal "$ex/run.sh" 2>&1) &&
+  printf '%s\n' "$out" | grep -q '^codemode run c1: succeeded$' &&
+  printf '%s\n' "$out" | grep -q '"text": "buy milk"'; then
+  ok "typescript: examples/codemode/run.sh runs end to end (the agent adds its note)"
+else
+  not_ok "typescript: examples/codemode/run.sh runs end to end (the agent adds its note)" "$out"
+fi
+
+exit $status

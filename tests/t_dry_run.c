@@ -353,7 +353,7 @@ static void check_seen(const json_t *report, const char *label)
         " \"write_ro\": {\"err\": \"denied\"}, \"emit\": {\"err\": \"dry_run\"},"
         " \"emit_other\": {\"err\": \"denied\"}, \"query\": {\"err\": \"dry_run\"},"
         " \"mutate\": {\"err\": \"dry_run\"}, \"op_other\": {\"err\": \"denied\"},"
-        " \"net\": {\"err\": \"unsupported\"}, \"now\": \"number\"}", 0, NULL);
+        " \"net\": {\"err\": \"denied\"}, \"now\": \"number\"}", 0, NULL);
     const json_t *result = json_object_get(report, "result");
     char name[160];
     sfmt(name, sizeof name, "dry run (%s): reads are real (kv 5, the file), mutations reject"

@@ -3,6 +3,8 @@
 
 #include "flows/flow_host.h"
 #include "host/fs_builtin.h"
+#include "host/git_builtin.h"
+#include "host/net_fetch.h"
 #include "store/kv_store.h"
 #include "store/store.h"
 
@@ -21,6 +23,7 @@ struct dry_run_host {
     uint32_t over_limit;
     const char *const *read_roots;
     const char *const *write_roots;
+    struct net_fetch_session *net; /* made by the first net.fetch query performed */
 };
 
 const char *dry_run_status_name(enum dry_run_status status)
@@ -58,6 +61,7 @@ void dry_run_host_free(struct dry_run_host *h)
     for (size_t i = 0; i < h->count; i++)
         call_free(&h->calls[i]);
     free(h->calls);
+    net_fetch_session_free(h->net);
     free(h);
 }
 
@@ -245,6 +249,18 @@ static int answer(struct dry_run_host *h, const struct host_call *call, const js
     }
     if (strcmp(kind, "ops.call") == 0 && g->cls == JOURNAL_QUERY && h->cfg.allow_queries)
         return module_query(h, g, args, call->position, out);
+    /* net GET/HEAD and git reads are queries too: performed only when asked. */
+    if (strcmp(kind, "net.fetch") == 0 && g->cls == JOURNAL_QUERY && h->cfg.allow_queries) {
+        if (h->net == NULL && (h->net = net_fetch_session_new()) == NULL)
+            return host_reject(out, HOST_CODE_IO_ERROR, "net.fetch: libcurl could not be set up");
+        struct net_grant items[MANIFEST_MAX_LIST];
+        struct net_grants net = flow_host_net_grants(h->cfg.manifest, items);
+        return net_fetch_call(h->net, &net, args, NULL, h->cfg.deadline_at_ms, out);
+    }
+    if (git_builtin_handles(kind) && h->cfg.allow_queries) {
+        struct git_grants git = flow_host_git_grants(h->cfg.manifest);
+        return git_builtin_call(&git, kind, args, h->cfg.deadline_at_ms, out);
+    }
     return capture(h, call, args, rec, out);
 }
 

@@ -307,7 +307,7 @@ _Static_assert((unsigned)NET_METHOD_GET == (unsigned)MANIFEST_METHOD_GET &&
                    (unsigned)NET_METHOD_PATCH == (unsigned)MANIFEST_METHOD_PATCH &&
                    (unsigned)NET_METHOD_DELETE == (unsigned)MANIFEST_METHOD_DELETE,
                "net.fetch method bits differ from the manifest's");
-static struct net_grants net_grants_of(const struct manifest *m, struct net_grant *items)
+struct net_grants flow_host_net_grants(const struct manifest *m, struct net_grant *items)
 {
     size_t n = m->fetch_count;
     if (n > MANIFEST_MAX_LIST) /* the parser allows no more */
@@ -318,7 +318,7 @@ static struct net_grants net_grants_of(const struct manifest *m, struct net_gran
     return g;
 }
 
-static struct git_grants git_grants_of(const struct manifest *m)
+struct git_grants flow_host_git_grants(const struct manifest *m)
 {
     struct git_grants g = {(const char *const *)m->git_read.items, m->git_read.count};
     return g;
@@ -327,7 +327,7 @@ static struct git_grants git_grants_of(const struct manifest *m)
 static void decide_net(const struct flow_host *fh, const json_t *args, struct decision *d)
 {
     struct net_grant items[MANIFEST_MAX_LIST];
-    struct net_grants grants = net_grants_of(fh->cfg.manifest, items);
+    struct net_grants grants = flow_host_net_grants(fh->cfg.manifest, items);
     enum net_fetch_class cls;
     if (net_fetch_decide(&grants, args, &cls, d->code, sizeof d->code, d->reason,
                          sizeof d->reason) != 0) {
@@ -369,7 +369,7 @@ static void decide(const struct flow_host *fh, const char *kind, const json_t *a
         return;
     }
     if (git_builtin_handles(kind)) {
-        struct git_grants grants = git_grants_of(m);
+        struct git_grants grants = flow_host_git_grants(m);
         d->refused = git_builtin_check(&grants, kind, args, d->code, sizeof d->code, d->reason,
                                        sizeof d->reason) != 0;
         return;
@@ -590,7 +590,7 @@ static int do_net(struct flow_host *fh, const json_t *args, const char *key,
     if (fh->net == NULL && (fh->net = net_fetch_session_new()) == NULL)
         return host_reject(out, HOST_CODE_IO_ERROR, "net.fetch: libcurl could not be set up");
     struct net_grant items[MANIFEST_MAX_LIST];
-    struct net_grants grants = net_grants_of(fh->cfg.manifest, items);
+    struct net_grants grants = flow_host_net_grants(fh->cfg.manifest, items);
     return net_fetch_call(fh->net, &grants, args, key, fh->cfg.deadline_at_ms, out);
 }
 
@@ -611,7 +611,7 @@ static int perform(struct flow_host *fh, const char *kind, const struct decision
     if (is_kind(kind, "net.fetch"))
         return do_net(fh, args, key, out);
     if (git_builtin_handles(kind)) {
-        struct git_grants grants = git_grants_of(fh->cfg.manifest);
+        struct git_grants grants = flow_host_git_grants(fh->cfg.manifest);
         return git_builtin_call(&grants, kind, args, fh->cfg.deadline_at_ms, out);
     }
     return do_sink(fh, args, position, key, resend, out);

@@ -45,7 +45,9 @@
 
 #include "store/journal.h"
 #include "flows/manifest.h"
+#include "host/git_builtin.h"
 #include "host/host.h"
+#include "host/net_fetch.h"
 #include "host/ops_module.h"
 
 #include <stdbool.h>
@@ -123,5 +125,10 @@ struct flow_grant {
 };
 void flow_host_grant(const struct manifest *manifest, const struct ops_catalog *catalog,
                      const char *kind, const void *args, struct flow_grant *out);
+
+/* The manifest's net.fetch grants as host/net_fetch.h takes them (items has room for
+ * MANIFEST_MAX_LIST), and its git.read grants as host/git_builtin.h takes them. */
+struct net_grants flow_host_net_grants(const struct manifest *m, struct net_grant *items);
+struct git_grants flow_host_git_grants(const struct manifest *m);
 
 #endif

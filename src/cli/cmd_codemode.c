@@ -11,7 +11,7 @@
  * (host/tool_typescript.h). */
 #include "cli/commands.h"
 #include "cli/json_argument.h"
-#include "cli/script_text.h"
+#include "cli/term_text.h"
 #include "flows/code_hash.h"
 #include "flows/codemode_host.h"
 #include "store/codemode_store.h"
@@ -208,18 +208,18 @@ static void print_run(bool json, int64_t id, const struct run_end *end,
     /* The console first, on stderr: the script's text, escaped; stdout has only ours
      * and the result. */
     if (r->console != NULL) {
-        script_text_print(stderr, r->console, strlen(r->console), true);
+        term_puts(stderr, r->console, TERM_KEEP_NEWLINES);
         fflush(stderr);
     }
     printf("codemode run %s: %s\n", ref, codemode_run_state_name(r->state));
     if (r->result != NULL) {
         fputs("result: ", stdout);
-        script_text_print(stdout, r->result, strlen(r->result), false);
+        term_puts(stdout, r->result, 0);
         fputs("\n", stdout);
     }
     if (r->error != NULL) {
         fputs("error: ", stdout);
-        script_text_print(stdout, r->error, strlen(r->error), false);
+        term_puts(stdout, r->error, 0);
         fputs("\n", stdout);
     }
     printf("tool calls: %" PRIu32 "%s", r->tool_calls, r->over_limit_calls > 0 ? "" : "\n");

@@ -11,7 +11,7 @@
  * refused, 2 for usage. */
 #include "cli/commands.h"
 #include "cli/json_argument.h"
-#include "cli/script_text.h"
+#include "cli/term_text.h"
 #include "flows/code_hash.h"
 #include "flows/dry_run_fixtures.h"
 #include "flows/dry_run_host.h"
@@ -239,9 +239,8 @@ static void print_json(const struct subject *s, const struct activation_outcome 
 
 static void print_cell(const char *text)
 {
-    char *shown = script_text_escape(text, strlen(text), false, SHOWN_MAX);
-    fputs(shown != NULL ? shown : "(out of memory)", stdout);
-    free(shown);
+    char shown[SHOWN_MAX + 4];
+    fputs(term_show(shown, sizeof shown, text, 0), stdout);
 }
 
 static void print_human(const struct subject *s, const struct activation_outcome *out,
@@ -257,22 +256,22 @@ static void print_human(const struct subject *s, const struct activation_outcome
     bool completed = out->status == ACTIVATION_COMPLETED && out->value != NULL;
     const char *shown = completed ? out->value : message;
     fputs(completed ? "result: " : "error: ", stdout);
-    script_text_print(stdout, shown, strlen(shown), false);
+    term_puts(stdout, shown, 0);
     fputs("\n", stdout);
     printf("%-5s %-12s %-15s %-10s %-20s %s\n", "POS", "KIND", "CLASS", "STATUS", "OUTCOME",
            "VALUE");
     for (size_t i = 0; i < n; i++) {
         const struct dry_run_call *c = &calls[i];
-        char *kind = script_text_escape(c->kind, strlen(c->kind), false, 40);
+        char kind[40 + 4];
+        term_show(kind, sizeof kind, c->kind, 0);
         char outcome[32];
         snprintf(outcome, sizeof outcome, "%s%s",
                  c->value == NULL ? "(no outcome)"
                  : c->settlement == PROTO_SETTLEMENT_FULFILLED ? "fulfilled"
                                                                : "rejected",
                  c->from_fixture ? " (fixture)" : "");
-        printf("%-5u %-12s %-15s %-10s %-20s ", (unsigned)c->position, kind != NULL ? kind : "?",
+        printf("%-5u %-12s %-15s %-10s %-20s ", (unsigned)c->position, kind,
                journal_class_name(c->cls), dry_run_status_name(c->status), outcome);
-        free(kind);
         print_cell(c->value != NULL ? c->value : "");
         fputs("   args ", stdout);
         print_cell(c->args);

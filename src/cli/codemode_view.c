@@ -1,7 +1,7 @@
 /* Codemode runs as `ck-basal runs` lists them and `ck-basal journal c<id>` shows one
  * (store/codemode_store.h; docs/operations.md has the formats). Read-only. */
 #include "cli/commands.h"
-#include "cli/script_text.h"
+#include "cli/term_text.h"
 #include "store/codemode_store.h"
 #include "store/store.h"
 
@@ -50,11 +50,10 @@ void codemode_view_run_line(const struct codemode_run_row *r)
 {
     char ref[24];
     codemode_run_ref(r->id, ref);
-    char *error = script_text_escape(r->error != NULL ? r->error : "",
-                                     r->error != NULL ? strlen(r->error) : 0, false, SHOWN_MAX);
+    char error[SHOWN_MAX + 4];
     printf("%-6s %-20s %-7s %-16s %s\n", ref, "(codemode)", "-",
-           codemode_run_state_name(r->state), error != NULL ? error : "");
-    free(error);
+           codemode_run_state_name(r->state),
+           term_show(error, sizeof error, r->error != NULL ? r->error : "", 0));
 }
 
 static json_t *call_json(const struct codemode_call *c)
@@ -87,9 +86,8 @@ static json_t *call_json(const struct codemode_call *c)
 /* A cell of script text: escaped and cut. */
 static void print_cell(const char *text)
 {
-    char *shown = script_text_escape(text, strlen(text), false, SHOWN_MAX);
-    fputs(shown != NULL ? shown : "(out of memory)", stdout);
-    free(shown);
+    char shown[SHOWN_MAX + 4];
+    fputs(term_show(shown, sizeof shown, text, 0), stdout);
 }
 
 static void print_call(const struct codemode_call *c)
@@ -97,12 +95,12 @@ static void print_call(const struct codemode_call *c)
     const char *outcome = !c->settled ? "(no outcome)"
                           : c->settlement == PROTO_SETTLEMENT_FULFILLED ? "fulfilled"
                                                                         : "rejected";
-    char *kind = script_text_escape(c->kind, strlen(c->kind), false, 40);
+    char kind[40 + 4];
+    term_show(kind, sizeof kind, c->kind, 0);
     printf("%-5u %-10s %-24s %-9s %-8s %-8s %-12s ", (unsigned)c->position,
-           kind != NULL ? kind : "?", c->tool != NULL ? c->tool : "-",
+           kind, c->tool != NULL ? c->tool : "-",
            c->has_class ? (c->mutation ? "mutation" : "query") : "-",
            c->allowed ? "allowed" : "refused", c->settled ? "settled" : "pending", outcome);
-    free(kind);
     print_cell(c->settled && c->value != NULL ? c->value : "");
     fputs("   args ", stdout);
     print_cell(c->args);

@@ -293,9 +293,10 @@ static int codemode_run(const struct cli_globals *g, int argc, char **argv)
     int rc = parse_run(argc, argv, &o);
     if (rc != EXIT_OK)
         return rc;
-    char *input = cli_json_argument("codemode run", "--input", o.input != NULL ? o.input : "{}");
+    char *input =
+        cli_json_argument("codemode run", "--input", o.input != NULL ? o.input : "{}", &rc);
     if (input == NULL)
-        return EXIT_USAGE;
+        return rc;
     char *script = NULL;
     size_t script_len = 0;
     if (load_script(o.script, &script, &script_len) != 0) {

@@ -375,9 +375,10 @@ int cmd_flow_dry_run(const struct cli_globals *g, int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc != EXIT_OK)
         return rc;
-    char *trigger = cli_json_argument(WHAT, "--trigger", o.trigger != NULL ? o.trigger : "{}");
+    char *trigger =
+        cli_json_argument(WHAT, "--trigger", o.trigger != NULL ? o.trigger : "{}", &rc);
     if (trigger == NULL)
-        return EXIT_USAGE;
+        return rc;
     char err[1024];
     struct dry_run_fixtures fixtures = {NULL};
     if (o.fixtures != NULL && dry_run_fixtures_load(o.fixtures, &fixtures, err, sizeof err) != 0) {

@@ -2,6 +2,7 @@
  * this process (flows/run_driver.h). ck-basal cancel RUN: the operator ends a run that
  * has not (store/runs.h, runs_cancel). */
 #include "cli/commands.h"
+#include "cli/json_argument.h"
 #include "cli/term_text.h"
 #include "flows/reconcile.h"
 #include "flows/run_driver.h"
@@ -19,7 +20,6 @@
 #define RUN_USAGE "usage: ck-basal run ID [--trigger JSON] [--trigger-id TEXT] " \
                   "[--landlock=required|optional]"
 #define RECOVER_USAGE "usage: ck-basal recover [--landlock=required|optional]"
-#define TRIGGER_MAX_BYTES (64u << 10)
 
 /* Prints how a run ended; returns the exit status it means. */
 static int report(const struct cli_globals *g, const struct run_report *rep)
@@ -73,37 +73,6 @@ static bool parse_landlock(const char *arg, struct pool_config *cfg)
     else
         return false;
     return true;
-}
-
-/* An operator's JSON argument as compact JSON text (malloc'd), or NULL with a reason
- * printed as "ck-basal WHAT: OPTION ..." and the exit status in *status: usage for an
- * argument that is too long, not UTF-8 or not JSON; refused when out of memory. */
-static char *json_argument(const char *what, const char *option, const char *text, int *status)
-{
-    size_t len = strlen(text);
-    *status = EXIT_USAGE;
-    if (len > TRIGGER_MAX_BYTES) {
-        fprintf(stderr, "ck-basal %s: %s is %zu bytes, over %u\n", what, option, len,
-                TRIGGER_MAX_BYTES);
-        return NULL;
-    }
-    if (!utf8_valid((const uint8_t *)text, len)) {
-        fprintf(stderr, "ck-basal %s: %s is not valid UTF-8\n", what, option);
-        return NULL;
-    }
-    json_error_t e;
-    json_t *v = json_loads(text, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &e);
-    if (v == NULL) {
-        fprintf(stderr, "ck-basal %s: %s is not JSON: %s (column %d)\n", what, option, e.text,
-                e.column);
-        return NULL;
-    }
-    char *out = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    json_decref(v);
-    *status = out != NULL ? EXIT_OK : EXIT_REFUSED;
-    if (out == NULL)
-        fprintf(stderr, "ck-basal %s: out of memory\n", what);
-    return out;
 }
 
 struct session {
@@ -168,7 +137,7 @@ int cmd_run(const struct cli_globals *g, int argc, char **argv)
         return EXIT_USAGE;
     }
     int bad_argument = EXIT_OK;
-    char *trigger = json_argument("run", "--trigger", trigger_text != NULL ? trigger_text : "{}",
+    char *trigger = cli_json_argument("run", "--trigger", trigger_text != NULL ? trigger_text : "{}",
                                   &bad_argument);
     if (trigger == NULL)
         return bad_argument;
@@ -281,7 +250,7 @@ int cmd_flow_reconcile(const struct cli_globals *g, int argc, char **argv)
     char *observed = NULL;
     if (decision == RECONCILE_OBSERVED) {
         int bad_argument = EXIT_OK;
-        observed = json_argument("flow reconcile", "--observed", observed_text, &bad_argument);
+        observed = cli_json_argument("flow reconcile", "--observed", observed_text, &bad_argument);
         if (observed == NULL)
             return bad_argument;
     }

@@ -1,5 +1,7 @@
 #include "cli/json_argument.h"
 
+#include "cli/commands.h"
+
 #include "proto/utf8.h"
 
 #include <jansson.h>
@@ -7,9 +9,10 @@
 #include <stdio.h>
 #include <string.h>
 
-char *cli_json_argument(const char *what, const char *option, const char *text)
+char *cli_json_argument(const char *what, const char *option, const char *text, int *status)
 {
     size_t len = strlen(text);
+    *status = EXIT_USAGE;
     if (len > CLI_JSON_ARGUMENT_MAX_BYTES) {
         fprintf(stderr, "ck-basal %s: %s is %zu bytes, over %u\n", what, option, len,
                 CLI_JSON_ARGUMENT_MAX_BYTES);
@@ -31,6 +34,7 @@ char *cli_json_argument(const char *what, const char *option, const char *text)
     }
     char *out = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
     json_decref(v);
+    *status = out != NULL ? EXIT_OK : EXIT_REFUSED;
     if (out == NULL)
         fprintf(stderr, "ck-basal %s: out of memory\n", what);
     return out;

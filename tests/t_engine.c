@@ -10,7 +10,8 @@
  *   API         kinds and arguments of host calls, HostError, local too_large,
  *               host-backed time and randomness, the frozen trigger, codemode
  *   replay      recorded outcomes in delivery order (Promise.race), nondeterminism
- *   budgets     cpu, memory (caught and uncaught), stack, at the worker
+ *   budgets     cpu, memory (caught and uncaught), stack, at the worker; the CPU
+ *               timer's backstop and the refusal without a timer
  *   plain       QuickJS's own test suites in the test-only plain profile, confined
  *   SIGSYS      the test hook dies by SIGSYS in the middle of an activation */
 #include "lib/harness.h"
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1016,6 +1018,61 @@ static void test_budgets(void)
     run_free(&r);
 }
 
+/* The CPU timer (src/worker/cpu_timer.h): its backstop for native code that reaches no
+ * interrupt poll, and the refusal when it cannot be armed. */
+static void test_cpu_timer(void)
+{
+    struct worker w;
+    if (worker_ready(&w, harness_test_worker(), NULL, NULL)) {
+        struct proto_activate a = activation("return __basalTestNativeSpin();");
+        a.budgets.cpu_ms = 100;
+        struct run r;
+        memset(&r, 0, sizeof r);
+        run_activation(&w, &a, NULL, &r);
+        /* It must end by itself: stdin stays open until it has. */
+        bool ended_itself = proc_wait_exit(&w.p, TIMEOUT_MS);
+        struct proc_result res = worker_end(&w);
+        check(exhausted(&r, PROTO_BUDGET_CPU) && ended_itself && proc_exited_with(&res, 0),
+              "budgets: native code that never reaches an interrupt poll ends as cpu: the CPU "
+              "timer's backstop sends Finished(budget_exhausted cpu) and the worker exits 0 "
+              "by itself [guard cpu-timer-backstop]",
+              "%s; ended by itself: %s; %s", describe(&r), ended_itself ? "yes" : "no",
+              proc_describe(&res));
+        proc_result_free(&res);
+        run_free(&r);
+    } else {
+        fail("budgets: the CPU timer's backstop", "the worker did not start");
+    }
+
+    /* A POSIX timer that signals needs a queued-signal slot: with RLIMIT_SIGPENDING 0
+     * timer_create fails, and the worker must refuse rather than run without the
+     * timer. */
+    struct rlimit saved, none = {0, 0};
+    if (getrlimit(RLIMIT_SIGPENDING, &saved) != 0) {
+        fail("startup: the worker refuses without a CPU timer", "getrlimit: %s", strerror(errno));
+        return;
+    }
+    none.rlim_max = saved.rlim_max;
+    bool limited = setrlimit(RLIMIT_SIGPENDING, &none) == 0;
+    const char *argv[] = {harness_test_worker(), "--landlock=required", NULL};
+    struct proc_opts opts = {false, PROC_PIPE, PROC_PIPE, PROC_PIPE, HARNESS_EMPTY_ENV};
+    struct proc p;
+    int started = proc_start(&p, argv, &opts);
+    (void)setrlimit(RLIMIT_SIGPENDING, &saved);
+    if (!limited || started != 0) {
+        fail("startup: the worker refuses without a CPU timer", "cannot start it under "
+             "RLIMIT_SIGPENDING 0: %s", strerror(errno));
+        return;
+    }
+    struct proc_result res = proc_finish(&p, NULL, 0, TIMEOUT_MS);
+    check(proc_exited_with(&res, 70) && res.out_len == 0 &&
+              output_has_line(res.err, "refusing to run unconfined: cpu-timer"),
+          "startup: a worker whose CPU timer cannot be armed (RLIMIT_SIGPENDING 0) refuses "
+          "with cpu-timer, exit 70, nothing on stdout [guard cpu-timer-required]",
+          "%s", proc_describe(&res));
+    proc_result_free(&res);
+}
+
 /* ================================================================== plain profile, SIGSYS */
 
 static void test_plain_suites(void)
@@ -1121,6 +1178,7 @@ int main(void)
     test_api();
     test_replay();
     test_budgets();
+    test_cpu_timer();
     test_plain_suites();
     test_sigsys();
     return harness_finish();

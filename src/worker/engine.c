@@ -7,6 +7,7 @@
 
 #include "prelude_js.h" /* generated from src/worker/prelude.js by the Makefile */
 #include "proto/utf8.h"
+#include "worker/cpu_timer.h"
 #include "worker/engine_harden.h"
 #include "worker/engine_internal.h"
 #include "worker/engine_outcome.h"
@@ -251,6 +252,8 @@ struct engine *engine_prepare(enum engine_mode mode)
     if (engine->rt == NULL)
         goto fail;
     JS_SetInterruptHandler(engine->rt, budget_interrupt, &engine->budget);
+    /* The CPU timer's tick makes the next poll call budget_interrupt (patch 0003). */
+    JS_SetInterruptFlag(engine->rt, cpu_timer_tick_flag());
     /* No module loader is installed: import() rejects ("could not load module"). */
     engine->ctx = JS_NewContext(engine->rt);
     if (engine->ctx == NULL)
@@ -435,6 +438,7 @@ bool engine_run(struct engine *engine, const struct proto_activate *activation,
         run_loop(engine);
     budget_cpu_check(&engine->budget);
     decide_end(engine);
+    budget_end(&engine->budget);
     *out = engine->finished;
     return true;
 }

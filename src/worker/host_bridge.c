@@ -973,6 +973,20 @@ static JSValue js_test_forbidden_syscall(JSContext *ctx, JSValueConst this_val, 
     (void)argv;
     return JS_NewInt32(ctx, (int32_t)getppid());
 }
+
+/* Test builds: native code that never reaches an interrupt poll, so a test can watch
+ * the CPU timer's backstop end the activation (cpu_timer.h). */
+static JSValue js_test_native_spin(JSContext *ctx, JSValueConst this_val, int argc,
+                                   JSValueConst *argv)
+{
+    (void)ctx;
+    (void)this_val;
+    (void)argc;
+    (void)argv;
+    for (volatile unsigned long spins = 0;; spins++) {
+    }
+    return JS_UNDEFINED;
+}
 #endif
 
 /* ------------------------------------------------------------------ installation */
@@ -1042,6 +1056,7 @@ static const JSCFunctionListEntry CODEMODE_GLOBALS[] = {
 #ifdef BASAL_TEST_HOOKS
 static const JSCFunctionListEntry TEST_GLOBALS[] = {
     API_FUNCTION("__basalTestForbiddenSyscall", 0, js_test_forbidden_syscall),
+    API_FUNCTION("__basalTestNativeSpin", 0, js_test_native_spin),
 };
 static const JSCFunctionListEntry TEST_PRINT[] = {API_FUNCTION("log", 1, js_test_print)};
 static const JSCFunctionListEntry TEST_PLAIN_GLOBALS[] = {

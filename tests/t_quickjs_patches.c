@@ -27,7 +27,12 @@
  * activation. (Without the patch the CPU timer's backstop still ends the activation as
  * cpu, but by ending the process: the next activation finds no worker. Without either,
  * only the parent's wall deadline ended them.) Proven red by building without the
- * patch: every case then ended in the backstop. */
+ * patch: every case then ended in the backstop.
+ *
+ * Patch 0004 (regexp-oom): an out-of-memory error inside regexp execution is the engine's
+ * own InternalError("out of memory"), so uncaught it ends as budget_exhausted memory
+ * (it was InternalError("out of memory in regexp execution"), reported as
+ * script_error). */
 #include "lib/harness.h"
 #include "proto/frame.h"
 #include "proto/message.h"
@@ -433,6 +438,48 @@ static void test_interrupt_poll(void)
     }
 }
 
+/* ---- patch 0004: out of memory inside regexp execution --------------------------- */
+
+/* The matcher's backtracking stack for (?:a|b)* over 400 000 characters needs far more
+ * than a 4 MiB heap; its growth fails while the heap is well below the budget, so
+ * this is an ordinary out-of-memory error: uncaught it is the memory budget's, caught
+ * the script may go on. */
+static void test_regexp_oom(void)
+{
+    const char *uncaught = harness_tmp_file(
+        "regexp_oom.js", "const s = 'ab'.repeat(200000);\nreturn /(?:a|b)*c/.test(s);\n");
+    const char *caught = harness_tmp_file(
+        "regexp_oom_caught.js",
+        "const s = 'ab'.repeat(200000);\n"
+        "try { return /(?:a|b)*c/.test(s); } catch (e) { return e.name + ': ' + e.message; }\n");
+    const char *argv[] = {harness_test_parent(), "--json", "exec", uncaught, caught,
+                          "--heap-bytes", "4194304", "--cpu-ms", "20000", NULL};
+    struct proc_result r = proc_run(argv, NULL, 0, 120000);
+    json_t *runs[2] = {NULL, NULL};
+    const char *at = r.out;
+    for (int i = 0; i < 2 && *at != '\0'; i++) {
+        size_t len = strcspn(at, "\n");
+        json_error_t error;
+        runs[i] = json_loadb(at, len, 0, &error);
+        at += len;
+        if (*at == '\n')
+            at++;
+    }
+    check(runs[0] != NULL && strcmp(str_field(runs[0], "outcome"), "budget_exhausted") == 0 &&
+              strcmp(str_field(runs[0], "budget"), "memory") == 0,
+          "quickjs patch 0004 regexp-oom: an uncaught out-of-memory error inside regexp "
+          "execution ends as budget exhausted: memory, not script_error [guard regexp-oom]",
+          "%s; out: %.600s", proc_describe(&r), r.out);
+    check(runs[1] != NULL && strcmp(str_field(runs[1], "outcome"), "completed") == 0 &&
+              strcmp(str_field(runs[1], "value"), "InternalError: out of memory") == 0,
+          "quickjs patch 0004 regexp-oom: the same error caught is the engine's own "
+          "InternalError: out of memory, and the activation completes",
+          "%s; out: %.600s", proc_describe(&r), r.out);
+    json_decref(runs[0]);
+    json_decref(runs[1]);
+    proc_result_free(&r);
+}
+
 int main(void)
 {
     if (!require_binary(harness_test_parent(), "quickjs patches: ck-basal test build present") ||
@@ -442,6 +489,7 @@ int main(void)
     if (harness_tmpdir("qjs-patches") == NULL)
         return harness_finish();
     test_interrupt_poll();
+    test_regexp_oom();
     test_backtrace_oom();
     harness_remove_tmpdir();
     return harness_finish();

@@ -705,6 +705,61 @@ static void test_lockdown(void)
 
 /* ================================================================== the API */
 
+/* Codemode console text counts in the heap budget: one console.log of 500 arguments
+ * naming the same 1 MiB string asks for 500 MiB of text. It used to be built with
+ * plain malloc (the worker reached 514 MB against a 64 MiB heap) and, when that
+ * failed, to throw a catchable InternalError. Now it is built on the runtime's heap:
+ * it exhausts the heap budget, whether the script catches or not, and the worker's
+ * peak RSS stays near the budget. */
+static void test_console_flood(void)
+{
+    static const struct {
+        const char *what, *script;
+    } FLOODS[] = {
+        {"uncaught", "const s = 'x'.repeat(1 << 20);\n"
+                     "console.log(...Array(500).fill(s));\nreturn 'logged';\n"},
+        {"inside try/catch", "const s = 'x'.repeat(1 << 20);\n"
+                             "try { console.log(...Array(500).fill(s)); }\n"
+                             "catch (e) { return 'caught ' + e.message; }\nreturn 'logged';\n"},
+        {"as the JSON of an array", "const a = Array(500).fill('x'.repeat(1 << 20));\n"
+                                    "try { console.error(a); } catch (e) { return 'caught'; }\n"
+                                    "return 'logged';\n"},
+    };
+    const uint64_t heap = 64u << 20;
+    for (size_t i = 0; i < sizeof FLOODS / sizeof FLOODS[0]; i++) {
+        char name[300];
+        snprintf(name, sizeof name,
+                 "console: a console.log flood of 500 MiB of text (%s) ends as budget exhausted: "
+                 "memory under a 64 MiB heap, and the worker's peak RSS stays under 128 MiB "
+                 "[guard console-in-heap-budget]",
+                 FLOODS[i].what);
+        struct worker w;
+        if (!worker_ready(&w, harness_test_worker(), NULL, NULL)) {
+            fail(name, "the worker did not start");
+            continue;
+        }
+        struct proto_activate a = activation(FLOODS[i].script);
+        a.profile = PROTO_PROFILE_CODEMODE;
+        a.budgets.heap_bytes = heap;
+        a.budgets.cpu_ms = 20000;
+        struct run r;
+        memset(&r, 0, sizeof r);
+        run_activation(&w, &a, NULL, &r);
+        char peak[64];
+        long peak_kb = proc_status_field(w.p.pid, "VmHWM", peak, sizeof peak)
+                           ? strtol(peak, NULL, 10) /* "<n> kB" */
+                           : -1;
+        struct proc_result res = worker_end(&w);
+        check(exhausted(&r, PROTO_BUDGET_MEMORY) && peak_kb > 0 && peak_kb < 128 * 1024, name,
+              "%s; peak RSS %ld KiB; console '%.100s'", describe(&r), peak_kb, r.console);
+        harness_note("console flood (%s): worker peak RSS %ld KiB under a %llu MiB heap",
+                     FLOODS[i].what, peak_kb, (unsigned long long)(heap >> 20));
+        proc_result_free(&res);
+        run_free(&r);
+    }
+}
+
+
 static void test_api(void)
 {
     struct run r;
@@ -810,6 +865,7 @@ static void test_api(void)
           "messages, and not the flow's API",
           "%s; console '%s'", describe(&r), r.console);
     run_free(&r);
+    test_console_flood();
 }
 
 /* ================================================================== replay */

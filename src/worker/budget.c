@@ -174,6 +174,12 @@ enum budget_exhausted budget_state(const struct budget *budget)
     return budget->exhausted;
 }
 
+void budget_exhaust_heap(struct budget *budget)
+{
+    if (budget->exhausted == BUDGET_OK)
+        budget->exhausted = BUDGET_HEAP_EXHAUSTED;
+}
+
 void budget_request_stop(struct budget *budget)
 {
     budget->stop_requested = true;

@@ -96,6 +96,10 @@ uint64_t budget_cpu_used_ns(const struct budget *budget);
 /* The budget found exhausted first in this activation, if any. */
 enum budget_exhausted budget_state(const struct budget *budget);
 
+/* The heap budget is exhausted (the engine could not meet a demand of the script's
+ * inside it, e.g. its console text), unless another budget was first. */
+void budget_exhaust_heap(struct budget *budget);
+
 /* Makes the interrupt handler stop the script at its next poll. */
 void budget_request_stop(struct budget *budget);
 

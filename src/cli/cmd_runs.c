@@ -1,6 +1,7 @@
 /* ck-basal runs [FLOW] and ck-basal journal RUN: what the store knows about runs and
  * their host calls. Read-only. */
 #include "cli/commands.h"
+#include "base/json_js.h"
 #include "base/names.h"
 #include "store/journal.h"
 #include "store/runs.h"
@@ -22,7 +23,7 @@ static json_t *json_of(const char *text)
 {
     if (text == NULL)
         return json_null();
-    json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
+    json_t *v = json_js_loads(text, JSON_DECODE_ANY, NULL); /* 1e19 too */
     return v != NULL ? v : json_string(text);
 }
 

@@ -5,7 +5,12 @@
  *      kv.get (1e19, -1e21, the largest and smallest doubles, -0, 2**53+2, ...), kv
  *      stores exactly the JSON the script wrote, and a run's result of 1e19 is shown as
  *      that number [guard: js-numbers-round-trip]. kv.set("k", 1e19) used to fail
- *      invalid_arguments: jansson refused the integer text 10000000000000000000. */
+ *      invalid_arguments: jansson refused the integer text 10000000000000000000.
+ *   2. the result's toJSON: host calls made while the worker serializes the returned
+ *      value (a toJSON, here) are refused inside the worker (HostError "closed") and
+ *      never reach the parent: the run succeeds, and the journal, kv and the module's
+ *      log show no trace of them [guard: no-host-call-after-result]. They used to be
+ *      performed and journaled, and left pending in a succeeded run. */
 #include "lib/harness.h"
 
 #include <errno.h>
@@ -237,6 +242,60 @@ static void test_numbers(void)
     json_decref(run);
 }
 
+/* ---- 2. host calls while the result is serialized ---------------------------------- */
+
+static void test_result_to_json(void)
+{
+    if (!scenario_begin("tojson")) {
+        fail("tojson: scenario", "setup failed in %s", S.dir);
+        return;
+    }
+    const char *script =
+        "await kv.set('before', 1);\n"
+        "return {\n"
+        "  toJSON() {\n"
+        "    const codes = [];\n"
+        "    kv.set('leaked', 1).catch((e) => codes.push(e.data.code));\n"
+        "    ops.call('plain', 'echo', {from: 'toJSON'}).catch((e) => codes.push(e.data.code));\n"
+        "    let t;\n"
+        "    try { t = now(); } catch (e) { t = e.name + ' ' + e.data.code; }\n"
+        "    return {t, codes};\n"
+        "  }\n"
+        "};\n";
+    if (!flow_add("tojson", script, "\"ops\":[{\"module\":\"plain\",\"op\":\"echo\"}]")) {
+        fail("tojson: flow installed and approved", "in %s", S.dir);
+        return;
+    }
+    char detail[1200];
+    json_t *run = run_flow("tojson", detail, sizeof detail);
+    json_t *result = json_object_get(run, "result");
+    char *journal = sql_text("SELECT group_concat(position || ' ' || kind, '; ') FROM journal");
+    char *kv = sql_text("SELECT group_concat(key, ',') FROM kv");
+    char *audit = sql_text("SELECT count(*) FROM audit");
+    char *module_log = read_text_file(S.module_log);
+    check(strcmp(state_of(run), "succeeded") == 0 &&
+              strcmp(json_string_value(json_object_get(result, "t")) != NULL
+                         ? json_string_value(json_object_get(result, "t"))
+                         : "",
+                     "HostError closed") == 0 &&
+              json_integer_value(json_object_get(run, "host_calls")) == 1 && journal != NULL &&
+              strcmp(journal, "0 kv.set") == 0 && kv != NULL && strcmp(kv, "before") == 0 &&
+              audit != NULL && strcmp(audit, "1") == 0 &&
+              (module_log == NULL || module_log[0] == '\0'),
+          "tojson: host calls made by the result's toJSON (kv.set, ops.call, now) are refused "
+          "in the worker as HostError closed: the run succeeds and the journal, audit, kv and "
+          "the module's log hold only the call made before the return [guard: "
+          "no-host-call-after-result]",
+          "%s; journal '%s'; kv '%s'; audit %s; module log '%.200s'", detail,
+          journal != NULL ? journal : "", kv != NULL ? kv : "", audit != NULL ? audit : "?",
+          module_log != NULL ? module_log : "");
+    free(journal);
+    free(kv);
+    free(audit);
+    free(module_log);
+    json_decref(run);
+}
+
 int main(void)
 {
     if (!require_binary(harness_test_parent(), "flow values: ck-basal test build present") ||
@@ -247,6 +306,7 @@ int main(void)
         return harness_finish();
     snprintf(g_root, sizeof g_root, "%s", root);
     test_numbers();
+    test_result_to_json();
     harness_remove_tree(g_root);
     return harness_finish();
 }

@@ -25,6 +25,8 @@ static const char SCRIPT_NAME[] = "script.js";
 static void decide_end(struct engine *engine)
 {
     JSContext *ctx = engine->ctx;
+    /* Deciding may run script code (toJSON, getters): none of it may reach the host. */
+    bridge_close(engine);
     if (engine_decide_if_budget(engine))
         return;
     if (engine->result_state == RESULT_REJECTED) {
@@ -385,6 +387,7 @@ static void run_jobs(struct engine *engine)
             /* Only the promise machinery itself failing gets here (reactions turn
              * exceptions into rejections): out of memory, or the interrupt. */
             JSValue error = JS_GetException(job_ctx);
+            bridge_close(engine); /* describing it may run getters */
             if (!engine_stopping(engine))
                 engine_decide_thrown(engine, error, FAIL_SCRIPT_ERROR);
             JS_FreeValue(engine->ctx, error);

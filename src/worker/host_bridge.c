@@ -402,6 +402,11 @@ int bridge_release_next(struct engine *engine)
     return 1;
 }
 
+void bridge_close(struct engine *engine)
+{
+    engine->bridge.closed = true;
+}
+
 bool bridge_prefix_pending(const struct engine *engine, char *detail, size_t cap)
 {
     const struct bridge *bridge = &engine->bridge;
@@ -667,6 +672,10 @@ static JSValue reject_with(JSContext *ctx, JSValue promise, JSValue funcs[2], JS
     return promise;
 }
 
+/* The refusal of a host call made after bridge_close. */
+static const char CLOSED_MESSAGE[] =
+    "host calls are closed: the script has ended and its result is being serialized";
+
 static JSValue host_call_async(JSContext *ctx, JSValueConst this_val, int argc,
                                JSValueConst *argv, int magic)
 {
@@ -678,6 +687,8 @@ static JSValue host_call_async(JSContext *ctx, JSValueConst this_val, int argc,
     JSValue promise = JS_NewPromiseCapability(ctx, funcs);
     if (JS_IsException(promise))
         return promise;
+    if (bridge->closed) /* checked first: whatever else holds, it never leaves */
+        return reject_with(ctx, promise, funcs, local_host_error(ctx, "closed", CLOSED_MESSAGE));
     if (engine_stopping(engine)) {
         JS_FreeValue(ctx, funcs[0]);
         JS_FreeValue(ctx, funcs[1]);
@@ -765,6 +776,10 @@ static JSValue host_call_sync(JSContext *ctx, unsigned api_index)
     const struct host_api *api = &HOST_APIS[api_index];
     if (engine->activation == NULL)
         return JS_ThrowTypeError(ctx, "%s is not available outside an activation", api->kind);
+    if (engine->bridge.closed) {
+        JSValue error = local_host_error(ctx, "closed", CLOSED_MESSAGE);
+        return JS_IsException(error) ? error : JS_Throw(ctx, error);
+    }
     if (engine_stopping(engine))
         return JS_ThrowInternalError(ctx, "the activation is ending");
     static const char NO_ARGS[] = "[]";

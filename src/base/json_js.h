@@ -8,9 +8,9 @@
  * again with every number as a double (exact: each number JavaScript writes is one),
  * and then every integral double that json_int_t holds is made an integer again, so
  * "5" beside "1e19" is still 5 (dumped "5", not "5.0"). Numbers only a double holds
- * stay reals; json_dumps writes them with 17 significant digits, which read back as
- * the same double (1e19 is dumped "1e+19"). Non-finite numbers never occur:
- * JSON.stringify writes them as null.
+ * stay reals; json_dumps writes them with up to 17 significant digits, which read
+ * back as the same double (1e19 as "1e19", 0.1 as "0.10000000000000001"). Non-finite
+ * numbers never occur: JSON.stringify writes them as null.
  *
  * The parent's part only (jansson): the worker never links it. */
 #ifndef BASAL_BASE_JSON_JS_H

@@ -78,8 +78,8 @@ static int flow_bytes(sqlite3 *db, const char *flow, const char *key, long long 
 }
 
 /* The value's JSON as the script wrote it: the second element of the arguments' text,
- * byte for byte (a number jansson would print otherwise, 1e19 as 1e+19, stays as
- * JavaScript wrote it); NULL if there is none. */
+ * byte for byte (a number jansson would print otherwise, 0.1 as 0.10000000000000001,
+ * stays as JavaScript wrote it); NULL if there is none. */
 static char *value_text(const json_t *value, const char *args_text, size_t args_len,
                         size_t *len)
 {

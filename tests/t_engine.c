@@ -1074,10 +1074,78 @@ static void test_budgets(void)
     run_free(&r);
 }
 
-/* The CPU timer (src/worker/cpu_timer.h): its backstop for native code that reaches no
- * interrupt poll, and the refusal when it cannot be armed. */
+/* CPU time (user + system) a process has used, in ms; -1 if unknown. */
+static long process_cpu_ms(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    char *stat = read_text_file(path);
+    if (stat == NULL)
+        return -1;
+    /* After the ")" closing the command name: state is field 3, utime 14, stime 15. */
+    const char *at = strrchr(stat, ')');
+    unsigned long utime = 0, stime = 0;
+    int got = at != NULL ? sscanf(at + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+                                  &utime, &stime)
+                         : 0;
+    free(stat);
+    long ticks = sysconf(_SC_CLK_TCK);
+    return got == 2 && ticks > 0 ? (long)((utime + stime) * 1000 / (unsigned long)ticks) : -1;
+}
+
+/* The CPU timer (src/worker/cpu_timer.h): its tick, its backstop for native code that
+ * reaches no interrupt poll, and the refusal when it cannot be armed. */
 static void test_cpu_timer(void)
 {
+    /* A loop whose every call is a builtin doing a lot of work without an interrupt poll
+     * inside: QuickJS polls once per call, and its counter runs out only after 10000
+     * calls (minutes). The timer's tick makes the next poll, after the call in progress,
+     * call the interrupt handler: the script stops near its budget and the worker goes
+     * on serving. */
+    static const struct {
+        const char *what, *script;
+    } TICKED[] = {
+        {"String repeat of 16 MiB", "for (;;) 'x'.repeat(1 << 24);"},
+        {"slice of a 1 Mi-element array", "const a = Array(1 << 20).fill(1); for (;;) a.slice();"},
+    };
+    for (size_t i = 0; i < sizeof TICKED / sizeof TICKED[0]; i++) {
+        char name[300];
+        snprintf(name, sizeof name,
+                 "budgets: a loop of %s (one poll per call) ends as cpu within 5x its 200 ms "
+                 "budget through the CPU timer's tick, and the same worker runs the next "
+                 "activation [guard cpu-timer-tick]",
+                 TICKED[i].what);
+        struct worker tw;
+        if (!worker_ready(&tw, harness_test_worker(), NULL, NULL)) {
+            fail(name, "the worker did not start");
+            continue;
+        }
+        struct proto_activate a = activation(TICKED[i].script);
+        a.budgets.cpu_ms = 200;
+        a.budgets.heap_bytes = 128u << 20;
+        struct run r, next;
+        memset(&r, 0, sizeof r);
+        memset(&next, 0, sizeof next);
+        long before = process_cpu_ms(tw.p.pid);
+        run_activation(&tw, &a, NULL, &r);
+        long used = process_cpu_ms(tw.p.pid) - before;
+        struct proto_activate b = activation("return 'next';");
+        run_activation(&tw, &b, NULL, &next);
+        struct proc_result res = worker_end(&tw);
+        char first[200];
+        snprintf(first, sizeof first, "%s", describe(&r));
+        /* CPU time, not wall time: a loaded machine does not inflate it. */
+        check(exhausted(&r, PROTO_BUDGET_CPU) && before >= 0 && used < 5 * 200 &&
+                  completed_with(&next, "\"next\""),
+              name, "%s after %ld ms of CPU (budget 200 ms), then %s; %s", first, used,
+              describe(&next), proc_describe(&res));
+        harness_note("cpu timer tick: a loop of %s stopped after %ld ms of CPU (budget 200 ms)",
+                     TICKED[i].what, used);
+        proc_result_free(&res);
+        run_free(&r);
+        run_free(&next);
+    }
+
     struct worker w;
     if (worker_ready(&w, harness_test_worker(), NULL, NULL)) {
         struct proto_activate a = activation("return __basalTestNativeSpin();");

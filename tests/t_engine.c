@@ -750,7 +750,7 @@ static void test_console_flood(void)
                            ? strtol(peak, NULL, 10) /* "<n> kB" */
                            : -1;
         struct proc_result res = worker_end(&w);
-        check(exhausted(&r, PROTO_BUDGET_MEMORY) && peak_kb > 0 && peak_kb < 128 * 1024, name,
+        check(exhausted(&r, PROTO_BUDGET_MEMORY) && peak_kb > 0 && peak_kb < 128L * 1024, name,
               "%s; peak RSS %ld KiB; console '%.100s'", describe(&r), peak_kb, r.console);
         harness_note("console flood (%s): worker peak RSS %ld KiB under a %llu MiB heap",
                      FLOODS[i].what, peak_kb, (unsigned long long)(heap >> 20));
@@ -1084,13 +1084,21 @@ static long process_cpu_ms(pid_t pid)
         return -1;
     /* After the ")" closing the command name: state is field 3, utime 14, stime 15. */
     const char *at = strrchr(stat, ')');
-    unsigned long utime = 0, stime = 0;
-    int got = at != NULL ? sscanf(at + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-                                  &utime, &stime)
-                         : 0;
-    free(stat);
+    for (int field = 2; field < 14 && at != NULL; field++) {
+        at = strchr(at + 1, ' ');
+    }
+    long ms = -1;
     long ticks = sysconf(_SC_CLK_TCK);
-    return got == 2 && ticks > 0 ? (long)((utime + stime) * 1000 / (unsigned long)ticks) : -1;
+    if (at != NULL && ticks > 0) {
+        char *end = NULL;
+        unsigned long utime = strtoul(at + 1, &end, 10);
+        const char *next = end;
+        unsigned long stime = strtoul(next, &end, 10);
+        if (end != next)
+            ms = (long)((utime + stime) * 1000 / (unsigned long)ticks);
+    }
+    free(stat);
+    return ms;
 }
 
 /* The CPU timer (src/worker/cpu_timer.h): its tick, its backstop for native code that
@@ -1135,7 +1143,7 @@ static void test_cpu_timer(void)
         char first[200];
         snprintf(first, sizeof first, "%s", describe(&r));
         /* CPU time, not wall time: a loaded machine does not inflate it. */
-        check(exhausted(&r, PROTO_BUDGET_CPU) && before >= 0 && used < 5 * 200 &&
+        check(exhausted(&r, PROTO_BUDGET_CPU) && before >= 0 && used < 5L * 200 &&
                   completed_with(&next, "\"next\""),
               name, "%s after %ld ms of CPU (budget 200 ms), then %s; %s", first, used,
               describe(&next), proc_describe(&res));

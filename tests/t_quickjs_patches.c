@@ -339,13 +339,21 @@ static long process_cpu_ms(pid_t pid)
         return -1;
     /* After the ")" closing the command name: state is field 3, utime 14, stime 15. */
     const char *at = strrchr(stat, ')');
-    unsigned long utime = 0, stime = 0;
-    int got = at != NULL ? sscanf(at + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-                                  &utime, &stime)
-                         : 0;
-    free(stat);
+    for (int field = 2; field < 14 && at != NULL; field++) {
+        at = strchr(at + 1, ' ');
+    }
+    long ms = -1;
     long ticks = sysconf(_SC_CLK_TCK);
-    return got == 2 && ticks > 0 ? (long)((utime + stime) * 1000 / (unsigned long)ticks) : -1;
+    if (at != NULL && ticks > 0) {
+        char *end = NULL;
+        unsigned long utime = strtoul(at + 1, &end, 10);
+        const char *next = end;
+        unsigned long stime = strtoul(next, &end, 10);
+        if (end != next)
+            ms = (long)((utime + stime) * 1000 / (unsigned long)ticks);
+    }
+    free(stat);
+    return ms;
 }
 
 /* ---- patch 0003: native loops poll for interrupts -------------------------------- */

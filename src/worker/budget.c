@@ -174,6 +174,11 @@ enum budget_exhausted budget_state(const struct budget *budget)
     return budget->exhausted;
 }
 
+size_t budget_refusals(const struct budget *budget)
+{
+    return budget->alloc_failures;
+}
+
 void budget_exhaust_heap(struct budget *budget)
 {
     if (budget->exhausted == BUDGET_OK)

@@ -77,7 +77,7 @@ void budget_end(struct budget *budget);
 /* CPU after which the CPU timer ends the process itself (cpu_timer.h) when no
  * interrupt poll has stopped the script: the budget plus as much again, at least
  * BUDGET_CPU_GRACE_MIN_NS more. */
-#define BUDGET_CPU_GRACE_MIN_NS (100u * 1000u * 1000u)
+#define BUDGET_CPU_GRACE_MIN_NS UINT64_C(100000000)
 uint64_t budget_cpu_hard_limit_ns(uint64_t limit_ns);
 
 /* The stack size QuickJS is given for an Activate's stack_bytes. */
@@ -95,6 +95,9 @@ uint64_t budget_cpu_used_ns(const struct budget *budget);
 
 /* The budget found exhausted first in this activation, if any. */
 enum budget_exhausted budget_state(const struct budget *budget);
+
+/* Allocations the heap budget has refused in this activation. */
+size_t budget_refusals(const struct budget *budget);
 
 /* The heap budget is exhausted (the engine could not meet a demand of the script's
  * inside it, e.g. its console text), unless another budget was first. */

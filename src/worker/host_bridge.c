@@ -956,13 +956,13 @@ static JSValue js_console(JSContext *ctx, JSValueConst this_val, int argc, JSVal
     if (bridge->console_truncated)
         return JS_UNDEFINED;
     JSRuntime *rt = engine->rt;
-    size_t refused_before = engine->budget.alloc_failures;
+    size_t refused_before = budget_refusals(&engine->budget);
     size_t len = 0;
     char *raw = console_text(ctx, argc, argv, &len);
     size_t room = PROTO_MAX_CONSOLE_BYTES - bridge->console_bytes;
     size_t shown = len < room ? len : room;
     char *text = raw != NULL ? js_malloc_rt(rt, shown + 1) : NULL;
-    if (engine->budget.alloc_failures != refused_before) {
+    if (budget_refusals(&engine->budget) != refused_before) {
         /* Some of it did not fit (an argument's JSON, a piece, the whole): the
          * script's text is over its heap budget. */
         js_free_rt(rt, raw);

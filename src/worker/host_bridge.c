@@ -926,7 +926,10 @@ static char *console_text(JSContext *ctx, int argc, JSValueConst *argv, size_t *
         const char *piece = JS_IsException(shown) ? NULL : JS_ToCStringLen(ctx, &piece_len, shown);
         JS_FreeValue(ctx, shown);
         if (piece == NULL || engine_stopping(engine)) {
-            /* Out of memory or the activation ending: the pending exception says which. */
+            /* Out of memory or the activation ending: the pending exception says which
+             * (one is thrown if the activation ended without one of its own). */
+            if (piece != NULL)
+                JS_ThrowInternalError(ctx, "the activation is ending");
             JS_FreeCString(ctx, piece);
             js_free_rt(rt, text);
             return NULL;

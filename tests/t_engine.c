@@ -10,7 +10,8 @@
  *   API         kinds and arguments of host calls, HostError, local too_large,
  *               host-backed time and randomness, the frozen trigger, codemode
  *   replay      recorded outcomes in delivery order (Promise.race), nondeterminism
- *   budgets     cpu, memory (caught and uncaught), stack, at the worker
+ *   budgets     cpu, memory (caught and uncaught), stack, at the worker; the CPU
+ *               timer's backstop and the refusal without a timer
  *   plain       QuickJS's own test suites in the test-only plain profile, confined
  *   SIGSYS      the test hook dies by SIGSYS in the middle of an activation */
 #include "lib/harness.h"
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -703,6 +705,61 @@ static void test_lockdown(void)
 
 /* ================================================================== the API */
 
+/* Codemode console text counts in the heap budget: one console.log of 500 arguments
+ * naming the same 1 MiB string asks for 500 MiB of text. It used to be built with
+ * plain malloc (the worker reached 514 MB against a 64 MiB heap) and, when that
+ * failed, to throw a catchable InternalError. Now it is built on the runtime's heap:
+ * it exhausts the heap budget, whether the script catches or not, and the worker's
+ * peak RSS stays near the budget. */
+static void test_console_flood(void)
+{
+    static const struct {
+        const char *what, *script;
+    } FLOODS[] = {
+        {"uncaught", "const s = 'x'.repeat(1 << 20);\n"
+                     "console.log(...Array(500).fill(s));\nreturn 'logged';\n"},
+        {"inside try/catch", "const s = 'x'.repeat(1 << 20);\n"
+                             "try { console.log(...Array(500).fill(s)); }\n"
+                             "catch (e) { return 'caught ' + e.message; }\nreturn 'logged';\n"},
+        {"as the JSON of an array", "const a = Array(500).fill('x'.repeat(1 << 20));\n"
+                                    "try { console.error(a); } catch (e) { return 'caught'; }\n"
+                                    "return 'logged';\n"},
+    };
+    const uint64_t heap = 64u << 20;
+    for (size_t i = 0; i < sizeof FLOODS / sizeof FLOODS[0]; i++) {
+        char name[300];
+        snprintf(name, sizeof name,
+                 "console: a console.log flood of 500 MiB of text (%s) ends as budget exhausted: "
+                 "memory under a 64 MiB heap, and the worker's peak RSS stays under 128 MiB "
+                 "[guard console-in-heap-budget]",
+                 FLOODS[i].what);
+        struct worker w;
+        if (!worker_ready(&w, harness_test_worker(), NULL, NULL)) {
+            fail(name, "the worker did not start");
+            continue;
+        }
+        struct proto_activate a = activation(FLOODS[i].script);
+        a.profile = PROTO_PROFILE_CODEMODE;
+        a.budgets.heap_bytes = heap;
+        a.budgets.cpu_ms = 20000;
+        struct run r;
+        memset(&r, 0, sizeof r);
+        run_activation(&w, &a, NULL, &r);
+        char peak[64];
+        long peak_kb = proc_status_field(w.p.pid, "VmHWM", peak, sizeof peak)
+                           ? strtol(peak, NULL, 10) /* "<n> kB" */
+                           : -1;
+        struct proc_result res = worker_end(&w);
+        check(exhausted(&r, PROTO_BUDGET_MEMORY) && peak_kb > 0 && peak_kb < 128L * 1024, name,
+              "%s; peak RSS %ld KiB; console '%.100s'", describe(&r), peak_kb, r.console);
+        harness_note("console flood (%s): worker peak RSS %ld KiB under a %llu MiB heap",
+                     FLOODS[i].what, peak_kb, (unsigned long long)(heap >> 20));
+        proc_result_free(&res);
+        run_free(&r);
+    }
+}
+
+
 static void test_api(void)
 {
     struct run r;
@@ -810,6 +867,7 @@ static void test_api(void)
           "messages, and not the flow's API",
           "%s; console '%s'", describe(&r), r.console);
     run_free(&r);
+    test_console_flood();
 }
 
 /* ================================================================== replay */
@@ -1018,6 +1076,137 @@ static void test_budgets(void)
     run_free(&r);
 }
 
+/* CPU time (user + system) a process has used, in ms; -1 if unknown. */
+static long process_cpu_ms(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    char *stat = read_text_file(path);
+    if (stat == NULL)
+        return -1;
+    /* After the ")" closing the command name: state is field 3, utime 14, stime 15. */
+    const char *at = strrchr(stat, ')');
+    for (int field = 2; field < 14 && at != NULL; field++) {
+        at = strchr(at + 1, ' ');
+    }
+    long ms = -1;
+    long ticks = sysconf(_SC_CLK_TCK);
+    if (at != NULL && ticks > 0) {
+        char *end = NULL;
+        unsigned long utime = strtoul(at + 1, &end, 10);
+        const char *next = end;
+        unsigned long stime = strtoul(next, &end, 10);
+        if (end != next)
+            ms = (long)((utime + stime) * 1000 / (unsigned long)ticks);
+    }
+    free(stat);
+    return ms;
+}
+
+/* The CPU timer (src/worker/cpu_timer.h): its tick, its backstop for native code that
+ * reaches no interrupt poll, and the refusal when it cannot be armed. */
+static void test_cpu_timer(void)
+{
+    /* A loop whose every call is a builtin doing a lot of work without an interrupt poll
+     * inside: QuickJS polls once per call, and its counter runs out only after 10000
+     * calls (minutes). The timer's tick makes the next poll, after the call in progress,
+     * call the interrupt handler: the script stops near its budget and the worker goes
+     * on serving. */
+    static const struct {
+        const char *what, *script;
+    } TICKED[] = {
+        {"String repeat of 16 MiB", "for (;;) 'x'.repeat(1 << 24);"},
+        {"slice of a 1 Mi-element array", "const a = Array(1 << 20).fill(1); for (;;) a.slice();"},
+    };
+    for (size_t i = 0; i < sizeof TICKED / sizeof TICKED[0]; i++) {
+        char name[300];
+        snprintf(name, sizeof name,
+                 "budgets: a loop of %s (one poll per call) ends as cpu within 5x its 200 ms "
+                 "budget through the CPU timer's tick, and the same worker runs the next "
+                 "activation [guard cpu-timer-tick]",
+                 TICKED[i].what);
+        struct worker tw;
+        if (!worker_ready(&tw, harness_test_worker(), NULL, NULL)) {
+            fail(name, "the worker did not start");
+            continue;
+        }
+        struct proto_activate a = activation(TICKED[i].script);
+        a.budgets.cpu_ms = 200;
+        a.budgets.heap_bytes = 128u << 20;
+        struct run r, next;
+        memset(&r, 0, sizeof r);
+        memset(&next, 0, sizeof next);
+        long before = process_cpu_ms(tw.p.pid);
+        run_activation(&tw, &a, NULL, &r);
+        long used = process_cpu_ms(tw.p.pid) - before;
+        struct proto_activate b = activation("return 'next';");
+        run_activation(&tw, &b, NULL, &next);
+        struct proc_result res = worker_end(&tw);
+        char first[200];
+        snprintf(first, sizeof first, "%s", describe(&r));
+        /* CPU time, not wall time: a loaded machine does not inflate it. */
+        check(exhausted(&r, PROTO_BUDGET_CPU) && before >= 0 && used < 5L * 200 &&
+                  completed_with(&next, "\"next\""),
+              name, "%s after %ld ms of CPU (budget 200 ms), then %s; %s", first, used,
+              describe(&next), proc_describe(&res));
+        harness_note("cpu timer tick: a loop of %s stopped after %ld ms of CPU (budget 200 ms)",
+                     TICKED[i].what, used);
+        proc_result_free(&res);
+        run_free(&r);
+        run_free(&next);
+    }
+
+    struct worker w;
+    if (worker_ready(&w, harness_test_worker(), NULL, NULL)) {
+        struct proto_activate a = activation("return __basalTestNativeSpin();");
+        a.budgets.cpu_ms = 100;
+        struct run r;
+        memset(&r, 0, sizeof r);
+        run_activation(&w, &a, NULL, &r);
+        /* It must end by itself: stdin stays open until it has. */
+        bool ended_itself = proc_wait_exit(&w.p, TIMEOUT_MS);
+        struct proc_result res = worker_end(&w);
+        check(exhausted(&r, PROTO_BUDGET_CPU) && ended_itself && proc_exited_with(&res, 0),
+              "budgets: native code that never reaches an interrupt poll ends as cpu: the CPU "
+              "timer's backstop sends Finished(budget_exhausted cpu) and the worker exits 0 "
+              "by itself [guard cpu-timer-backstop]",
+              "%s; ended by itself: %s; %s", describe(&r), ended_itself ? "yes" : "no",
+              proc_describe(&res));
+        proc_result_free(&res);
+        run_free(&r);
+    } else {
+        fail("budgets: the CPU timer's backstop", "the worker did not start");
+    }
+
+    /* A POSIX timer that signals needs a queued-signal slot: with RLIMIT_SIGPENDING 0
+     * timer_create fails, and the worker must refuse rather than run without the
+     * timer. */
+    struct rlimit saved, none = {0, 0};
+    if (getrlimit(RLIMIT_SIGPENDING, &saved) != 0) {
+        fail("startup: the worker refuses without a CPU timer", "getrlimit: %s", strerror(errno));
+        return;
+    }
+    none.rlim_max = saved.rlim_max;
+    bool limited = setrlimit(RLIMIT_SIGPENDING, &none) == 0;
+    const char *argv[] = {harness_test_worker(), "--landlock=required", NULL};
+    struct proc_opts opts = {false, PROC_PIPE, PROC_PIPE, PROC_PIPE, HARNESS_EMPTY_ENV};
+    struct proc p;
+    int started = proc_start(&p, argv, &opts);
+    (void)setrlimit(RLIMIT_SIGPENDING, &saved);
+    if (!limited || started != 0) {
+        fail("startup: the worker refuses without a CPU timer", "cannot start it under "
+             "RLIMIT_SIGPENDING 0: %s", strerror(errno));
+        return;
+    }
+    struct proc_result res = proc_finish(&p, NULL, 0, TIMEOUT_MS);
+    check(proc_exited_with(&res, 70) && res.out_len == 0 &&
+              output_has_line(res.err, "refusing to run unconfined: cpu-timer"),
+          "startup: a worker whose CPU timer cannot be armed (RLIMIT_SIGPENDING 0) refuses "
+          "with cpu-timer, exit 70, nothing on stdout [guard cpu-timer-required]",
+          "%s", proc_describe(&res));
+    proc_result_free(&res);
+}
+
 /* ================================================================== plain profile, SIGSYS */
 
 static void test_plain_suites(void)
@@ -1123,6 +1312,7 @@ int main(void)
     test_api();
     test_replay();
     test_budgets();
+    test_cpu_timer();
     test_plain_suites();
     test_sigsys();
     return harness_finish();

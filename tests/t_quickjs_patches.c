@@ -1,5 +1,6 @@
-/* Regression tests for our QuickJS patch series (the files in patches/quickjs/), end to end:
- * build/<variant>/bin/ck-basal --json exec ... with the test-build worker.
+/* Regression tests for our QuickJS patch series (the files in patches/quickjs/), against
+ * the test-build worker: through build/<variant>/bin/ck-basal --json exec, or spoken to
+ * directly over its pipes where a check must see the worker itself.
  *
  * Patch 0001 (backtrace-oom): under memory pressure an allocation in build_backtrace
  * fails and throws out of memory; throwing frees the pending exception, which is
@@ -16,8 +17,26 @@
  * Proven red without the patch: with patches/quickjs/0001-backtrace-oom.patch removed
  * (a scratch copy of the repository, make test-build there), this sweep crashed the
  * worker (SIGSEGV) at most heap budgets of the TypeError and ReferenceError scripts
- * (and at a few of the new-Error one), at -O2; with the patch, at none. */
+ * (and at a few of the new-Error one), at -O2; with the patch, at none.
+ *
+ * Patch 0003 (interrupt-poll): builtins whose loop length a script controls, JSON, string
+ * search and the regexp matcher poll for interrupts, and the CPU timer's tick makes a
+ * poll call the interrupt handler. Each script below spins inside one such builtin
+ * under a 200 ms CPU budget; the check is that the activation ends as budget_exhausted
+ * cpu through a poll: the worker itself stopped the script and runs the next
+ * activation. (Without the patch the CPU timer's backstop still ends the activation as
+ * cpu, but by ending the process: the next activation finds no worker. Without either,
+ * only the parent's wall deadline ended them.) Proven red by building without the
+ * patch: every case then ended in the backstop.
+ *
+ * Patch 0004 (regexp-oom): an out-of-memory error inside regexp execution is the engine's
+ * own InternalError("out of memory"), so uncaught it ends as budget_exhausted memory
+ * (it was InternalError("out of memory in regexp execution"), reported as
+ * script_error). */
 #include "lib/harness.h"
+#include "proto/frame.h"
+#include "proto/message.h"
+#include "proto/wire.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -184,6 +203,292 @@ static void test_backtrace_oom(void)
     }
 }
 
+/* ---- a worker spoken to directly ----------------------------------------------- */
+
+#define DIRECT_TIMEOUT_MS 60000
+
+struct direct {
+    struct proc p;
+    bool up;
+    struct wire_buf buf;
+};
+
+/* What an activation ended with. */
+struct finished {
+    bool got;
+    enum proto_outcome outcome;
+    enum proto_budget exhausted;
+    char text[600]; /* the value, or "kind: detail" */
+};
+
+static bool direct_send(struct direct *d, const struct proto_msg *msg)
+{
+    struct wire_buf payload;
+    wire_buf_init(&payload);
+    bool ok = proto_encode(msg, &payload) == PROTO_OK;
+    uint8_t header[PROTO_FRAME_HEADER_BYTES];
+    frame_header_encode((uint32_t)payload.len, header);
+    ok = ok && fd_write_all(d->p.in_fd, header, sizeof header, DIRECT_TIMEOUT_MS) == 0 &&
+         (payload.len == 0 ||
+          fd_write_all(d->p.in_fd, payload.data, payload.len, DIRECT_TIMEOUT_MS) == 0);
+    wire_buf_free(&payload);
+    return ok;
+}
+
+/* The next message; false on EOF, timeout or a frame that does not decode. */
+static bool direct_recv(struct direct *d, struct proto_msg *msg)
+{
+    memset(msg, 0, sizeof *msg);
+    uint8_t header[PROTO_FRAME_HEADER_BYTES];
+    if (fd_read_exact(d->p.out_fd, header, sizeof header, DIRECT_TIMEOUT_MS) != 0)
+        return false;
+    uint32_t len = (uint32_t)header[0] << 24 | (uint32_t)header[1] << 16 |
+                   (uint32_t)header[2] << 8 | header[3];
+    if (len > PROTO_MAX_FRAME || !wire_buf_reserve(&d->buf, len ? len : 1))
+        return false;
+    if (len > 0 && fd_read_exact(d->p.out_fd, d->buf.data, len, DIRECT_TIMEOUT_MS) != 0)
+        return false;
+    return proto_decode(d->buf.data, len, msg) == PROTO_OK;
+}
+
+/* Starts the test-build worker and has it welcome us. */
+static bool direct_start(struct direct *d)
+{
+    memset(d, 0, sizeof *d);
+    const char *argv[] = {harness_test_worker(), "--landlock=required", NULL};
+    struct proc_opts opts = {false, PROC_PIPE, PROC_PIPE, PROC_PIPE, HARNESS_EMPTY_ENV};
+    if (proc_start(&d->p, argv, &opts) != 0)
+        return false;
+    d->up = true;
+    struct proto_msg msg;
+    memset(&msg, 0, sizeof msg);
+    msg.tag = PROTO_HELLO;
+    msg.hello.version = PROTO_VERSION;
+    if (!direct_send(d, &msg) || !direct_recv(d, &msg))
+        return false;
+    bool welcomed = msg.tag == PROTO_WELCOME;
+    proto_msg_free(&msg);
+    return welcomed;
+}
+
+static struct proc_result direct_end(struct direct *d)
+{
+    wire_buf_free(&d->buf);
+    d->up = false;
+    return proc_finish(&d->p, NULL, 0, DIRECT_TIMEOUT_MS);
+}
+
+/* Runs a script that makes no host calls; false if no Finished came. */
+static bool direct_activate(struct direct *d, const char *script, uint32_t cpu_ms,
+                            uint64_t heap_bytes, struct finished *out)
+{
+    memset(out, 0, sizeof *out);
+    struct proto_msg msg;
+    memset(&msg, 0, sizeof msg);
+    msg.tag = PROTO_ACTIVATE;
+    msg.activate.activation_id = 1;
+    msg.activate.profile = PROTO_PROFILE_FLOW;
+    msg.activate.script = proto_text_of(script);
+    msg.activate.budgets.cpu_ms = cpu_ms;
+    msg.activate.budgets.heap_bytes = heap_bytes;
+    msg.activate.budgets.stack_bytes = 1u << 20;
+    msg.activate.budgets.max_value_bytes = 256u << 10;
+    if (!direct_send(d, &msg))
+        return false;
+    for (;;) {
+        struct proto_msg in;
+        if (!direct_recv(d, &in))
+            return false;
+        if (in.tag == PROTO_FINISHED) {
+            out->got = true;
+            out->outcome = in.finished.outcome;
+            out->exhausted = in.finished.exhausted;
+            if (in.finished.outcome == PROTO_OUTCOME_COMPLETED)
+                snprintf(out->text, sizeof out->text, "%.*s", (int)in.finished.value.len,
+                         in.finished.value.str);
+            else
+                snprintf(out->text, sizeof out->text, "%.*s: %.*s",
+                         (int)in.finished.failure_kind.len, in.finished.failure_kind.str,
+                         (int)in.finished.failure_detail.len, in.finished.failure_detail.str);
+            proto_msg_free(&in);
+            return true;
+        }
+        proto_msg_free(&in);
+    }
+}
+
+static const char *finished_text(const struct finished *f)
+{
+    static char text[700];
+    if (!f->got)
+        snprintf(text, sizeof text, "no Finished (the worker ended)");
+    else if (f->outcome == PROTO_OUTCOME_BUDGET_EXHAUSTED)
+        snprintf(text, sizeof text, "budget_exhausted %s", proto_budget_name(f->exhausted));
+    else
+        snprintf(text, sizeof text, "%s %s", proto_outcome_name(f->outcome), f->text);
+    return text;
+}
+
+/* CPU time (user + system) a process has used, in ms; -1 if unknown. */
+static long process_cpu_ms(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    char *stat = read_text_file(path);
+    if (stat == NULL)
+        return -1;
+    /* After the ")" closing the command name: state is field 3, utime 14, stime 15. */
+    const char *at = strrchr(stat, ')');
+    for (int field = 2; field < 14 && at != NULL; field++) {
+        at = strchr(at + 1, ' ');
+    }
+    long ms = -1;
+    long ticks = sysconf(_SC_CLK_TCK);
+    if (at != NULL && ticks > 0) {
+        char *end = NULL;
+        unsigned long utime = strtoul(at + 1, &end, 10);
+        const char *next = end;
+        unsigned long stime = strtoul(next, &end, 10);
+        if (end != next)
+            ms = (long)((utime + stime) * 1000 / (unsigned long)ticks);
+    }
+    free(stat);
+    return ms;
+}
+
+/* ---- patch 0003: native loops poll for interrupts -------------------------------- */
+
+#define LOOP_CPU_MS 200u
+#define LOOP_HEAP (64ull << 20)
+
+static const struct {
+    const char *what;
+    const char *script;
+} NATIVE_LOOPS[] = {
+    {"JSON.stringify of a 200 000-element array, in a loop",
+     "const a = []; for (let i = 0; i < 200000; i++) a.push(i);\n"
+     "for (;;) JSON.stringify(a);\n"},
+    {"a catastrophic regexp (/(a+)+$/ on 40 a's and a b)",
+     "return /(a+)+$/.test('a'.repeat(40) + 'b');\n"},
+    {"a bounded but slow regexp scan (/a{1,3000}b/ over 200 000 a's)",
+     "return /a{1,3000}b/.test('a'.repeat(200000));\n"},
+    {"join('') of a sparse array of length 2^32-1",
+     "const a = []; a.length = 2 ** 32 - 1; return a.join('').length;\n"},
+    {"lastIndexOf of a sparse array of length 2^32-1",
+     "const a = []; a.length = 2 ** 32 - 1; return a.lastIndexOf(1);\n"},
+    {"includes on {length: 2**53-1}",
+     "return Array.prototype.includes.call({length: 2 ** 53 - 1}, 1);\n"},
+    {"reverse on {length: 2**53-1}",
+     "return Array.prototype.reverse.call({length: 2 ** 53 - 1}).length;\n"},
+    {"copyWithin on {length: 2**53-1}",
+     "return Array.prototype.copyWithin.call({length: 2 ** 53 - 1}, 0, 1).length;\n"},
+    {"indexOf on {length: 2**53-1}",
+     "return Array.prototype.indexOf.call({length: 2 ** 53 - 1}, 1);\n"},
+    {"forEach on {length: 2**53-1}",
+     "Array.prototype.forEach.call({length: 2 ** 53 - 1}, () => {}); return 1;\n"},
+    {"reduce on {length: 2**53-1}",
+     "return Array.prototype.reduce.call({length: 2 ** 53 - 1}, (a) => a, 0);\n"},
+    {"slice of {length: 2**32-1}",
+     "return Array.prototype.slice.call({length: 2 ** 32 - 1}).length;\n"},
+    {"splice(0, 1) on {length: 2**53-1}",
+     "return Array.prototype.splice.call({length: 2 ** 53 - 1}, 0, 1).length;\n"},
+    {"concat of a spreadable {length: 2**53-2}",
+     "return [].concat({length: 2 ** 53 - 2, [Symbol.isConcatSpreadable]: true}).length;\n"},
+    {"flat on {length: 2**53-1}",
+     "return Array.prototype.flat.call({length: 2 ** 53 - 1}).length;\n"},
+    {"sort on {length: 2**53-1}",
+     "return Array.prototype.sort.call({length: 2 ** 53 - 1}).length;\n"},
+    {"String indexOf with a 512 Ki-character needle that almost matches everywhere",
+     "const s = 'a'.repeat(1 << 20);\n"
+     "return s.indexOf('a'.repeat(1 << 19) + 'b');\n"},
+    {"String split by a 512 Ki-character separator that almost matches everywhere",
+     "const s = 'a'.repeat(1 << 20);\n"
+     "return s.split('a'.repeat(1 << 19) + 'b').length;\n"},
+    {"String replaceAll of a 512 Ki-character string that almost matches everywhere",
+     "const s = 'a'.repeat(1 << 20);\n"
+     "return s.replaceAll('a'.repeat(1 << 19) + 'b', '').length;\n"},
+};
+
+static void test_interrupt_poll(void)
+{
+    for (size_t i = 0; i < sizeof NATIVE_LOOPS / sizeof NATIVE_LOOPS[0]; i++) {
+        char name[400];
+        snprintf(name, sizeof name,
+                 "quickjs patch 0003 interrupt-poll: %s ends as budget exhausted: cpu through "
+                 "an interrupt poll, and the same worker runs the next activation "
+                 "[guard interrupt-poll]",
+                 NATIVE_LOOPS[i].what);
+        struct direct d;
+        if (!direct_start(&d)) {
+            if (d.up) {
+                struct proc_result r = direct_end(&d);
+                proc_result_free(&r);
+            }
+            fail(name, "the worker did not welcome us");
+            continue;
+        }
+        struct finished spun, next;
+        long before = process_cpu_ms(d.p.pid);
+        bool ended = direct_activate(&d, NATIVE_LOOPS[i].script, LOOP_CPU_MS, LOOP_HEAP, &spun);
+        long after = process_cpu_ms(d.p.pid);
+        bool answered = ended && direct_activate(&d, "return 'next';", 1000, LOOP_HEAP, &next);
+        struct proc_result r = direct_end(&d);
+        char spun_text[700];
+        snprintf(spun_text, sizeof spun_text, "%s", finished_text(&spun));
+        check(spun.got && spun.outcome == PROTO_OUTCOME_BUDGET_EXHAUSTED &&
+                  spun.exhausted == PROTO_BUDGET_CPU && answered &&
+                  next.outcome == PROTO_OUTCOME_COMPLETED && strcmp(next.text, "\"next\"") == 0,
+              name, "%s, then %s; worker %s", spun_text, answered ? finished_text(&next) : "nothing",
+              proc_describe(&r));
+        if (before >= 0 && after >= 0)
+            harness_note("interrupt-poll: %s: stopped after %ld ms of CPU (budget %u ms)",
+                         NATIVE_LOOPS[i].what, after - before, LOOP_CPU_MS);
+        proc_result_free(&r);
+    }
+}
+
+/* ---- patch 0004: out of memory inside regexp execution --------------------------- */
+
+/* The matcher's backtracking stack for (?:a|b)* over 400 000 characters needs far more
+ * than a 4 MiB heap; its growth fails while the heap is well below the budget, so
+ * this is an ordinary out-of-memory error: uncaught it is the memory budget's, caught
+ * the script may go on. */
+static void test_regexp_oom(void)
+{
+    const char *uncaught = harness_tmp_file(
+        "regexp_oom.js", "const s = 'ab'.repeat(200000);\nreturn /(?:a|b)*c/.test(s);\n");
+    const char *caught = harness_tmp_file(
+        "regexp_oom_caught.js",
+        "const s = 'ab'.repeat(200000);\n"
+        "try { return /(?:a|b)*c/.test(s); } catch (e) { return e.name + ': ' + e.message; }\n");
+    const char *argv[] = {harness_test_parent(), "--json", "exec", uncaught, caught,
+                          "--heap-bytes", "4194304", "--cpu-ms", "20000", NULL};
+    struct proc_result r = proc_run(argv, NULL, 0, 120000);
+    json_t *runs[2] = {NULL, NULL};
+    const char *at = r.out;
+    for (int i = 0; i < 2 && *at != '\0'; i++) {
+        size_t len = strcspn(at, "\n");
+        json_error_t error;
+        runs[i] = json_loadb(at, len, 0, &error);
+        at += len;
+        if (*at == '\n')
+            at++;
+    }
+    check(runs[0] != NULL && strcmp(str_field(runs[0], "outcome"), "budget_exhausted") == 0 &&
+              strcmp(str_field(runs[0], "budget"), "memory") == 0,
+          "quickjs patch 0004 regexp-oom: an uncaught out-of-memory error inside regexp "
+          "execution ends as budget exhausted: memory, not script_error [guard regexp-oom]",
+          "%s; out: %.600s", proc_describe(&r), r.out);
+    check(runs[1] != NULL && strcmp(str_field(runs[1], "outcome"), "completed") == 0 &&
+              strcmp(str_field(runs[1], "value"), "InternalError: out of memory") == 0,
+          "quickjs patch 0004 regexp-oom: the same error caught is the engine's own "
+          "InternalError: out of memory, and the activation completes",
+          "%s; out: %.600s", proc_describe(&r), r.out);
+    json_decref(runs[0]);
+    json_decref(runs[1]);
+    proc_result_free(&r);
+}
+
 int main(void)
 {
     if (!require_binary(harness_test_parent(), "quickjs patches: ck-basal test build present") ||
@@ -192,6 +497,8 @@ int main(void)
         return harness_finish();
     if (harness_tmpdir("qjs-patches") == NULL)
         return harness_finish();
+    test_interrupt_poll();
+    test_regexp_oom();
     test_backtrace_oom();
     harness_remove_tmpdir();
     return harness_finish();

@@ -9,6 +9,7 @@
 #include "store/runs.h"
 #include "store/store.h"
 #include "proto/utf8.h"
+#include "base/json_js.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -29,7 +30,8 @@ static int report(const struct cli_globals *g, const struct run_report *rep)
         json_object_set_new(o, "run", json_integer(rep->run_id));
         json_object_set_new(o, "flow", json_string(rep->flow_id));
         json_object_set_new(o, "state", json_string(run_state_name(rep->state)));
-        json_t *result = rep->result != NULL ? json_loads(rep->result, JSON_DECODE_ANY, NULL) : NULL;
+        json_t *result = rep->result != NULL ? json_js_loads(rep->result, JSON_DECODE_ANY, NULL)
+                                             : NULL; /* 1e19 too */
         json_object_set_new(o, "result", result != NULL ? result : json_null());
         json_object_set_new(o, "error", rep->error != NULL ? json_string(rep->error) : json_null());
         json_object_set_new(o, "host_calls", json_integer(rep->host_calls));

@@ -2,6 +2,7 @@
  * their host calls. Read-only. */
 #include "cli/commands.h"
 #include "cli/term_text.h"
+#include "base/json_js.h"
 #include "base/names.h"
 #include "flows/flows.h"
 #include "store/codemode_store.h"
@@ -25,7 +26,7 @@ static json_t *json_of(const char *text)
 {
     if (text == NULL)
         return json_null();
-    json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
+    json_t *v = json_js_loads(text, JSON_DECODE_ANY, NULL); /* 1e19 too */
     return v != NULL ? v : json_string(text);
 }
 

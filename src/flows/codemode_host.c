@@ -2,6 +2,7 @@
 #include "flows/codemode_host.h"
 
 #include "base/json_fields.h"
+#include "base/json_js.h"
 #include "host/tool_schema.h"
 #include "store/codemode_store.h"
 #include "store/journal.h"
@@ -281,7 +282,7 @@ static int record_refusal(struct codemode_host *h, const struct host_call *call,
 static int tool_call(struct codemode_host *h, const struct host_call *call,
                      struct host_settlement *out)
 {
-    json_t *args = json_loadb(call->args, call->args_len, JSON_DECODE_ANY, NULL);
+    json_t *args = json_js_loadb(call->args, call->args_len, JSON_DECODE_ANY, NULL);
     struct verdict v;
     if (args == NULL) {
         memset(&v, 0, sizeof v);

@@ -1,6 +1,7 @@
 /* The host of a dry run (see dry_run_host.h). */
 #include "flows/dry_run_host.h"
 
+#include "base/json_js.h"
 #include "flows/flow_host.h"
 #include "host/fs_builtin.h"
 #include "host/git_builtin.h"
@@ -144,7 +145,7 @@ static int kv_read(const struct dry_run_host *h, const json_t *args, struct host
     struct store *s = h->cfg.store;
     if (sqlite3_exec(store_db(s), "BEGIN DEFERRED", NULL, NULL, NULL) != SQLITE_OK)
         return host_reject(out, HOST_CODE_IO_ERROR, "store: %s", store_errmsg(s));
-    int rc = kv_store_call(s, h->cfg.flow_id, "kv.get", args, out, err, sizeof err);
+    int rc = kv_store_call(s, h->cfg.flow_id, "kv.get", args, NULL, 0, out, err, sizeof err);
     store_rollback(s);
     if (rc != 0)
         return host_reject(out, HOST_CODE_IO_ERROR, "%s", err[0] != '\0' ? err : "kv.get failed");
@@ -275,7 +276,7 @@ static int dry_run_call(void *self, const struct host_call *call, struct host_se
                            " calls (at position %u, %.80s)", FLOW_RUN_MAX_HOST_CALLS,
                            (unsigned)call->position, call->kind);
     }
-    json_t *args = json_loadb(call->args, call->args_len, 0, NULL);
+    json_t *args = json_js_loadb(call->args, call->args_len, 0, NULL); /* 1e19 too */
     struct flow_grant g;
     memset(&g, 0, sizeof g);
     if (!json_is_array(args)) {

@@ -3,6 +3,7 @@
 #include "store/audit.h"
 #include "store/call_processes.h"
 #include "base/error_line.h"
+#include "base/json_js.h"
 #include "store/kv_store.h"
 #include "store/runs.h"
 #include "store/store.h"
@@ -632,7 +633,8 @@ static int journal_at_once(struct flow_host *fh, const struct journal_entry *e,
     else if (d->cls == JOURNAL_SYNC)
         rc = do_sync(e->kind, out);
     else
-        rc = kv_store_call(s, fh->cfg.flow_id, e->kind, args, out, err, sizeof err);
+        rc = kv_store_call(s, fh->cfg.flow_id, e->kind, args, e->args, e->args_len, out, err,
+                           sizeof err);
     if (rc != 0 || journal_insert(s, fh->cfg.run_id, e, err, sizeof err) != 0 ||
         journal_mailbox_put(s, fh->cfg.run_id, e->position, out->settlement, out->value, err,
                             sizeof err) != 0 ||
@@ -784,7 +786,7 @@ static int flow_host_call(void *self, const struct host_call *call, struct host_
         return host_reject(out, stopped_code(fh), "%s", fh->stopped);
     /* Arguments that are not a JSON array are a refusal like any other: journaled,
      * counted against the run's limits and audited (decide() with NULL args). */
-    json_t *args = json_loadb(call->args, call->args_len, 0, NULL);
+    json_t *args = json_js_loadb(call->args, call->args_len, 0, NULL); /* 1e19 too */
     if (!json_is_array(args)) {
         json_decref(args);
         args = NULL;

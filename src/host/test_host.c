@@ -1,5 +1,7 @@
 #include "host/test_host.h"
 
+#include "base/json_js.h"
+
 #include <jansson.h>
 #include <math.h>
 #include <stdint.h>
@@ -248,7 +250,8 @@ static int test_host_call(void *self, const struct host_call *call, struct host_
         return do_random(out);
 
     json_error_t error;
-    json_t *args = json_loadb(call->args, call->args_len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &error);
+    json_t *args = json_js_loadb(call->args, call->args_len, JSON_DECODE_ANY | JSON_ALLOW_NUL,
+                                 &error); /* 1e19 too */
     if (!json_is_array(args)) {
         json_decref(args);
         return host_reject(out, HOST_CODE_INVALID_ARGUMENTS,

@@ -1,6 +1,7 @@
 #include "store/kv_store.h"
 
 #include "base/error_line.h"
+#include "base/json_js.h"
 #include "store/sql.h"
 #include "store/store.h"
 
@@ -76,16 +77,34 @@ static int flow_bytes(sqlite3 *db, const char *flow, const char *key, long long 
     return rc == SQLITE_ROW ? 0 : sql_fail(db, err, err_cap);
 }
 
+/* The value's JSON as the script wrote it: the second element of the arguments' text,
+ * byte for byte (a number jansson would print otherwise, 0.1 as 0.10000000000000001,
+ * stays as JavaScript wrote it); NULL if there is none. */
+static char *value_text(const json_t *value, const char *args_text, size_t args_len,
+                        size_t *len)
+{
+    size_t start = 0;
+    if (value == NULL || !json_js_array_element(args_text, args_len, 1, &start, len))
+        return NULL;
+    char *text = malloc(*len + 1);
+    if (text != NULL) {
+        memcpy(text, args_text + start, *len);
+        text[*len] = '\0';
+    }
+    return text;
+}
+
 static int kv_set(sqlite3 *db, const char *flow, const char *key, const json_t *value,
-                  struct host_settlement *out, char *err, size_t err_cap)
+                  const char *args_text, size_t args_len, struct host_settlement *out,
+                  char *err, size_t err_cap)
 {
     if (value == NULL)
         return host_reject(out, HOST_CODE_INVALID_ARGUMENTS, "kv.set: missing the value") == 0
                    ? 0 : error_line(err, err_cap, "out of memory");
-    char *text = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
+    size_t len = 0;
+    char *text = value_text(value, args_text, args_len, &len);
     if (text == NULL)
         return error_line(err, err_cap, "out of memory");
-    size_t len = strlen(text);
     long long held = 0;
     int ret = 0;
     if (len > KV_VALUE_MAX_BYTES) {
@@ -134,7 +153,8 @@ static int kv_delete(sqlite3 *db, const char *flow, const char *key,
 }
 
 int kv_store_call(struct store *s, const char *flow, const char *kind, const void *args,
-                  struct host_settlement *out, char *err, size_t err_cap)
+                  const char *args_text, size_t args_len, struct host_settlement *out,
+                  char *err, size_t err_cap)
 {
     const json_t *array = args;
     sqlite3 *db = store_db(s);
@@ -145,6 +165,7 @@ int kv_store_call(struct store *s, const char *flow, const char *kind, const voi
     if (strcmp(kind, "kv.get") == 0)
         return kv_get(db, flow, key, out, err, err_cap);
     if (strcmp(kind, "kv.set") == 0)
-        return kv_set(db, flow, key, json_array_get(array, 1), out, err, err_cap);
+        return kv_set(db, flow, key, json_array_get(array, 1), args_text, args_len, out, err,
+                      err_cap);
     return kv_delete(db, flow, key, out, err, err_cap);
 }

@@ -3,7 +3,9 @@
  * row of the call that wrote it commit together (basal.md section 6).
  *
  *   kv.get(key)         -> the stored value, or null
- *   kv.set(key, value)  -> null; value is any JSON value, stored as compact JSON text
+ *   kv.set(key, value)  -> null; value is any JSON value, stored as the exact JSON text
+ *                          the script's call sent (JSON.stringify's: compact, and every
+ *                          number as JavaScript writes it, 1e19 as 10000000000000000000)
  *   kv.delete(key)      -> true if the key existed, else false
  *
  * Limits: a key is a string of 1..256 bytes of UTF-8; a value at most 64 KiB of JSON;
@@ -26,10 +28,12 @@ struct store;
 /* True for "kv.get", "kv.set", "kv.delete". */
 bool kv_store_handles(const char *kind);
 
-/* Performs kind for flow with args (a jansson json_t * array) in the caller's
- * transaction. Fills *out (fulfilled or rejected) and returns 0; returns -1 with a
- * reason in err on a store error or no memory (the caller rolls back). */
+/* Performs kind for flow with args (a jansson json_t * array, parsed from args_text,
+ * the call's arguments as the worker sent them) in the caller's transaction. Fills
+ * *out (fulfilled or rejected) and returns 0; returns -1 with a reason in err on a
+ * store error or no memory (the caller rolls back). */
 int kv_store_call(struct store *s, const char *flow, const char *kind, const void *args,
-                  struct host_settlement *out, char *err, size_t err_cap);
+                  const char *args_text, size_t args_len, struct host_settlement *out,
+                  char *err, size_t err_cap);
 
 #endif

@@ -1,5 +1,7 @@
 #include "worker/budget.h"
 
+#include "worker/cpu_timer.h"
+
 #include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -140,6 +142,18 @@ void budget_start(struct budget *budget, JSRuntime *rt, const struct proto_budge
     budget->cpu_limit_ns = (uint64_t)limits->cpu_ms * 1000000u;
     budget->cpu_start_ns = thread_cpu_ns();
     budget->cpu_armed = true;
+    cpu_timer_hard_limit(budget->cpu_start_ns + budget_cpu_hard_limit_ns(budget->cpu_limit_ns));
+}
+
+uint64_t budget_cpu_hard_limit_ns(uint64_t limit_ns)
+{
+    return limit_ns + (limit_ns > BUDGET_CPU_GRACE_MIN_NS ? limit_ns : BUDGET_CPU_GRACE_MIN_NS);
+}
+
+void budget_end(struct budget *budget)
+{
+    (void)budget;
+    cpu_timer_no_limit();
 }
 
 uint64_t budget_cpu_used_ns(const struct budget *budget)
@@ -158,6 +172,17 @@ bool budget_cpu_check(struct budget *budget)
 enum budget_exhausted budget_state(const struct budget *budget)
 {
     return budget->exhausted;
+}
+
+size_t budget_refusals(const struct budget *budget)
+{
+    return budget->alloc_failures;
+}
+
+void budget_exhaust_heap(struct budget *budget)
+{
+    if (budget->exhausted == BUDGET_OK)
+        budget->exhausted = BUDGET_HEAP_EXHAUSTED;
 }
 
 void budget_request_stop(struct budget *budget)

@@ -2,7 +2,10 @@
  *
  *   CPU    the engine thread's CPU clock (CLOCK_THREAD_CPUTIME_ID), read by the
  *          QuickJS interrupt handler and at every point the engine waits; time spent
- *          blocked reading frames is not CPU, so it is not counted.
+ *          blocked reading frames is not CPU, so it is not counted. The CPU timer
+ *          (cpu_timer.h) makes QuickJS call the handler at least once per tick of
+ *          CPU, also inside long builtins, and ends the process itself past
+ *          budget_cpu_hard_limit_ns if nothing polls.
  *   heap   a counting allocator under QuickJS (JS_NewRuntime2): an allocation that
  *          would take the runtime's heap above the budget fails. A failure that leaves
  *          less than budget_heap_slack() free marks the heap exhausted, which ends the
@@ -64,8 +67,18 @@ extern const JSMallocFunctions BUDGET_MALLOC_FUNCTIONS;
 void budget_init(struct budget *budget);
 
 /* Applies an activation's limits to a runtime that is about to run it: heap limit,
- * QuickJS stack limit measured from the caller's frame, CPU clock started now. */
+ * QuickJS stack limit measured from the caller's frame, CPU clock started now, and
+ * the CPU timer's backstop armed at budget_cpu_hard_limit_ns of CPU from now. */
 void budget_start(struct budget *budget, JSRuntime *rt, const struct proto_budgets *limits);
+
+/* The activation is over: the CPU timer's backstop is off. */
+void budget_end(struct budget *budget);
+
+/* CPU after which the CPU timer ends the process itself (cpu_timer.h) when no
+ * interrupt poll has stopped the script: the budget plus as much again, at least
+ * BUDGET_CPU_GRACE_MIN_NS more. */
+#define BUDGET_CPU_GRACE_MIN_NS UINT64_C(100000000)
+uint64_t budget_cpu_hard_limit_ns(uint64_t limit_ns);
 
 /* The stack size QuickJS is given for an Activate's stack_bytes. */
 size_t budget_stack_bytes(uint32_t requested);
@@ -82,6 +95,13 @@ uint64_t budget_cpu_used_ns(const struct budget *budget);
 
 /* The budget found exhausted first in this activation, if any. */
 enum budget_exhausted budget_state(const struct budget *budget);
+
+/* Allocations the heap budget has refused in this activation. */
+size_t budget_refusals(const struct budget *budget);
+
+/* The heap budget is exhausted (the engine could not meet a demand of the script's
+ * inside it, e.g. its console text), unless another budget was first. */
+void budget_exhaust_heap(struct budget *budget);
 
 /* Makes the interrupt handler stop the script at its next poll. */
 void budget_request_stop(struct budget *budget);

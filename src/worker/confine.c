@@ -1,5 +1,6 @@
 #include "worker/confine.h"
 
+#include "worker/cpu_timer.h"
 #include "worker/descriptors.h"
 #include "worker/landlock.h"
 #include "worker/refuse.h"
@@ -51,6 +52,9 @@ struct confinement confine(const struct confine_options *options)
     state.landlock_runtime_abi = landlock.runtime_abi;
     state.landlock_applied_abi = landlock.applied_abi;
     close_descriptors_or_refuse();
+    /* Last before the filter, which refuses timer_create and timer_settime. */
+    if (options->cpu_timer)
+        cpu_timer_arm_or_refuse();
 #ifdef BASAL_TEST_HOOKS
     if (options->test_skip_seccomp)
         return state;

@@ -1,11 +1,13 @@
 /* The whole Linux confinement sequence, run before the first read of stdin:
  *   1 startup checks      2 close descriptors      3 no_new_privs, non-dumpable
  *   4 Landlock            5 close descriptors again 6 seccomp allowlist (TSYNC)
+ * and, in engine mode, the CPU timer (cpu_timer.h) just before step 6.
  * Each step refuses (exit 70, "refusing to run unconfined: <token>") on failure;
  * confine() returns only when every step is in force. Tokens of step 3 and 6:
  *   no-new-privs   PR_SET_NO_NEW_PRIVS failed or did not take effect
  *   dumpable       PR_SET_DUMPABLE 0 failed or did not take effect
- *   seccomp        the filter could not be built or loaded */
+ *   seccomp        the filter could not be built or loaded
+ *   cpu-timer      the CPU timer could not be armed */
 #ifndef BASAL_WORKER_CONFINE_H
 #define BASAL_WORKER_CONFINE_H
 
@@ -22,6 +24,7 @@ struct confinement {
 
 struct confine_options {
     enum landlock_policy landlock_policy;
+    bool cpu_timer; /* engine mode: arm the CPU timer before the filter */
 #ifdef BASAL_TEST_HOOKS
     bool test_skip_seccomp; /* test builds only: proves Landlock alone is a layer */
 #endif

@@ -7,6 +7,7 @@
 
 #include "prelude_js.h" /* generated from src/worker/prelude.js by the Makefile */
 #include "proto/utf8.h"
+#include "worker/cpu_timer.h"
 #include "worker/engine_harden.h"
 #include "worker/engine_internal.h"
 #include "worker/engine_outcome.h"
@@ -24,6 +25,8 @@ static const char SCRIPT_NAME[] = "script.js";
 static void decide_end(struct engine *engine)
 {
     JSContext *ctx = engine->ctx;
+    /* Deciding may run script code (toJSON, getters): none of it may reach the host. */
+    bridge_close(engine);
     if (engine_decide_if_budget(engine))
         return;
     if (engine->result_state == RESULT_REJECTED) {
@@ -251,6 +254,8 @@ struct engine *engine_prepare(enum engine_mode mode)
     if (engine->rt == NULL)
         goto fail;
     JS_SetInterruptHandler(engine->rt, budget_interrupt, &engine->budget);
+    /* The CPU timer's tick makes the next poll call budget_interrupt (patch 0003). */
+    JS_SetInterruptFlag(engine->rt, cpu_timer_tick_flag());
     /* No module loader is installed: import() rejects ("could not load module"). */
     engine->ctx = JS_NewContext(engine->rt);
     if (engine->ctx == NULL)
@@ -382,6 +387,7 @@ static void run_jobs(struct engine *engine)
             /* Only the promise machinery itself failing gets here (reactions turn
              * exceptions into rejections): out of memory, or the interrupt. */
             JSValue error = JS_GetException(job_ctx);
+            bridge_close(engine); /* describing it may run getters */
             if (!engine_stopping(engine))
                 engine_decide_thrown(engine, error, FAIL_SCRIPT_ERROR);
             JS_FreeValue(engine->ctx, error);
@@ -435,6 +441,7 @@ bool engine_run(struct engine *engine, const struct proto_activate *activation,
         run_loop(engine);
     budget_cpu_check(&engine->budget);
     decide_end(engine);
+    budget_end(&engine->budget);
     *out = engine->finished;
     return true;
 }

@@ -78,6 +78,9 @@ struct bridge {
     /* codemode console */
     size_t console_bytes;
     bool console_truncated;
+
+    /* bridge_close: the outcome is being decided, no host call may leave */
+    bool closed;
 };
 
 enum result_state { RESULT_PENDING, RESULT_FULFILLED, RESULT_REJECTED };

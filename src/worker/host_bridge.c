@@ -404,6 +404,11 @@ int bridge_release_next(struct engine *engine)
     return 1;
 }
 
+void bridge_close(struct engine *engine)
+{
+    engine->bridge.closed = true;
+}
+
 bool bridge_prefix_pending(const struct engine *engine, char *detail, size_t cap)
 {
     const struct bridge *bridge = &engine->bridge;
@@ -669,6 +674,10 @@ static JSValue reject_with(JSContext *ctx, JSValue promise, JSValue funcs[2], JS
     return promise;
 }
 
+/* The refusal of a host call made after bridge_close. */
+static const char CLOSED_MESSAGE[] =
+    "host calls are closed: the script has ended and its result is being serialized";
+
 static JSValue host_call_async(JSContext *ctx, JSValueConst this_val, int argc,
                                JSValueConst *argv, int magic)
 {
@@ -680,6 +689,8 @@ static JSValue host_call_async(JSContext *ctx, JSValueConst this_val, int argc,
     JSValue promise = JS_NewPromiseCapability(ctx, funcs);
     if (JS_IsException(promise))
         return promise;
+    if (bridge->closed) /* checked first: whatever else holds, it never leaves */
+        return reject_with(ctx, promise, funcs, local_host_error(ctx, "closed", CLOSED_MESSAGE));
     if (engine_stopping(engine)) {
         JS_FreeValue(ctx, funcs[0]);
         JS_FreeValue(ctx, funcs[1]);
@@ -767,6 +778,10 @@ static JSValue host_call_sync(JSContext *ctx, unsigned api_index)
     const struct host_api *api = &HOST_APIS[api_index];
     if (engine->activation == NULL)
         return JS_ThrowTypeError(ctx, "%s is not available outside an activation", api->kind);
+    if (engine->bridge.closed) {
+        JSValue error = local_host_error(ctx, "closed", CLOSED_MESSAGE);
+        return JS_IsException(error) ? error : JS_Throw(ctx, error);
+    }
     if (engine_stopping(engine))
         return JS_ThrowInternalError(ctx, "the activation is ending");
     static const char NO_ARGS[] = "[]";
@@ -853,56 +868,90 @@ static JSValue js_step(JSContext *ctx, JSValueConst this_val, int argc, JSValueC
 
 /* ------------------------------------------------------------------ console */
 
-/* The text of console.log's arguments, separated by spaces, into a malloc'd buffer. */
+/* Appends piece to the text being built on the runtime's heap; false if the heap
+ * budget refuses the room (nothing is thrown). */
+static bool console_append(JSRuntime *rt, char **text, size_t *used, size_t *cap,
+                           const char *piece, size_t piece_len, bool space)
+{
+    size_t need = *used + (space ? 1 : 0) + piece_len + 1;
+    if (need < piece_len)
+        return false;
+    if (need > *cap) {
+        size_t grown_cap = *cap;
+        while (grown_cap < need)
+            grown_cap = grown_cap > SIZE_MAX / 2 ? need : grown_cap * 2;
+        char *grown = js_realloc_rt(rt, *text, grown_cap);
+        if (grown == NULL)
+            return false;
+        *text = grown;
+        *cap = grown_cap;
+    }
+    if (space)
+        (*text)[(*used)++] = ' ';
+    memcpy(*text + *used, piece, piece_len);
+    *used += piece_len;
+    (*text)[*used] = '\0';
+    return true;
+}
+
+/* The text of console.log's arguments, separated by spaces: strings as they are,
+ * objects as JSON (their string form if they have none). It is built on the
+ * runtime's heap (js_malloc_rt), so it counts against the heap budget like any value
+ * the script makes; free it with js_free_rt. NULL with an exception pending if it
+ * does not fit in the budget or the activation is ending. */
 static char *console_text(JSContext *ctx, int argc, JSValueConst *argv, size_t *len)
 {
+    struct engine *engine = engine_of(ctx);
+    JSRuntime *rt = JS_GetRuntime(ctx);
     size_t cap = 256, used = 0;
-    char *text = malloc(cap);
-    if (text == NULL)
+    char *text = js_malloc_rt(rt, cap);
+    if (text == NULL) {
+        JS_ThrowOutOfMemory(ctx);
         return NULL;
+    }
+    text[0] = '\0';
     for (int i = 0; i < argc; i++) {
         JSValue shown;
         if (JS_IsString(argv[i]) || !JS_IsObject(argv[i]))
             shown = JS_ToString(ctx, argv[i]);
         else
             shown = JS_JSONStringify(ctx, argv[i], JS_UNDEFINED, JS_UNDEFINED);
-        if (JS_IsException(shown) || JS_IsUndefined(shown)) {
+        if ((JS_IsException(shown) || JS_IsUndefined(shown)) && !engine_stopping(engine)) {
             JS_FreeValue(ctx, JS_GetException(ctx));
             shown = JS_ToString(ctx, argv[i]);
-            if (JS_IsException(shown)) {
+            if (JS_IsException(shown) && !engine_stopping(engine)) {
                 JS_FreeValue(ctx, JS_GetException(ctx));
                 shown = JS_NewString(ctx, "[value]");
             }
         }
         size_t piece_len = 0;
-        const char *piece = JS_ToCStringLen(ctx, &piece_len, shown);
+        const char *piece = JS_IsException(shown) ? NULL : JS_ToCStringLen(ctx, &piece_len, shown);
         JS_FreeValue(ctx, shown);
-        if (piece == NULL) {
-            JS_FreeValue(ctx, JS_GetException(ctx));
-            continue;
+        if (piece == NULL || engine_stopping(engine)) {
+            /* Out of memory or the activation ending: the pending exception says which
+             * (one is thrown if the activation ended without one of its own). */
+            if (piece != NULL)
+                JS_ThrowInternalError(ctx, "the activation is ending");
+            JS_FreeCString(ctx, piece);
+            js_free_rt(rt, text);
+            return NULL;
         }
-        if (used + piece_len + 2 > cap) {
-            while (used + piece_len + 2 > cap)
-                cap *= 2;
-            char *grown = realloc(text, cap);
-            if (grown == NULL) {
-                JS_FreeCString(ctx, piece);
-                free(text);
-                return NULL;
-            }
-            text = grown;
-        }
-        if (i > 0)
-            text[used++] = ' ';
-        memcpy(text + used, piece, piece_len);
-        used += piece_len;
+        bool appended = console_append(rt, &text, &used, &cap, piece, piece_len, i > 0);
         JS_FreeCString(ctx, piece);
+        if (!appended) {
+            js_free_rt(rt, text);
+            JS_ThrowOutOfMemory(ctx);
+            return NULL;
+        }
     }
     *len = used;
     return text;
 }
 
-/* console.log / console.error in codemode: Console messages, 64 KiB in all. */
+/* console.log / console.error in codemode: Console messages, 64 KiB in all. The text
+ * is the script's to pay for: if building it makes the heap budget refuse anything,
+ * the heap is exhausted (budget_exhausted memory, whatever the script does next),
+ * not an error the script could catch. */
 static JSValue js_console(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv,
                           int magic)
 {
@@ -911,18 +960,27 @@ static JSValue js_console(JSContext *ctx, JSValueConst this_val, int argc, JSVal
     struct bridge *bridge = &engine->bridge;
     if (bridge->console_truncated)
         return JS_UNDEFINED;
+    JSRuntime *rt = engine->rt;
+    size_t refused_before = budget_refusals(&engine->budget);
     size_t len = 0;
     char *raw = console_text(ctx, argc, argv, &len);
-    if (raw == NULL)
-        return JS_ThrowOutOfMemory(ctx);
     size_t room = PROTO_MAX_CONSOLE_BYTES - bridge->console_bytes;
-    char *text = malloc(len + 1);
-    if (text == NULL) {
-        free(raw);
-        return JS_ThrowOutOfMemory(ctx);
+    size_t shown = len < room ? len : room;
+    char *text = raw != NULL ? js_malloc_rt(rt, shown + 1) : NULL;
+    if (budget_refusals(&engine->budget) != refused_before) {
+        /* Some of it did not fit (an argument's JSON, a piece, the whole): the
+         * script's text is over its heap budget. */
+        js_free_rt(rt, raw);
+        js_free_rt(rt, text);
+        budget_exhaust_heap(&engine->budget);
+        return raw != NULL ? JS_ThrowOutOfMemory(ctx) : JS_EXCEPTION;
     }
-    size_t clean = engine_clean_text(text, len < room ? len : room, raw, len);
-    free(raw);
+    if (text == NULL) {
+        js_free_rt(rt, raw);
+        return raw != NULL ? JS_ThrowOutOfMemory(ctx) : JS_EXCEPTION;
+    }
+    size_t clean = engine_clean_text(text, shown, raw, len);
+    js_free_rt(rt, raw);
     struct proto_msg msg;
     memset(&msg, 0, sizeof msg);
     msg.tag = PROTO_CONSOLE;
@@ -930,7 +988,7 @@ static JSValue js_console(JSContext *ctx, JSValueConst this_val, int argc, JSVal
     msg.console.text.str = text;
     msg.console.text.len = clean;
     engine->io->send(engine->io->opaque, &msg);
-    free(text);
+    js_free_rt(rt, text);
     bridge->console_bytes += clean;
     if (len > room || bridge->console_bytes >= PROTO_MAX_CONSOLE_BYTES) {
         bridge->console_truncated = true;
@@ -951,8 +1009,8 @@ static JSValue js_test_print(JSContext *ctx, JSValueConst this_val, int argc, JS
     size_t len = 0;
     char *text = console_text(ctx, argc, argv, &len);
     if (text == NULL)
-        return JS_ThrowOutOfMemory(ctx);
-    text[len++] = '\n';
+        return JS_EXCEPTION;
+    text[len++] = '\n'; /* over the terminating NUL console_text always leaves room for */
     for (size_t done = 0; done < len;) {
         ssize_t wrote = write(2, text + done, len - done);
         if (wrote < 0 && errno == EINTR)
@@ -961,7 +1019,7 @@ static JSValue js_test_print(JSContext *ctx, JSValueConst this_val, int argc, JS
             break;
         done += (size_t)wrote;
     }
-    free(text);
+    js_free_rt(JS_GetRuntime(ctx), text);
     return JS_UNDEFINED;
 }
 
@@ -974,6 +1032,20 @@ static JSValue js_test_forbidden_syscall(JSContext *ctx, JSValueConst this_val, 
     (void)argc;
     (void)argv;
     return JS_NewInt32(ctx, (int32_t)getppid());
+}
+
+/* Test builds: native code that never reaches an interrupt poll, so a test can watch
+ * the CPU timer's backstop end the activation (cpu_timer.h). */
+static JSValue js_test_native_spin(JSContext *ctx, JSValueConst this_val, int argc,
+                                   JSValueConst *argv)
+{
+    (void)ctx;
+    (void)this_val;
+    (void)argc;
+    (void)argv;
+    for (volatile unsigned long spins = 0;; spins++) {
+    }
+    return JS_UNDEFINED;
 }
 #endif
 
@@ -1044,6 +1116,7 @@ static const JSCFunctionListEntry CODEMODE_GLOBALS[] = {
 #ifdef BASAL_TEST_HOOKS
 static const JSCFunctionListEntry TEST_GLOBALS[] = {
     API_FUNCTION("__basalTestForbiddenSyscall", 0, js_test_forbidden_syscall),
+    API_FUNCTION("__basalTestNativeSpin", 0, js_test_native_spin),
 };
 static const JSCFunctionListEntry TEST_PRINT[] = {API_FUNCTION("log", 1, js_test_print)};
 static const JSCFunctionListEntry TEST_PLAIN_GLOBALS[] = {

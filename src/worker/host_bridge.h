@@ -74,6 +74,13 @@ enum bridge_wait bridge_waiting(const struct engine *engine);
  * changes what is awaited. */
 void bridge_wait(struct engine *engine);
 
+/* The script's promise has settled and the engine is deciding the outcome: from now on
+ * every host call is refused in the worker and none leaves. Script code can still run
+ * while the outcome is decided (a toJSON, getter or Proxy trap of the result, a
+ * getter of a thrown error); its async calls reject and its synchronous ones throw,
+ * with a HostError {"code":"closed"}, and take no position. */
+void bridge_close(struct engine *engine);
+
 /* Unreleased prefix entries remain (the script ended or stalled before them). */
 bool bridge_prefix_pending(const struct engine *engine, char *detail, size_t cap);
 

@@ -129,6 +129,7 @@ int main(int argc, char **argv)
     case MODE_PROBE:
         return run_probe(&args);
     case MODE_ENGINE: {
+        args.confine.cpu_timer = true;
         struct confinement state = confine(&args.confine);
         return serve(&state, &args.serve);
     }

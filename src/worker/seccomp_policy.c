@@ -29,7 +29,7 @@ const struct syscall_admission SYSCALL_ADMISSIONS[] = {
     {"gettimeofday", ARG_ANY, "QuickJS reads the realtime clock with it; the vDSO's fallback"},
     {"nanosleep", ARG_ANY, "sleep"},
     {"getrandom", ARG_ANY, "random bytes for the engine's hash seeds"},
-    {"rt_sigreturn", ARG_ANY, "return from the worker's own signal handlers"},
+    {"rt_sigreturn", ARG_ANY, "return from the worker's own signal handlers (the CPU timer's)"},
     {"rt_sigprocmask", ARG_ANY, "abort() blocks and unblocks signals"},
     {"rt_sigaction", ARG_ANY, "abort() resets the SIGABRT handler"},
     {"sigaltstack", ARG_ANY, "a handler stack for the worker's own signals"},

@@ -8,6 +8,7 @@
 
 #include "proto/frame.h"
 #include "proto/message.h"
+#include "worker/cpu_timer.h"
 #include "worker/engine.h"
 #include "worker/refuse.h"
 
@@ -38,6 +39,8 @@ static struct wire_buf pending;
 static void flush_pending(void)
 {
     size_t done = 0;
+    /* The CPU timer's backstop writes a frame of its own: never inside one of ours. */
+    cpu_timer_frames_writing(true);
     while (done < pending.len) {
         ssize_t n = write(1, pending.data + done, pending.len - done);
         if (n < 0 && errno == EINTR)
@@ -46,6 +49,7 @@ static void flush_pending(void)
             _exit(WORKER_EXIT_PROTOCOL);
         done += (size_t)n;
     }
+    cpu_timer_frames_writing(false);
     wire_buf_reset(&pending);
 }
 

@@ -1,0 +1,312 @@
+/* Values between a flow and the parent, end to end through the real ck-basal (a data
+ * home per scenario, the flow installed and approved with the CLI, `run --json`):
+ *
+ *   1. numbers: every number JavaScript can put in JSON round-trips through kv.set and
+ *      kv.get (1e19, -1e21, the largest and smallest doubles, -0, 2**53+2, ...), kv
+ *      stores exactly the JSON the script wrote, and a run's result of 1e19 is shown as
+ *      that number [guard: js-numbers-round-trip]. kv.set("k", 1e19) used to fail
+ *      invalid_arguments: jansson refused the integer text 10000000000000000000.
+ *   2. the result's toJSON: host calls made while the worker serializes the returned
+ *      value (a toJSON, here) are refused inside the worker (HostError "closed") and
+ *      never reach the parent: the run succeeds, and the journal, kv and the module's
+ *      log show no trace of them [guard: no-host-call-after-result]. They used to be
+ *      performed and journaled, and left pending in a succeeded run. */
+#include "lib/harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define TIMEOUT_MS 60000
+
+static char g_root[PATH_MAX];
+
+/* The current scenario's paths. */
+static struct {
+    char dir[PATH_MAX];
+    char home[PATH_MAX];
+    char db[PATH_MAX];
+    char module_log[PATH_MAX];
+} S;
+
+__attribute__((format(printf, 3, 4))) static void sfmt(char *buf, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, cap, fmt, ap);
+    va_end(ap);
+}
+
+static bool write_file(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return false;
+    size_t len = strlen(text);
+    bool ok = write(fd, text, len) == (ssize_t)len;
+    return close(fd) == 0 && ok;
+}
+
+static char *const NO_ENV[] = {NULL};
+
+/* ck-basal --json --home HOME args... */
+static struct proc_result cli(const char *const *args)
+{
+    const char *argv[24];
+    int n = 0;
+    argv[n++] = harness_test_parent();
+    argv[n++] = "--json";
+    argv[n++] = "--home";
+    argv[n++] = S.home;
+    for (int i = 0; args[i] != NULL && n < 23; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    struct proc_opts opts = {.use_fds = false, .envp = NO_ENV};
+    return proc_run_opts(argv, &opts, NULL, 0, TIMEOUT_MS);
+}
+
+#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* A fresh data home with a catalog of one module (tests/tools/test_module, which logs
+ * every request it gets). */
+static bool scenario_begin(const char *name)
+{
+    memset(&S, 0, sizeof S);
+    sfmt(S.dir, sizeof S.dir, "%s/%s", g_root, name);
+    sfmt(S.home, sizeof S.home, "%s/home", S.dir);
+    sfmt(S.db, sizeof S.db, "%s/basal.db", S.home);
+    sfmt(S.module_log, sizeof S.module_log, "%s/module.log", S.dir);
+    if (mkdir(S.dir, 0755) != 0)
+        return false;
+    struct proc_result r = cli(ARGS("setup"));
+    bool ok = proc_exited_with(&r, 0);
+    proc_result_free(&r);
+    char catalog[4096], path[PATH_MAX + 32];
+    sfmt(catalog, sizeof catalog,
+         "{\"modules\": {\"plain\": {\"program\": \"%s\", \"args\": [\"--log\", \"%s\"],"
+         " \"ops\": {\"echo\": {\"kind\": \"query\"}}}}}",
+         harness_path("test/tools/test_module"), S.module_log);
+    sfmt(path, sizeof path, "%s/modules.json", S.home);
+    return ok && write_file(path, catalog);
+}
+
+/* Writes flow.js and its manifest, installs and approves the flow. */
+static bool flow_add(const char *id, const char *script, const char *grants)
+{
+    char dir[PATH_MAX + 32], path[PATH_MAX + 64], manifest[1024];
+    sfmt(dir, sizeof dir, "%s/flow-%s", S.dir, id);
+    if (mkdir(dir, 0755) != 0)
+        return false;
+    sfmt(manifest, sizeof manifest,
+         "{\"format\":1,\"id\":\"%s\",\"version\":1,\"purpose\":\"test\","
+         "\"trigger\":{\"manual\":true}%s%s}",
+         id, grants[0] != '\0' ? "," : "", grants);
+    sfmt(path, sizeof path, "%s/flow.js", dir);
+    bool ok = write_file(path, script);
+    sfmt(path, sizeof path, "%s/manifest.json", dir);
+    ok = ok && write_file(path, manifest);
+    struct proc_result r = cli(ARGS("flow", "install", dir));
+    json_t *installed = ok && proc_exited_with(&r, 0) ? json_loads(r.out, 0, NULL) : NULL;
+    proc_result_free(&r);
+    const char *hash = json_string_value(json_object_get(installed, "code_hash"));
+    if (hash != NULL) {
+        r = cli(ARGS("flow", "approve", id, "--version", "1", "--code-hash", hash));
+        ok = proc_exited_with(&r, 0);
+        proc_result_free(&r);
+    } else {
+        ok = false;
+    }
+    json_decref(installed);
+    return ok;
+}
+
+/* `run ID --json`: the printed object (NULL if none), and the raw output for details. */
+static json_t *run_flow(const char *id, char *detail, size_t cap)
+{
+    struct proc_result r = cli(ARGS("run", id));
+    json_t *v = json_loads(r.out, JSON_DECODE_ANY, NULL);
+    snprintf(detail, cap, "%s; out %.700s; err %.300s", proc_describe(&r), r.out, r.err);
+    proc_result_free(&r);
+    return v;
+}
+
+static const char *state_of(const json_t *run)
+{
+    const char *s = json_string_value(json_object_get(run, "state"));
+    return s != NULL ? s : "(none)";
+}
+
+/* One text from the store (NULL if none). */
+static char *sql_text(const char *sql)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    char *v = NULL;
+    if (sqlite3_open_v2(S.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
+        sqlite3_column_text(st, 0) != NULL)
+        v = strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+/* ---- 1. numbers ---------------------------------------------------------------------- */
+
+/* Each value, and its JSON as JavaScript writes it (JSON.stringify). */
+static const struct {
+    const char *key, *js, *json;
+} NUMBERS[] = {
+    {"big", "1e19", "10000000000000000000"},
+    {"neg_huge", "-1e21", "-1e+21"},
+    {"max", "1.7976931348623157e308", "1.7976931348623157e+308"},
+    {"min", "5e-324", "5e-324"},
+    {"neg_zero", "-0", "0"},
+    {"above_2_53", "2 ** 53 + 2", "9007199254740994"},
+    {"max_int64_ish", "2 ** 63", "9223372036854776000"},
+    {"below_min_int64", "-(2 ** 64)", "-18446744073709552000"},
+    {"tenth", "0.1", "0.1"},
+    {"third", "1 / 3", "0.3333333333333333"},
+    {"five", "5", "5"},
+    {"mixed", "{a: [1e19, 5, -0.5], b: 2 ** 53 + 2}",
+     "{\"a\":[10000000000000000000,5,-0.5],\"b\":9007199254740994}"},
+    /* Brackets, commas and escaped quotes inside strings: the stored text is still cut
+     * at the value's own end. */
+    {"strings", "['a\"]\\\\', {'}': '[,'}, 1e19]",
+     "[\"a\\\"]\\\\\",{\"}\":\"[,\"},10000000000000000000]"},
+};
+
+static void test_numbers(void)
+{
+    if (!scenario_begin("numbers")) {
+        fail("numbers: scenario", "setup failed in %s", S.dir);
+        return;
+    }
+    /* The flow sets each value, reads it back and compares in JavaScript; it returns
+     * the keys whose value came back different, and 1e19 beside them. */
+    char script[4096] = "const vals = {\n";
+    for (size_t i = 0; i < sizeof NUMBERS / sizeof NUMBERS[0]; i++) {
+        size_t used = strlen(script);
+        sfmt(script + used, sizeof script - used, "  %s: %s,\n", NUMBERS[i].key, NUMBERS[i].js);
+    }
+    size_t used = strlen(script);
+    sfmt(script + used, sizeof script - used, "%s",
+         "};\n"
+         "const differ = [];\n"
+         "for (const k of Object.keys(vals)) {\n"
+         "  await kv.set(k, vals[k]);\n"
+         "  const back = await kv.get(k);\n"
+         "  const same = JSON.stringify(back) === JSON.stringify(vals[k]) &&\n"
+         "    (typeof back !== 'number' || back === vals[k]);\n"
+         "  if (!same) differ.push(k + ': ' + JSON.stringify(back));\n"
+         "}\n"
+         "return {differ, big: 1e19};\n");
+    if (!flow_add("numbers", script, "")) {
+        fail("numbers: flow installed and approved", "in %s", S.dir);
+        return;
+    }
+    char detail[1200];
+    json_t *run = run_flow("numbers", detail, sizeof detail);
+    json_t *result = json_object_get(run, "result");
+    json_t *differ = json_object_get(result, "differ");
+    json_t *big = json_object_get(result, "big");
+    check(strcmp(state_of(run), "succeeded") == 0 && json_is_array(differ) &&
+              json_array_size(differ) == 0,
+          "numbers: kv.set then kv.get of 1e19, -1e21, 1.7976931348623157e308, 5e-324, -0, "
+          "2**53+2, 2**63, -(2**64), 0.1, 1/3, 5 and an object of them gives back the same "
+          "value in a real flow run [guard: js-numbers-round-trip]",
+          "%s", detail);
+    check(json_is_number(big) && json_number_value(big) == 1e19,
+          "numbers: a flow result holding 1e19 is shown by run --json as that number",
+          "%s", detail);
+    for (size_t i = 0; i < sizeof NUMBERS / sizeof NUMBERS[0]; i++) {
+        char sql[256], name[300];
+        sfmt(sql, sizeof sql, "SELECT value FROM kv WHERE flow_id = 'numbers' AND key = '%s'",
+             NUMBERS[i].key);
+        char *stored = sql_text(sql);
+        sfmt(name, sizeof name,
+             "numbers: kv stores %s exactly as JSON.stringify writes it (%s)", NUMBERS[i].js,
+             NUMBERS[i].json);
+        check(stored != NULL && strcmp(stored, NUMBERS[i].json) == 0, name, "stored %s",
+              stored != NULL ? stored : "(nothing)");
+        free(stored);
+    }
+    json_decref(run);
+}
+
+/* ---- 2. host calls while the result is serialized ---------------------------------- */
+
+static void test_result_to_json(void)
+{
+    if (!scenario_begin("tojson")) {
+        fail("tojson: scenario", "setup failed in %s", S.dir);
+        return;
+    }
+    const char *script =
+        "await kv.set('before', 1);\n"
+        "return {\n"
+        "  toJSON() {\n"
+        "    const codes = [];\n"
+        "    kv.set('leaked', 1).catch((e) => codes.push(e.data.code));\n"
+        "    ops.call('plain', 'echo', {from: 'toJSON'}).catch((e) => codes.push(e.data.code));\n"
+        "    let t;\n"
+        "    try { t = now(); } catch (e) { t = e.name + ' ' + e.data.code; }\n"
+        "    return {t, codes};\n"
+        "  }\n"
+        "};\n";
+    if (!flow_add("tojson", script, "\"ops\":[{\"module\":\"plain\",\"op\":\"echo\"}]")) {
+        fail("tojson: flow installed and approved", "in %s", S.dir);
+        return;
+    }
+    char detail[1200];
+    json_t *run = run_flow("tojson", detail, sizeof detail);
+    json_t *result = json_object_get(run, "result");
+    char *journal = sql_text("SELECT group_concat(position || ' ' || kind, '; ') FROM journal");
+    char *kv = sql_text("SELECT group_concat(key, ',') FROM kv");
+    char *audit = sql_text("SELECT count(*) FROM audit");
+    char *module_log = read_text_file(S.module_log);
+    check(strcmp(state_of(run), "succeeded") == 0 &&
+              strcmp(json_string_value(json_object_get(result, "t")) != NULL
+                         ? json_string_value(json_object_get(result, "t"))
+                         : "",
+                     "HostError closed") == 0 &&
+              json_integer_value(json_object_get(run, "host_calls")) == 1 && journal != NULL &&
+              strcmp(journal, "0 kv.set") == 0 && kv != NULL && strcmp(kv, "before") == 0 &&
+              audit != NULL && strcmp(audit, "1") == 0 &&
+              (module_log == NULL || module_log[0] == '\0'),
+          "tojson: host calls made by the result's toJSON (kv.set, ops.call, now) are refused "
+          "in the worker as HostError closed: the run succeeds and the journal, audit, kv and "
+          "the module's log hold only the call made before the return [guard: "
+          "no-host-call-after-result]",
+          "%s; journal '%s'; kv '%s'; audit %s; module log '%.200s'", detail,
+          journal != NULL ? journal : "", kv != NULL ? kv : "", audit != NULL ? audit : "?",
+          module_log != NULL ? module_log : "");
+    free(journal);
+    free(kv);
+    free(audit);
+    free(module_log);
+    json_decref(run);
+}
+
+int main(void)
+{
+    if (!require_binary(harness_test_parent(), "flow values: ck-basal test build present") ||
+        !require_binary(harness_path("test/tools/test_module"), "flow values: test_module"))
+        return harness_finish();
+    const char *root = harness_tmpdir("flow-values");
+    if (root == NULL)
+        return harness_finish();
+    snprintf(g_root, sizeof g_root, "%s", root);
+    test_numbers();
+    test_result_to_json();
+    harness_remove_tree(g_root);
+    return harness_finish();
+}

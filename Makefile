@@ -153,8 +153,9 @@ build/test/tools/%: build/test/obj/tests/tools/%.o $(call objs,test,$(TESTLIB_SR
 	$(CC) $(test_LDFLAGS) $^ -o $@ $(PARENT_LIBS)
 # The subverted worker confines itself with the real worker's sequence (and links
 # nothing of its engine), so the parent accepts it like ck-basal-worker.
-EVIL_WORKER_MODULES = src/worker/confine.c src/worker/descriptors.c src/worker/landlock.c \
-                      src/worker/refuse.c src/worker/seccomp_policy.c src/worker/startup_checks.c
+EVIL_WORKER_MODULES = src/worker/confine.c src/worker/cpu_timer.c src/worker/descriptors.c \
+                      src/worker/landlock.c src/worker/refuse.c src/worker/seccomp_policy.c \
+                      src/worker/startup_checks.c
 build/test/tools/evil_worker: build/test/obj/tests/tools/evil_worker.o $(call objs,test,$(EVIL_WORKER_MODULES) $(PROTO_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(test_LDFLAGS) $^ -o $@ -lseccomp

@@ -20,7 +20,7 @@ for src in fuzz/fuzz_*.c; do
   libs=()
   if [ "$target" = activation ]; then
     extra=(src/supervisor/activation.c src/supervisor/worker_channel.c src/supervisor/worker_proc.c
-           src/host/host.c src/base/json_text.c)
+           src/host/host.c src/base/json_text.c src/base/clock.c)
     libs=(-ljansson)
   fi
   if ! clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -D_GNU_SOURCE \

@@ -697,9 +697,11 @@ static void test_fake(void)
     }
     pid = read_fifo_pid(fifo, 20000);
     close(fifo);
-    bool started = check(pid > 0, "git stand-in: running under ck-basal", "no pid");
     kill(p.pid, SIGKILL);
     struct proc_result pr = proc_finish(&p, NULL, 0, 10000);
+    bool started = check(pid > 0, "git stand-in: running under ck-basal",
+                         "no pid; ck-basal: %s: %.300s %.300s", proc_describe(&pr),
+                         pr.out != NULL ? pr.out : "", pr.err != NULL ? pr.err : "");
     proc_result_free(&pr);
     if (started) {
         bool gone = gone_within(pid, 10000);

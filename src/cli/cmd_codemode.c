@@ -10,6 +10,7 @@
  * describe: the catalog as JSON, or as TypeScript declarations
  * (host/tool_typescript.h). */
 #include "cli/commands.h"
+#include "base/clock.h"
 #include "cli/json_argument.h"
 #include "cli/term_text.h"
 #include "flows/code_hash.h"
@@ -229,13 +230,6 @@ static void print_run(bool json, int64_t id, const struct run_end *end,
     if (r->console_truncated)
         printf("console: truncated at %u bytes (the last line of the console says so)\n",
                ACTIVATION_CONSOLE_MAX);
-}
-
-static long long monotonic_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Drives run id to its end and records it. */

@@ -10,6 +10,7 @@
  * kv change. Exit 0 when the script completed, 1 when it did not or the dry run was
  * refused, 2 for usage. */
 #include "cli/commands.h"
+#include "base/clock.h"
 #include "cli/json_argument.h"
 #include "cli/term_text.h"
 #include "flows/code_hash.h"
@@ -285,13 +286,6 @@ static void print_human(const struct subject *s, const struct activation_outcome
 }
 
 /* ---- the dry run -------------------------------------------------------------------- */
-
-static long long monotonic_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* The one row a dry run leaves in the store. */
 static int audit(struct store *st, const struct subject *s, const struct activation_outcome *out,

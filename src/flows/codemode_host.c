@@ -1,6 +1,7 @@
 /* The host of a codemode run (see codemode_host.h). */
 #include "flows/codemode_host.h"
 
+#include "base/clock.h"
 #include "base/json_fields.h"
 #include "base/json_js.h"
 #include "host/tool_schema.h"
@@ -206,13 +207,6 @@ static void judge(const struct codemode_host *h, const char *kind, const json_t 
     if (!tool_schema_validate(v->tool->input, v->input != NULL ? v->input : null_input, why,
                               sizeof why))
         refuse(v, HOST_CODE_INVALID_ARGUMENTS, "tool %s: %s", v->tool->name, why);
-}
-
-static long long monotonic_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Runs the tool's module op; fills *out. */

@@ -1,6 +1,7 @@
 /* The host of a dry run (see dry_run_host.h). */
 #include "flows/dry_run_host.h"
 
+#include "base/clock.h"
 #include "base/json_js.h"
 #include "flows/flow_host.h"
 #include "host/fs_builtin.h"
@@ -150,13 +151,6 @@ static int kv_read(const struct dry_run_host *h, const json_t *args, struct host
     if (rc != 0)
         return host_reject(out, HOST_CODE_IO_ERROR, "%s", err[0] != '\0' ? err : "kv.get failed");
     return 0;
-}
-
-static long long monotonic_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* A query op of a module, performed (allow_queries). */

@@ -1,5 +1,6 @@
 #include "flows/flow_host.h"
 
+#include "base/clock.h"
 #include "store/audit.h"
 #include "store/call_processes.h"
 #include "base/error_line.h"
@@ -478,13 +479,6 @@ static int do_sync(const char *kind, struct host_settlement *out)
     /* 53 random bits as a double in [0, 1), printed exactly. */
     snprintf(text, sizeof text, "%.17g", (double)(bits >> 11) * 0x1.0p-53);
     return host_fulfil_text(out, text);
-}
-
-static long long monotonic_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* An ops.call's module process, recorded before the program may run

@@ -2,6 +2,7 @@
  * call and the parsing of its output (git_builtin.h has the contract). */
 #include "host/git_builtin.h"
 
+#include "base/clock.h"
 #include "proto/utf8.h"
 
 #include <errno.h>
@@ -344,13 +345,6 @@ struct run {
     bool exited, timed_out, too_large;
     int status;
 };
-
-static long long monotonic_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void close_fd(int *fd)
 {

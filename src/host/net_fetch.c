@@ -2,6 +2,7 @@
  * pinned, redirects followed here, bounded responses (net_fetch.h has the contract). */
 #include "host/net_fetch.h"
 
+#include "base/clock.h"
 #include "host/address_policy.h"
 #include "proto/utf8.h"
 
@@ -43,13 +44,6 @@ static const char *method_name(unsigned bit)
 static bool method_is_query(unsigned bit)
 {
     return bit == NET_METHOD_GET || bit == NET_METHOD_HEAD;
-}
-
-static long long monotonic_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* ---- the test-only setting ------------------------------------------------------- */

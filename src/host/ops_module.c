@@ -2,6 +2,7 @@
  * a module program per ops.call (see ops_module.h for the contract). */
 #include "host/ops_module.h"
 
+#include "base/clock.h"
 #include "base/json_fields.h"
 
 #include "base/names.h"
@@ -346,13 +347,6 @@ struct run {
     char tail[STDERR_TAIL]; /* a ring of the last STDERR_TAIL bytes of stderr */
     size_t tail_total;
 };
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void close_fd(int *fd)
 {
@@ -724,7 +718,7 @@ static void kill_unreaped(struct run *r)
 /* Runs the program to its end, the deadline or too much output. */
 static void pump(struct run *r, uint32_t timeout_ms)
 {
-    long long deadline = now_ms() + timeout_ms;
+    long long deadline = monotonic_ms() + timeout_ms;
     bool grace_set = false;
     for (;;) {
         if (r->too_large) {
@@ -737,10 +731,10 @@ static void pump(struct run *r, uint32_t timeout_ms)
             return;
         if (r->exited && !grace_set) {
             grace_set = true;
-            if (deadline > now_ms() + EXIT_GRACE_MS)
-                deadline = now_ms() + EXIT_GRACE_MS;
+            if (deadline > monotonic_ms() + EXIT_GRACE_MS)
+                deadline = monotonic_ms() + EXIT_GRACE_MS;
         }
-        long long left = deadline - now_ms();
+        long long left = deadline - monotonic_ms();
         if (left <= 0) {
             if (r->exited) { /* it answered and ended: what arrived is its reply */
                 close_fd(&r->out_fd);

@@ -1,5 +1,6 @@
 #include "supervisor/activation.h"
 
+#include "base/clock.h"
 #include "base/json_text.h"
 #include "proto/utf8.h"
 
@@ -21,13 +22,6 @@
 
 /* How long a worker whose stdout ended gets to exit before it is killed. */
 #define DEATH_REAP_MS 2000
-
-static long long monotonic_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void set_nonblocking(int fd)
 {

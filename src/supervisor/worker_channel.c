@@ -1,5 +1,7 @@
 #include "supervisor/worker_channel.h"
 
+#include "base/clock.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -36,13 +38,6 @@ const char *channel_result_name(enum channel_result result)
     case CHANNEL_IO_ERROR: return "read error";
     }
     return "unknown";
-}
-
-static long long monotonic_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Drops consumed bytes so the buffer does not grow without bound. */

@@ -1,5 +1,7 @@
 #include "supervisor/worker_proc.h"
 
+#include "base/clock.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -198,21 +200,14 @@ int worker_kill_keep_log(struct worker_proc *proc, char *log, size_t cap)
     return status;
 }
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int reap_within(pid_t pid, int timeout_ms, bool *killed)
 {
     *killed = false;
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (pidfd >= 0) {
-        long long deadline = now_ms() + timeout_ms;
+        long long deadline = monotonic_ms() + timeout_ms;
         for (;;) {
-            long long left = deadline - now_ms();
+            long long left = deadline - monotonic_ms();
             if (left <= 0)
                 break;
             struct pollfd p = {pidfd, POLLIN, 0};

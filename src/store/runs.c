@@ -1,6 +1,7 @@
 #include "store/runs.h"
 
 #include "base/error_line.h"
+#include "base/process_identity.h"
 #include "store/audit.h"
 #include "store/sql.h"
 #include "store/store.h"
@@ -51,32 +52,12 @@ void run_row_free(struct run_row *r)
 
 /* ---- owners ----------------------------------------------------------------------- */
 
-/* Field 22 of /proc/pid/stat (start time in clock ticks), or 0 if unreadable. */
-static unsigned long long process_start(long pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "re");
-    if (f == NULL)
-        return 0;
-    char buf[1024];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    /* The command name may hold spaces and ')': fields restart after the last ')'. */
-    const char *p = strrchr(buf, ')');
-    if (p == NULL)
-        return 0;
-    p++;
-    for (int field = 3; field < 22 && p != NULL; field++)
-        p = strchr(p + 1, ' ');
-    return p != NULL ? strtoull(p + 1, NULL, 10) : 0;
-}
-
 void runs_owner_self(char out[RUN_OWNER_MAX + 1])
 {
-    long pid = (long)getpid();
-    snprintf(out, RUN_OWNER_MAX + 1, "pid:%ld:%llu", pid, process_start(pid));
+    struct process_identity me = {getpid(), 0};
+    if (process_identity_of(me.pid, &me) != 0)
+        me.start_ticks = 0; /* an owner no one can match: never taken for alive */
+    snprintf(out, RUN_OWNER_MAX + 1, "pid:%ld:%llu", (long)me.pid, me.start_ticks);
 }
 
 bool runs_owner_alive(const char *owner)
@@ -91,7 +72,9 @@ bool runs_owner_alive(const char *owner)
     unsigned long long start = strtoull(start_text, &end, 10);
     if (end == start_text || *end != '\0' || start == 0)
         return false;
-    return process_start(pid) == start;
+    /* A process /proc cannot tell about may still run: alive, so no one takes over. */
+    struct process_identity owner_id = {(pid_t)pid, start};
+    return process_identity_presence(&owner_id) != PROCESS_GONE;
 }
 
 /* ---- reading ---------------------------------------------------------------------- */

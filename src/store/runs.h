@@ -96,7 +96,8 @@ int runs_recoverable(struct store *s, int64_t **ids, size_t *count, char *err, s
 
 /* This process as an owner string. */
 void runs_owner_self(char out[RUN_OWNER_MAX + 1]);
-/* True if the process an owner string names still exists (same pid, same start). */
+/* True if the process an owner string names may still run: same pid and start time,
+ * not a zombie, or /proc cannot tell (base/process_identity.h). */
 bool runs_owner_alive(const char *owner);
 
 /* Claims run id for this process: the run must be pending, or running with an owner

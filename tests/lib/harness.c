@@ -812,6 +812,34 @@ char *read_text_file(const char *path)
     return growbuf_take(&b, &len);
 }
 
+bool copy_file(const char *from, const char *to, mode_t mode)
+{
+    int in = open(from, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return false;
+    int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    bool ok = out >= 0;
+    char buf[65536];
+    while (ok) {
+        ssize_t n = read(in, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            ok = n == 0;
+            break;
+        }
+        ok = fd_write_all(out, buf, (size_t)n, 10000) == 0;
+    }
+    close(in);
+    if (out >= 0) {
+        ok = ok && fchmod(out, mode) == 0;
+        close(out);
+        if (!ok)
+            unlink(to);
+    }
+    return ok;
+}
+
 bool proc_status_field(pid_t pid, const char *field, char *out, size_t cap)
 {
     char path[64];

@@ -216,6 +216,11 @@ void harness_remove_tree(const char *path);
  * string; NULL on error. */
 char *read_text_file(const char *path);
 
+/* Copies the file at from (any bytes) to a new file to with mode, e.g. a binary into
+ * a directory another uid can reach (the checkout may sit under a 0700 directory).
+ * True on success; on failure nothing is left at to. */
+bool copy_file(const char *from, const char *to, mode_t mode);
+
 /* The value of "Field:" in /proc/<pid>/status into out (trimmed); false if absent. */
 bool proc_status_field(pid_t pid, const char *field, char *out, size_t cap);
 /* The same as a number; -1 if absent or not a number. */

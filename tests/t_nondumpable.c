@@ -262,36 +262,9 @@ static const char *reachable_copy(const char *worker)
     const char *dir = harness_tmpdir("nondumpable");
     if (dir == NULL || chmod(dir, 0755) != 0)
         return NULL;
-    char *bytes = NULL;
-    FILE *in = fopen(worker, "re");
-    if (in == NULL)
-        return NULL;
-    size_t cap = 0, len = 0;
-    for (;;) {
-        if (len == cap) {
-            cap = cap ? cap * 2 : 1 << 20;
-            char *grown = realloc(bytes, cap);
-            if (grown == NULL) {
-                free(bytes);
-                fclose(in);
-                return NULL;
-            }
-            bytes = grown;
-        }
-        size_t n = fread(bytes + len, 1, cap - len, in);
-        if (n == 0)
-            break;
-        len += n;
-    }
-    fclose(in);
     static char path[512];
     snprintf(path, sizeof path, "%s/ck-basal-worker", dir);
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
-    bool written = fd >= 0 && write(fd, bytes, len) == (ssize_t)len;
-    if (fd >= 0)
-        close(fd);
-    free(bytes);
-    return written && chmod(path, 0755) == 0 ? path : NULL;
+    return copy_file(worker, path, 0755) ? path : NULL;
 }
 
 int main(void)

@@ -49,24 +49,6 @@ struct scenario {
 };
 static struct scenario S;
 
-__attribute__((format(printf, 3, 4))) static void sfmt(char *buf, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, cap, fmt, ap);
-    va_end(ap);
-}
-
-static bool write_file(const char *path, const char *text, mode_t mode)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0)
-        return false;
-    size_t len = strlen(text);
-    bool ok = write(fd, text, len) == (ssize_t)len;
-    return close(fd) == 0 && ok;
-}
-
 static char *const NO_ENV[] = {NULL};
 #define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
@@ -125,10 +107,10 @@ static void scenario_begin(const char *name)
     char text[4096], path[PATH_MAX + 32];
     sfmt(text, sizeof text, MODULES, harness_path("test/tools/test_module"), S.log);
     sfmt(path, sizeof path, "%s/modules.json", S.home);
-    if (!write_file(path, text, 0600))
+    if (!write_text_file(path, text, 0600))
         fail("codemode: modules.json", "%s", path);
     sfmt(path, sizeof path, "%s/tools.json", S.home);
-    if (!write_file(path, TOOLS, 0600))
+    if (!write_text_file(path, TOOLS, 0600))
         fail("codemode: tools.json", "%s", path);
 }
 
@@ -139,7 +121,7 @@ static const char *script_file(const char *name, const char *text)
     static unsigned next;
     char *p = path[next++ % 8];
     sfmt(p, sizeof path[0], "%s/%s", S.dir, name);
-    if (!write_file(p, text, 0644))
+    if (!write_text_file(p, text, 0644))
         fail("codemode: script", "%s", p);
     return p;
 }
@@ -521,7 +503,7 @@ static void test_exits(void)
     /* A catalog that does not load refuses before anything is stored. */
     char path[PATH_MAX + 32];
     sfmt(path, sizeof path, "%s/tools.json", S.home);
-    write_file(path, "{\"tools\": {\"x\": {\"description\": \"d\", \"module\": \"notes\", \"op\":"
+    write_text_file(path, "{\"tools\": {\"x\": {\"description\": \"d\", \"module\": \"notes\", \"op\":"
                      " \"echo\", \"class\": \"query\", \"input\": {}, \"price\": 1}}}", 0600);
     long long before = sql_number("SELECT count(*) FROM codemode_runs");
     r = cli(false, ARGS("codemode", "run", failing));
@@ -532,7 +514,7 @@ static void test_exits(void)
     proc_result_free(&r);
     check_int_eq(sql_number("SELECT count(*) FROM codemode_runs"), before,
                  "exits: a refused run stores nothing");
-    write_file(path, TOOLS, 0600);
+    write_text_file(path, TOOLS, 0600);
 
     /* The script from stdin. */
     r = cli_in(true, ARGS("codemode", "run", "-"), "return await tools.call('echo_note',"

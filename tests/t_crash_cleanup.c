@@ -69,24 +69,6 @@ struct scenario {
 
 static struct scenario S;
 
-__attribute__((format(printf, 3, 4))) static void sfmt(char *buf, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, cap, fmt, ap);
-    va_end(ap);
-}
-
-static bool write_file(const char *path, const char *text, mode_t mode)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0)
-        return false;
-    size_t len = strlen(text);
-    bool written = write(fd, text, len) == (ssize_t)len;
-    return close(fd) == 0 && written;
-}
-
 static void mkdir_or_fail(const char *path)
 {
     if (mkdir(path, 0755) != 0 && errno != EEXIST)
@@ -142,7 +124,7 @@ static void scenario_begin(const char *name)
     char catalog[4096], path[PATH_MAX + 32];
     sfmt(catalog, sizeof catalog, CATALOG, harness_path("test/tools/test_module"), S.log);
     sfmt(path, sizeof path, "%s/modules.json", S.home);
-    if (!write_file(path, catalog, 0600))
+    if (!write_text_file(path, catalog, 0600))
         fail("crash cleanup: catalog", "%s", path);
 }
 
@@ -159,9 +141,9 @@ static bool flow_add(const char *id, const char *script)
          "{\"module\":\"hold\",\"op\":\"hold_query\"}],\"fs\":{\"write\":[\"%s\"]}}",
          id, S.out);
     sfmt(path, sizeof path, "%s/flow.js", dir);
-    bool good = write_file(path, script, 0644);
+    bool good = write_text_file(path, script, 0644);
     sfmt(path, sizeof path, "%s/manifest.json", dir);
-    good = good && write_file(path, manifest, 0644);
+    good = good && write_text_file(path, manifest, 0644);
     struct proc_result r = cli(true, ARGS("flow", "install", dir));
     json_t *in = good && proc_exited_with(&r, 0) ? json_loads(r.out, 0, NULL) : NULL;
     proc_result_free(&r);
@@ -712,9 +694,9 @@ static void test_temporaries_removed(void)
         ".basal-tmp-00000000000000000000000000000000000000000000000000000000000000aa-"
         "0123456789abcdef";
     sfmt(path, sizeof path, "%s/%s", S.out, OTHER);
-    bool planted = write_file(path, "another run's", 0644);
+    bool planted = write_text_file(path, "another run's", 0644);
     sfmt(target, sizeof target, "%s/target.txt", S.outside);
-    planted = planted && write_file(target, "keep me", 0644);
+    planted = planted && write_text_file(target, "keep me", 0644);
     sfmt(path, sizeof path, "%s/%sfedcba9876543210", S.out, ours);
     planted = planted && symlink(target, path) == 0;
     if (!ok(planted, "temporaries: another run's temporary and a link are planted"))
@@ -763,7 +745,7 @@ static void test_temporaries_outside_roots(void)
     sfmt(moved, sizeof moved, "%s/sub-was", S.out);
     sfmt(planted, sizeof planted, "%s/%s", S.outside, name);
     bool ready = rename(sub, moved) == 0 && symlink(S.outside, sub) == 0 &&
-                 write_file(planted, "not basal's to remove", 0644);
+                 write_text_file(planted, "not basal's to remove", 0644);
     if (!ok(ready, "outside roots: the call's directory now leads outside the roots"))
         return;
     struct proc_result r = cli(true, ARGS("recover"));

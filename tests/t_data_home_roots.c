@@ -35,14 +35,6 @@
 static char g_dir[PATH_MAX / 2]; /* this test's directory, resolved */
 static char g_home[PATH_MAX + 16]; /* the data home of the current step */
 
-__attribute__((format(printf, 3, 4))) static void sfmt(char *buf, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, cap, fmt, ap);
-    va_end(ap);
-}
-
 static bool write_file(const char *path, const char *text)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -38,24 +38,6 @@ static char g_root[256];
 static char g_home[PATH_MAX], g_db[PATH_MAX], g_log[PATH_MAX], g_data[PATH_MAX],
     g_out[PATH_MAX], g_flow[PATH_MAX], g_refuse[PATH_MAX];
 
-__attribute__((format(printf, 3, 4))) static void sfmt(char *buf, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, cap, fmt, ap);
-    va_end(ap);
-}
-
-static bool write_file(const char *path, const char *text, mode_t mode)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0)
-        return false;
-    size_t len = strlen(text);
-    bool ok = write(fd, text, len) == (ssize_t)len;
-    return close(fd) == 0 && ok;
-}
-
 static char *const NO_ENV[] = {NULL};
 #define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
@@ -278,10 +260,10 @@ static bool write_flow(const char *dir, const char *id, const char *body)
         return false;
     sfmt(script, cap, "const DATA = '%s', OUT = '%s';\n%s", g_data, g_out, body);
     sfmt(path, sizeof path, "%s/flow.js", dir);
-    bool ok = write_file(path, script, 0644);
+    bool ok = write_text_file(path, script, 0644);
     free(script);
     sfmt(path, sizeof path, "%s/manifest.json", dir);
-    return ok && write_file(path, manifest, 0644);
+    return ok && write_text_file(path, manifest, 0644);
 }
 
 static bool setup(void)
@@ -297,17 +279,17 @@ static bool setup(void)
     if (mkdir(g_data, 0755) != 0 || mkdir(g_out, 0755) != 0)
         return false;
     sfmt(path, sizeof path, "%s/in.txt", g_data);
-    if (!write_file(path, "hello", 0644))
+    if (!write_text_file(path, "hello", 0644))
         return false;
     sfmt(path, sizeof path, "%s/existing.txt", g_out);
-    if (!write_file(path, "old", 0644))
+    if (!write_text_file(path, "old", 0644))
         return false;
     struct proc_result r = cli(false, ARGS("setup"));
     bool ok = proc_exited_with(&r, 0);
     proc_result_free(&r);
     sfmt(text, sizeof text, MODULES, harness_path("test/tools/test_module"), g_log);
     sfmt(path, sizeof path, "%s/modules.json", g_home);
-    if (!ok || !write_file(path, text, 0600) || !write_flow(g_flow, "mut", MUTATING_FLOW))
+    if (!ok || !write_text_file(path, text, 0600) || !write_flow(g_flow, "mut", MUTATING_FLOW))
         return false;
     /* Installed, not approved; with a kv value the dry run must read and keep. */
     r = cli(false, ARGS("flow", "install", g_flow));
@@ -420,7 +402,7 @@ static void test_queries_and_fixtures(void)
 {
     char fixtures[PATH_MAX + 32];
     sfmt(fixtures, sizeof fixtures, "%s/fixtures.json", g_root);
-    write_file(fixtures,
+    write_text_file(fixtures,
                "{\"fixtures\": ["
                " {\"kind\": \"ops.call\", \"args\": [\"tickets\", \"add\", {\"a\": 1, \"b\": 2}],"
                "  \"result\": 3},"
@@ -538,7 +520,7 @@ static void test_bad_input(void)
 {
     char fixtures[PATH_MAX + 32];
     sfmt(fixtures, sizeof fixtures, "%s/bad-fixtures.json", g_root);
-    write_file(fixtures, "{\"fixtures\": [{\"kind\": \"ops.call\", \"reslt\": 1}]}", 0644);
+    write_text_file(fixtures, "{\"fixtures\": [{\"kind\": \"ops.call\", \"reslt\": 1}]}", 0644);
     char *before = snapshot();
     long long audits = audit_rows("1");
     struct {

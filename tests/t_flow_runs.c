@@ -71,24 +71,6 @@ struct scenario {
 
 static struct scenario S;
 
-__attribute__((format(printf, 3, 4))) static void sfmt(char *buf, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, cap, fmt, ap);
-    va_end(ap);
-}
-
-static bool write_file(const char *path, const char *text, mode_t mode)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0)
-        return false;
-    size_t len = strlen(text);
-    bool ok = write(fd, text, len) == (ssize_t)len;
-    return close(fd) == 0 && ok;
-}
-
 static void mkdir_or_fail(const char *path)
 {
     if (mkdir(path, 0755) != 0 && errno != EEXIST)
@@ -168,7 +150,7 @@ static void scenario_begin(const char *name)
     const char *module = harness_path("test/tools/test_module");
     sfmt(catalog, sizeof catalog, CATALOG, module, S.log_keyed, module, S.log_plain);
     sfmt(path, sizeof path, "%s/modules.json", S.home);
-    if (!write_file(path, catalog, 0600))
+    if (!write_text_file(path, catalog, 0600))
         fail("flow runs: catalog", "%s", path);
 }
 
@@ -182,9 +164,9 @@ static bool flow_add(const char *id, const char *script, const char *grants)
          "{\"format\":1,\"id\":\"%s\",\"version\":1,\"purpose\":\"test\","
          "\"trigger\":{\"manual\":true}%s%s}", id, grants[0] != '\0' ? "," : "", grants);
     sfmt(path, sizeof path, "%s/flow.js", dir);
-    bool ok = write_file(path, script, 0644);
+    bool ok = write_text_file(path, script, 0644);
     sfmt(path, sizeof path, "%s/manifest.json", dir);
-    ok = ok && write_file(path, manifest, 0644);
+    ok = ok && write_text_file(path, manifest, 0644);
     json_t *in = ok ? cli_json("flow install", ARGS("flow", "install", dir)) : NULL;
     const char *hash = json_string_value(json_object_get(in, "code_hash"));
     ok = hash != NULL;
@@ -319,7 +301,7 @@ static void test_full_flow(void)
     scenario_begin("full");
     char path[PATH_MAX + 32];
     sfmt(path, sizeof path, "%s/in.txt", S.data);
-    write_file(path, "hello", 0644);
+    write_text_file(path, "hello", 0644);
     char *script = with_paths(FULL_FLOW);
     if (!ok(flow_add("full", script, grants_all()), "full flow: install and approve")) {
         free(script);
@@ -454,11 +436,11 @@ static void test_refused_before_running(void)
     sfmt(dir, sizeof dir, "%s/flow-unapproved", S.dir);
     mkdir_or_fail(dir);
     sfmt(path, sizeof path, "%s/flow.js", dir);
-    write_file(path, MARK_FLOW, 0644);
+    write_text_file(path, MARK_FLOW, 0644);
     sfmt(manifest, sizeof manifest, "{\"format\":1,\"id\":\"unapproved\",\"version\":1,"
          "\"purpose\":\"t\",\"trigger\":{\"manual\":true},%s}", grants_all());
     sfmt(path, sizeof path, "%s/manifest.json", dir);
-    write_file(path, manifest, 0644);
+    write_text_file(path, manifest, 0644);
     json_decref(cli_json("refusals: install unapproved", ARGS("flow", "install", dir)));
     expect_refused_run("unapproved", "has no approved version", "unapproved flow");
 
@@ -508,9 +490,9 @@ static void test_grant_checks(void)
     scenario_begin("grants");
     char path[PATH_MAX + 64], target[PATH_MAX + 64];
     sfmt(path, sizeof path, "%s/secret.txt", S.outside);
-    write_file(path, "secret", 0644);
+    write_text_file(path, "secret", 0644);
     sfmt(path, sizeof path, "%s/in.txt", S.data);
-    write_file(path, "inside", 0644);
+    write_text_file(path, "inside", 0644);
     sfmt(path, sizeof path, "%s/link-out", S.data);
     ok(symlink(S.outside, path) == 0, "grants: make a link out of the root");
     sfmt(path, sizeof path, "%s/link-in", S.data);
@@ -1141,7 +1123,7 @@ static void test_bad_input(void)
     /* A catalog that does not parse refuses the run before anything is stored. */
     char path[PATH_MAX + 32];
     sfmt(path, sizeof path, "%s/modules.json", S.home);
-    write_file(path, "{\"modules\": {\"x\": {\"program\": \"relative\"}}}", 0600);
+    write_text_file(path, "{\"modules\": {\"x\": {\"program\": \"relative\"}}}", 0600);
     expect_bad(ARGS("run", "ok"), 1, "a malformed operator catalog");
 }
 

@@ -41,14 +41,6 @@ static char g_root[256];
 static char g_home[PATH_MAX];
 static char g_db[PATH_MAX];
 
-__attribute__((format(printf, 3, 4))) static void sfmt(char *buf, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, cap, fmt, ap);
-    va_end(ap);
-}
-
 static bool one_line(const char *text)
 {
     size_t len = strlen(text);

@@ -35,24 +35,6 @@
 static char g_root[PATH_MAX];
 static char *const NO_ENV[] = {NULL};
 
-__attribute__((format(printf, 3, 4))) static void sfmt(char *buf, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, cap, fmt, ap);
-    va_end(ap);
-}
-
-static bool write_file(const char *path, const char *text, mode_t mode)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0)
-        return false;
-    size_t len = strlen(text);
-    bool written = write(fd, text, len) == (ssize_t)len;
-    return close(fd) == 0 && written;
-}
-
 static struct proc_result cli(const char *home, char *const *envp, const char *const *args)
 {
     const char *argv[24];
@@ -111,9 +93,9 @@ static bool flow_files(const char *dir, const char *id, const char *script, cons
          "{\"format\":1,\"id\":\"%s\",\"version\":1,\"purpose\":\"test\","
          "\"trigger\":{\"manual\":true}%s}", id, grants);
     sfmt(path, sizeof path, "%s/flow.js", dir);
-    bool good = write_file(path, script, 0644);
+    bool good = write_text_file(path, script, 0644);
     sfmt(path, sizeof path, "%s/manifest.json", dir);
-    return good && write_file(path, manifest, 0644);
+    return good && write_text_file(path, manifest, 0644);
 }
 
 static bool flow_add(const char *home, const char *dir, const char *id)
@@ -254,7 +236,7 @@ static void test_sink_on_full_disk(void)
     /* An earlier line, then no page left: the next line fits only in what is left of
      * the file's last page, so the disk cuts its write short. */
     static const char FIRST[] = "{\"n\":1}\n";
-    if (!ok(write_file(file, FIRST, 0600) && fill_disk(sinks, filler, sizeof filler),
+    if (!ok(write_text_file(file, FIRST, 0600) && fill_disk(sinks, filler, sizeof filler),
             "sink full: the sink holds a line and the disk is full"))
         return;
     const char *argv[] = {harness_test_parent(), "--json", "--home", home, "run", "emit", NULL};

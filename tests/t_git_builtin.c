@@ -47,24 +47,6 @@ static char g_home[PATH_MAX + 32];
 static char g_good[PATH_MAX + 32], g_bare[PATH_MAX + 32], g_hostile[PATH_MAX + 32];
 static char g_marks[PATH_MAX + 32], g_mark_tool[PATH_MAX + 32];
 
-__attribute__((format(printf, 3, 4))) static void sfmt(char *buf, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, cap, fmt, ap);
-    va_end(ap);
-}
-
-static bool write_file(const char *path, const char *text, mode_t mode)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0)
-        return false;
-    size_t len = strlen(text);
-    bool done = write(fd, text, len) == (ssize_t)len;
-    return close(fd) == 0 && done;
-}
-
 static long long now_ms(void)
 {
     struct timespec ts;
@@ -141,9 +123,9 @@ static bool flow_add(const char *id, const char *body, const char *repos)
          "\"trigger\":{\"manual\":true},\"git\":{\"read\":[%s]}}", id, repos);
     sfmt(script, sizeof script, "%s%s", PRELUDE, body);
     sfmt(path, sizeof path, "%s/flow.js", dir);
-    bool done = write_file(path, script, 0644);
+    bool done = write_text_file(path, script, 0644);
     sfmt(path, sizeof path, "%s/manifest.json", dir);
-    done = done && write_file(path, manifest, 0644);
+    done = done && write_text_file(path, manifest, 0644);
     struct proc_result r = cli(NO_ENV, ARGS("flow", "install", dir));
     json_t *in = json_loads(r.out, 0, NULL);
     if (!proc_exited_with(&r, 0))
@@ -255,7 +237,7 @@ static bool make_hostile(void)
     char gpg_tool[PATH_MAX + 32], gpg_text[PATH_MAX + 64];
     sfmt(gpg_tool, sizeof gpg_tool, "%s/gpg-mark.sh", g_root); /* gpg.program is a path */
     sfmt(gpg_text, sizeof gpg_text, "#!/bin/sh\nexec '%s' gpg\n", g_mark_tool);
-    if (!write_file(g_mark_tool, tool, 0755) || !write_file(gpg_tool, gpg_text, 0755))
+    if (!write_text_file(g_mark_tool, tool, 0755) || !write_text_file(gpg_tool, gpg_text, 0755))
         return false;
     const char *m = g_mark_tool;
     sfmt(script, sizeof script,
@@ -564,12 +546,12 @@ static bool make_fake(void)
          "sleep) echo $$ > '%s'; exec sleep 60 ;;\n"
          "esac\n",
          g_mode, g_dump, g_fifo);
-    return write_file(g_fake, text, 0755) && mkfifo(g_fifo, 0600) == 0;
+    return write_text_file(g_fake, text, 0755) && mkfifo(g_fifo, 0600) == 0;
 }
 
 static bool set_mode(const char *mode)
 {
-    return write_file(g_mode, mode, 0644);
+    return write_text_file(g_mode, mode, 0644);
 }
 
 static char *const *fake_env(char vars[2][PATH_MAX + 64], char **list)

@@ -62,24 +62,6 @@ static char g_home[PATH_MAX];
 static char g_db[PATH_MAX];
 static int g_scripts;
 
-__attribute__((format(printf, 3, 4))) static void sfmt(char *buf, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, cap, fmt, ap);
-    va_end(ap);
-}
-
-static bool write_file(const char *path, const char *text, mode_t mode)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0)
-        return false;
-    size_t len = strlen(text);
-    bool done = write(fd, text, len) == (ssize_t)len;
-    return close(fd) == 0 && done;
-}
-
 /* The attacker's script as a worker the parent can start: a wrapper that runs
  * evil_worker with it (the parent adds --landlock=POLICY). Returns the wrapper's path
  * (static storage, one of a ring of 8). */
@@ -93,7 +75,7 @@ static const char *attacker(const char *script)
     sfmt(wrapper, PATH_MAX, "%s/attack-%d.sh", g_root, n);
     sfmt(text, sizeof text, "#!/bin/sh\nexec '%s' '--script=%s' \"$@\"\n",
          harness_path("test/tools/evil_worker"), path);
-    if (!write_file(path, script, 0600) || !write_file(wrapper, text, 0700))
+    if (!write_text_file(path, script, 0600) || !write_text_file(wrapper, text, 0700))
         fail("hostile: write the attacker's script", "%s", path);
     return wrapper;
 }
@@ -262,9 +244,9 @@ static bool flow_add(const char *id, const char *script, const char *extra)
          "{\"format\":1,\"id\":\"%s\",\"version\":1,\"purpose\":\"test\","
          "\"trigger\":{\"manual\":true}%s%s}", id, extra[0] != '\0' ? "," : "", extra);
     sfmt(path, sizeof path, "%s/flow.js", dir);
-    bool done = write_file(path, script, 0644);
+    bool done = write_text_file(path, script, 0644);
     sfmt(path, sizeof path, "%s/manifest.json", dir);
-    done = done && write_file(path, manifest, 0644);
+    done = done && write_text_file(path, manifest, 0644);
     struct cli_out o = cli(NULL, true, ARGS("flow", "install", dir));
     json_t *in = first_json(&o);
     const char *hash = json_string_value(json_object_get(in, "code_hash"));
@@ -684,7 +666,7 @@ static void test_completed_value(void)
     /* The real worker: JSON.stringify writes a lone surrogate as its escape. */
     char path[PATH_MAX];
     sfmt(path, sizeof path, "%s/surrogate.js", g_root);
-    write_file(path, "return ['\\ud800', '\\u0000'];\n", 0644);
+    write_text_file(path, "return ['\\ud800', '\\u0000'];\n", 0644);
     struct cli_out o = cli(NULL, true, ARGS("exec", path));
     r = first_json(&o);
     check(strcmp(str_of(r, "outcome"), "completed") == 0,
@@ -784,7 +766,7 @@ int main(int argc, char **argv)
     sfmt(g_db, sizeof g_db, "%s/basal.db", g_home);
     char script[PATH_MAX];
     sfmt(script, sizeof script, "%s/any.js", g_root);
-    write_file(script, "return 0;\n", 0644);
+    write_text_file(script, "return 0;\n", 0644);
     g_exec_script = script;
     struct cli_out o = cli(NULL, false, ARGS("setup"));
     if (o.exit_code != 0) {

@@ -26,14 +26,6 @@ static char dir_read[PATH_MAX], dir_write[PATH_MAX], dir_repo[PATH_MAX], a_file[
 
 /* snprintf for the test's buffers (sized for every case here; a cut shows as a failed
  * check, not as memory damage). */
-__attribute__((format(printf, 3, 4))) static void sfmt(char *buf, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, cap, fmt, ap);
-    va_end(ap);
-}
-
 /* Parses text and expects a refusal whose one-line error contains want. */
 static void refuse_len(const char *text, size_t len, const char *want, const char *name)
 {

@@ -31,14 +31,6 @@ static char home[PATH_MAX];   /* the data home of the catalog tests */
 static char log_path[PATH_MAX];
 static const char *module_bin;
 
-__attribute__((format(printf, 3, 4))) static void sfmt(char *buf, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, cap, fmt, ap);
-    va_end(ap);
-}
-
 static long long mono_ms(void)
 {
     struct timespec ts;

@@ -53,24 +53,6 @@ static char g_home[PATH_MAX];
 
 #define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
-__attribute__((format(printf, 3, 4))) static void sfmt(char *buf, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, cap, fmt, ap);
-    va_end(ap);
-}
-
-static bool write_file(const char *path, const char *text, mode_t mode)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-    if (fd < 0)
-        return false;
-    size_t len = strlen(text);
-    bool ok = write(fd, text, len) == (ssize_t)len;
-    return close(fd) == 0 && ok;
-}
-
 /* ck-basal [--json] [--home g_home] args..., with BASAL_TEST_WORKER=worker if set. */
 static struct proc_result cli_with(bool json, const char *worker, const char *const *args)
 {
@@ -292,9 +274,9 @@ static bool install_flow(const char *id, const char *script)
          "\"trigger\":{\"manual\":true}}", id);
     bool ok = mkdir(dir, 0755) == 0;
     sfmt(path, sizeof path, "%s/flow.js", dir);
-    ok = ok && write_file(path, script, 0644);
+    ok = ok && write_text_file(path, script, 0644);
     sfmt(path, sizeof path, "%s/manifest.json", dir);
-    ok = ok && write_file(path, manifest, 0644);
+    ok = ok && write_text_file(path, manifest, 0644);
     struct proc_result r = cli(true, ARGS("flow", "install", dir));
     json_t *in = ok && proc_exited_with(&r, 0) ? json_loads(r.out, 0, NULL) : NULL;
     const char *hash = json_string_value(json_object_get(in, "code_hash"));
@@ -410,7 +392,7 @@ static void test_lying_worker(void)
          "#!/bin/sh\nexec %s '--os=\x1b[2K\rlinux" RLO "' "
          "'--say=all is well\x1b]0;title\x07\nsecond line\xc2\x9b" "31m\n' \"$@\"\n",
          harness_path("test/tools/fake_worker"));
-    if (!check(write_file(wrapper, script, 0700), "setup: lying worker wrapper", "%s",
+    if (!check(write_text_file(wrapper, script, 0700), "setup: lying worker wrapper", "%s",
                strerror(errno)))
         return;
     struct proc_result r = cli_with(false, wrapper, ARGS("worker-check"));

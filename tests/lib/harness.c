@@ -812,6 +812,24 @@ char *read_text_file(const char *path)
     return growbuf_take(&b, &len);
 }
 
+void sfmt(char *buf, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, cap, fmt, ap);
+    va_end(ap);
+}
+
+bool write_text_file(const char *path, const char *text, mode_t mode)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+    if (fd < 0)
+        return false;
+    size_t len = strlen(text);
+    bool written = write(fd, text, len) == (ssize_t)len;
+    return close(fd) == 0 && written;
+}
+
 bool copy_file(const char *from, const char *to, mode_t mode)
 {
     int in = open(from, O_RDONLY | O_CLOEXEC);

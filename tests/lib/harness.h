@@ -216,6 +216,12 @@ void harness_remove_tree(const char *path);
  * string; NULL on error. */
 char *read_text_file(const char *path);
 
+/* snprintf into buf (cut at cap), for paths and scripts built by a test. */
+__attribute__((format(printf, 3, 4))) void sfmt(char *buf, size_t cap, const char *fmt, ...);
+
+/* Writes text to path (created or truncated, with mode). True on success. */
+bool write_text_file(const char *path, const char *text, mode_t mode);
+
 /* Copies the file at from (any bytes) to a new file to with mode, e.g. a binary into
  * a directory another uid can reach (the checkout may sit under a 0700 directory).
  * True on success; on failure nothing is left at to. */

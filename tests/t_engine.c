@@ -1076,33 +1076,6 @@ static void test_budgets(void)
     run_free(&r);
 }
 
-/* CPU time (user + system) a process has used, in ms; -1 if unknown. */
-static long process_cpu_ms(pid_t pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    char *stat = read_text_file(path);
-    if (stat == NULL)
-        return -1;
-    /* After the ")" closing the command name: state is field 3, utime 14, stime 15. */
-    const char *at = strrchr(stat, ')');
-    for (int field = 2; field < 14 && at != NULL; field++) {
-        at = strchr(at + 1, ' ');
-    }
-    long ms = -1;
-    long ticks = sysconf(_SC_CLK_TCK);
-    if (at != NULL && ticks > 0) {
-        char *end = NULL;
-        unsigned long utime = strtoul(at + 1, &end, 10);
-        const char *next = end;
-        unsigned long stime = strtoul(next, &end, 10);
-        if (end != next)
-            ms = (long)((utime + stime) * 1000 / (unsigned long)ticks);
-    }
-    free(stat);
-    return ms;
-}
-
 /* The CPU timer (src/worker/cpu_timer.h): its tick, its backstop for native code that
  * reaches no interrupt poll, and the refusal when it cannot be armed. */
 static void test_cpu_timer(void)

@@ -216,6 +216,9 @@ void harness_remove_tree(const char *path);
  * string; NULL on error. */
 char *read_text_file(const char *path);
 
+/* CPU time (user + system) a process has used, in ms, from /proc; -1 if unknown. */
+long process_cpu_ms(pid_t pid);
+
 /* snprintf into buf (cut at cap), for paths and scripts built by a test. */
 __attribute__((format(printf, 3, 4))) void sfmt(char *buf, size_t cap, const char *fmt, ...);
 

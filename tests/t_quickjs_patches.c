@@ -19,6 +19,16 @@
  * worker (SIGSEGV) at most heap budgets of the TypeError and ReferenceError scripts
  * (and at a few of the new-Error one), at -O2; with the patch, at none.
  *
+ * Patch 0005 (backtrace-non-object): when the error object itself cannot be allocated,
+ * QuickJS throws JS_NULL, and a throw from a builtin (or from outside any frame, as the
+ * CPU timer's "interrupted" can be) still asked build_backtrace to define "stack" on
+ * it; that throws "not an object", whose error cannot be allocated either, and the
+ * recursion overflowed the native stack (SIGSEGV). The fourth script of the sweep makes
+ * a builtin throw while the heap fills. Proven red without the patch: that script
+ * crashed the worker at about half the budgets of every sweep (and the bytecode-error
+ * scripts, about one sweep in ten, when the CPU timer's tick interrupted a call at the
+ * exhausted heap); with it, at none in 24 sweeps of each script.
+ *
  * Patch 0003 (interrupt-poll): builtins whose loop length a script controls, JSON, string
  * search and the regexp matcher poll for interrupts, and the CPU timer's tick makes a
  * poll call the interrupt handler. Each script below spins inside one such builtin
@@ -56,9 +66,11 @@ static const char *str_field(json_t *obj, const char *name)
 #define SWEEP_FROM (256u << 10)
 #define SWEEP_TO (2u << 20)
 #define SWEEP_STEP (8u << 10)
-#define SCRIPTS 3
+#define SCRIPTS 4
 
 struct sweep_script {
+    const char *patch; /* the patch the script proves, for check names */
+    const char *guard; /* what the patch keeps from crashing */
     const char *file;
     const char *what; /* for check names */
     const char *text;
@@ -69,7 +81,8 @@ struct sweep_script {
 };
 
 static struct sweep_script sweep_scripts[SCRIPTS] = {
-    {"typeerror.js", "a TypeError thrown by a bytecode op (null.x) 30 frames deep",
+    {"0001 backtrace-oom", "build_backtrace keeps the error alive when its allocation fails", 
+     "typeerror.js", "a TypeError thrown by a bytecode op (null.x) 30 frames deep",
      "let head = null;\n"
      "function f(n) { if (n === 0) return null.x; return f(n - 1); }\n"
      "for (;;) {\n"
@@ -77,7 +90,8 @@ static struct sweep_script sweep_scripts[SCRIPTS] = {
      "  head = { next: head };\n"
      "}\n",
      0, 0, 0, 0, 0, "", ""},
-    {"referror.js", "a ReferenceError thrown by a bytecode op (unbound name) 30 frames deep",
+    {"0001 backtrace-oom", "build_backtrace keeps the error alive when its allocation fails", 
+     "referror.js", "a ReferenceError thrown by a bytecode op (unbound name) 30 frames deep",
      "let head = null;\n"
      "function g(n) { if (n === 0) return no_such_binding; return g(n - 1); }\n"
      "for (;;) {\n"
@@ -85,11 +99,22 @@ static struct sweep_script sweep_scripts[SCRIPTS] = {
      "  head = { next: head };\n"
      "}\n",
      0, 0, 0, 0, 0, "", ""},
-    {"newerror.js", "throw new Error(...) 30 frames deep, each error and an object retained",
+    {"0001 backtrace-oom", "build_backtrace keeps the error alive when its allocation fails", 
+     "newerror.js", "throw new Error(...) 30 frames deep, each error and an object retained",
      "const keep = [];\n"
      "function h(n) { if (n === 0) throw new Error('deep ' + keep.length); return h(n - 1); }\n"
      "for (;;) {\n"
      "  try { h(30); } catch (e) { keep.push(e, { n: keep.length }); }\n"
+     "}\n",
+     0, 0, 0, 0, 0, "", ""},
+    {"0005 backtrace-non-object",
+     "build_backtrace leaves alone the JS_NULL thrown when no error object could be allocated",
+     "builtin.js", "a TypeError thrown by a builtin (Object.defineProperty on a number) 30 frames deep",
+     "let head = null;\n"
+     "function d(n) { if (n === 0) return Object.defineProperty(1, 'x', {}); return d(n - 1); }\n"
+     "for (;;) {\n"
+     "  try { d(30); } catch (e) { head = { next: head, e: e }; }\n"
+     "  head = { next: head };\n"
      "}\n",
      0, 0, 0, 0, 0, "", ""},
 };
@@ -172,31 +197,30 @@ static void test_backtrace_oom(void)
 
     char exec_name[200];
     snprintf(exec_name, sizeof exec_name,
-             "quickjs patch 0001 backtrace-oom: ck-basal exec reports every run of the heap "
-             "sweep (%d scripts x %d budgets) and exits normally",
+             "quickjs patches 0001 backtrace-oom and 0005 backtrace-non-object: ck-basal exec "
+             "reports every run of the heap sweep (%d scripts x %d budgets) and exits normally",
              SCRIPTS, sizes);
     check(bad_execs == 0, exec_name, "%d of %d execs bad; first: %s", bad_execs, sizes,
           bad_exec_detail);
 
     for (int i = 0; i < SCRIPTS; i++) {
         struct sweep_script *s = &sweep_scripts[i];
-        harness_note("backtrace-oom sweep, %s: %d runs: %d memory, %d completed, %d crashed, "
+        harness_note("heap sweep, %s: %d runs: %d memory, %d completed, %d crashed, "
                      "%d other",
                      s->file, s->runs, s->memory, s->completed, s->crashed, s->other);
         char name[400];
         snprintf(name, sizeof name,
-                 "quickjs patch 0001 backtrace-oom: %s, heap filled, never crashes the worker "
-                 "at any heap budget from 256 KiB to 2 MiB in 8 KiB steps (build_backtrace "
-                 "keeps the error alive when its allocation fails)",
-                 s->what);
+                 "quickjs patch %s: %s, heap filled, never crashes the worker at any heap "
+                 "budget from 256 KiB to 2 MiB in 8 KiB steps (%s) [guard %s]",
+                 s->patch, s->what, s->guard, s->patch + 5);
         check(s->runs == sizes && s->crashed == 0, name,
               "%d of %d runs crashed the worker at heap bytes:%s", s->crashed, s->runs,
               s->crashes);
         snprintf(name, sizeof name,
-                 "quickjs patch 0001 backtrace-oom: %s ends every run of the sweep that does "
-                 "not crash as budget exhausted: memory (or completed), so the sweep really "
-                 "hits the heap budget",
-                 s->what);
+                 "quickjs patch %s: %s ends every run of the sweep that does not crash as "
+                 "budget exhausted: memory (or completed), so the sweep really hits the heap "
+                 "budget",
+                 s->patch, s->what);
         check(s->runs == sizes && s->other == 0 && s->memory > 0, name,
               "%d runs of %d sizes: %d memory, %d completed, %d crashed, %d other:%s",
               s->runs, sizes, s->memory, s->completed, s->crashed, s->other, s->others);

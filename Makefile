@@ -26,8 +26,9 @@ BASE_SRC   := $(wildcard src/base/*.c)
 SUPERVISOR_SRC := $(wildcard src/supervisor/*.c)
 STORE_SRC  := $(wildcard src/store/*.c)
 FLOWS_SRC  := $(wildcard src/flows/*.c)
+SERVE_SRC  := $(wildcard src/serve/*.c)
 # Everything of the parent below its command line (src/README.md has the order).
-CORE_SRC   := $(BASE_SRC) $(SUPERVISOR_SRC) $(STORE_SRC) $(FLOWS_SRC)
+CORE_SRC   := $(BASE_SRC) $(SUPERVISOR_SRC) $(STORE_SRC) $(FLOWS_SRC) $(SERVE_SRC)
 HOST_SRC   := $(wildcard src/host/*.c)
 CLI_SRC    := $(wildcard src/cli/*.c)
 TEST_SRC   := $(wildcard tests/t_*.c)
@@ -39,7 +40,9 @@ TOOL_SRC   := $(wildcard tests/tools/*.c)
 # an idle worker's memory (4.4 MiB -> 3.0 MiB; docs/benchmarks.md). A libcrypto update
 # reaches the worker with the next build.
 WORKER_LIBS := -lseccomp -Wl,-Bstatic -lcrypto -Wl,-Bdynamic -lm
-PARENT_LIBS := -lseccomp -lsqlite3 -ljansson -lcurl -lcrypto -lm
+# libsystemd (sd_notify) and libmicrohttpd (the loopback /metrics endpoint) are the
+# daemon's, linked only into the parent; serve runs its runs on threads.
+PARENT_LIBS := -lseccomp -lsqlite3 -ljansson -lcurl -lcrypto -lsystemd -lmicrohttpd -lpthread -lm
 
 # variant(name, extra cflags, extra ldflags)
 define variant

@@ -28,7 +28,8 @@ MAY_INCLUDE = {
     "supervisor": {"host", "base", "proto"},
     "store": {"supervisor", "host", "base", "proto"},
     "flows": {"store", "supervisor", "host", "base", "proto"},
-    "cli": {"flows", "store", "supervisor", "host", "base", "proto"},
+    "serve": {"flows", "store", "supervisor", "host", "base", "proto"},
+    "cli": {"serve", "flows", "store", "supervisor", "host", "base", "proto"},
     "worker": {"base", "proto"},
 }
 CONSUMERS = ("tests", "bench", "fuzz")  # above every part of src/

@@ -5,8 +5,9 @@
 set -euo pipefail
 
 build_pkgs="gcc make patch openssl ca-certificates libseccomp-dev libsqlite3-dev
-libjansson-dev libssl-dev libcurl4-openssl-dev git"
-test_pkgs="clang clang-tidy cppcheck libclang-rt-14-dev strace python3 curl"
+libjansson-dev libssl-dev libcurl4-openssl-dev libsystemd-dev libmicrohttpd-dev git"
+test_pkgs="clang clang-tidy cppcheck libclang-rt-14-dev strace python3 curl
+python3-prometheus-client systemd"
 
 pkgs="$build_pkgs"
 [ "${1:-}" = "--test" ] && pkgs="$pkgs $test_pkgs"

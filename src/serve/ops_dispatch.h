@@ -1,0 +1,42 @@
+/* The operations the CLI asks of a data home (docs/ops-protocol.md, "Commands"): one
+ * request object in, one reply object out, the same whether a running serve answers it
+ * (over the ops socket, with its hooks) or the CLI answers it itself on the store (no
+ * serve: hooks NULL). The CLI renders a reply's data the same way in both cases, so the
+ * output is the same both ways.
+ *
+ * Request: {"cmd": NAME, "args": {...}}. Reply: {"ok":true,"data":...} or
+ * {"ok":false,"exit":1|2,"error":"one line"} (exit 2: the request itself is malformed,
+ * e.g. an argument of the wrong type; 1: refused or failed). Every argument is checked
+ * here, whoever sent it: the socket's peer is the operator's own uid, but its bytes are
+ * still input. */
+#ifndef BASAL_SERVE_OPS_DISPATCH_H
+#define BASAL_SERVE_OPS_DISPATCH_H
+
+struct store;
+
+/* What only a running serve can do, or knows. */
+struct ops_daemon_hooks {
+    void *daemon;
+    /* Adds the live figures (pool gauges, per-flow queue depth and last run) to a
+     * health object (a json_t *) built from the store. */
+    void (*add_live_health)(void *daemon, void *health);
+    /* Commands the daemon answers itself ("run", "flow.drain"): a reply object, or NULL
+     * when cmd is not one of them. May block (a run the client waits for). */
+    void *(*handle)(void *daemon, const char *cmd, const void *args);
+};
+
+struct ops_context {
+    struct store *store;
+    const char *home;
+    const struct ops_daemon_hooks *daemon; /* NULL: the CLI, no serve */
+};
+
+/* Answers request (a json_t *, borrowed) with a new reply object (a json_t *). */
+void *ops_dispatch(const struct ops_context *ctx, const void *request);
+
+/* Reply builders (json_t *): {"ok":true,"data":data} (data stolen) and
+ * {"ok":false,"exit":exit_status,"error":error}. */
+void *ops_reply_ok(void *data);
+void *ops_reply_error(int exit_status, const char *error);
+
+#endif

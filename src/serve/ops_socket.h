@@ -1,0 +1,51 @@
+/* The ops socket, server side (docs/ops-protocol.md): `ops.sock` in the data home, a
+ * Unix stream socket, mode 0600 inside the 0700 home, served by `ck-basal serve`.
+ *
+ * One request per connection: the client writes one JSON object on one line (compact
+ * JSON never holds a raw newline), the server answers one JSON object on one line and
+ * closes. A peer whose uid (SO_PEERCRED) is not the server's own is refused before a
+ * byte is read (refusal callback, then close). A request must be complete within
+ * OPS_REQUEST_TIMEOUT_MS of the connection and at most OPS_REQUEST_MAX bytes, or the
+ * peer gets an error reply (when it can still be written) and is closed. A stalled or
+ * slow peer never holds up another: connections are read by one poll loop on the
+ * server's own thread, and each complete request is handled on a thread of its own
+ * (the handler may block, e.g. until a run ends), at most OPS_HANDLERS_MAX at once
+ * (beyond that a request gets a "busy" error reply).
+ *
+ * Reply shapes: {"ok":true,"data":...} or {"ok":false,"exit":1|2,"error":"one line"}. */
+#ifndef BASAL_SERVE_OPS_SOCKET_H
+#define BASAL_SERVE_OPS_SOCKET_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define OPS_SOCKET_NAME "ops.sock"
+#define OPS_REQUEST_MAX (256u << 10)
+#define OPS_REQUEST_TIMEOUT_MS 5000
+#define OPS_HANDLERS_MAX 64
+
+/* Answers one request (a json_t * object, borrowed) with a new reply object (a json_t *,
+ * owned by the caller afterwards). Runs on a handler thread. */
+typedef void *(*ops_handler_fn)(void *ctx, const void *request);
+
+/* Told of every refused peer or request, to audit and log it: what is one line
+ * ("peer uid 1000 is not the owner", "request over 262144 bytes", "request not complete
+ * within 5000 ms", "request is not a JSON object: ..."); uid and pid are the peer's
+ * (-1 if unknown). Runs on the server's thread. */
+typedef void (*ops_refusal_fn)(void *ctx, const char *what, long uid, long pid);
+
+struct ops_server;
+
+/* Binds home/ops.sock (a stale socket file left by a dead serve is replaced: the caller
+ * holds the home's serve lock) and starts the server thread. NULL with a one-line
+ * reason in err. */
+struct ops_server *ops_server_start(const char *home, ops_handler_fn handler,
+                                    ops_refusal_fn refusal, void *ctx, char *err,
+                                    size_t err_cap);
+
+/* Stops accepting (the socket file is removed), closes connections still being read,
+ * waits for running handlers to return (the caller makes blocked handlers return
+ * first), and frees the server. */
+void ops_server_stop(struct ops_server *server);
+
+#endif

@@ -1,13 +1,16 @@
 /* ck-basal health: the health the store has accumulated (store/health_store.h), as JSON:
  * runs by state, activations by outcome overall and per flow, the worker counters of
  * every process that drove runs, and the confinement counter. No pool outlives a
- * command, so the pool gauges are 0; `ck-basal exec --health` shows a live pool's. */
+ * command, so the pool gauges are 0; `ck-basal exec --health` shows a live pool's.
+ * --format prometheus prints the same health as Prometheus text (serve/metrics_text.h). */
 #include "cli/commands.h"
+#include "serve/metrics_text.h"
 #include "store/health_store.h"
 #include "store/store.h"
 
 #include <jansson.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,14 +18,29 @@
 int cmd_health(const struct cli_globals *globals, int argc, char **argv)
 {
     enum landlock_policy policy = LANDLOCK_POLICY_REQUIRED;
+    bool prometheus = false;
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--landlock=required") == 0) {
+        if (strcmp(argv[i], "--format") == 0 || strncmp(argv[i], "--format=", 9) == 0) {
+            const char *format = argv[i][8] == '=' ? argv[i] + 9
+                                 : i + 1 < argc    ? argv[++i]
+                                                   : NULL;
+            if (format == NULL) {
+                fprintf(stderr, "ck-basal health: --format needs json or prometheus\n");
+                return EXIT_USAGE;
+            }
+            if (strcmp(format, "json") != 0 && strcmp(format, "prometheus") != 0) {
+                fprintf(stderr, "ck-basal health: --format must be json or prometheus\n");
+                return EXIT_USAGE;
+            }
+            prometheus = strcmp(format, "prometheus") == 0;
+        } else if (strcmp(argv[i], "--landlock=required") == 0) {
             policy = LANDLOCK_POLICY_REQUIRED;
         } else if (strcmp(argv[i], "--landlock=optional") == 0) {
             policy = LANDLOCK_POLICY_OPTIONAL;
         } else {
-            fprintf(stderr, "ck-basal health: unknown argument '%s' "
-                            "(expected --landlock=required or --landlock=optional)\n", argv[i]);
+            fprintf(stderr, "ck-basal health: unknown argument '%s' (expected "
+                            "--format json|prometheus or --landlock=required|optional)\n",
+                    argv[i]);
             return EXIT_USAGE;
         }
     }
@@ -35,6 +53,17 @@ int cmd_health(const struct cli_globals *globals, int argc, char **argv)
     if (h == NULL) {
         fprintf(stderr, "ck-basal health: %s\n", err);
         return EXIT_REFUSED;
+    }
+    if (prometheus) {
+        char *page = metrics_text(h, err, sizeof err);
+        json_decref(h);
+        if (page == NULL) {
+            fprintf(stderr, "ck-basal health: %s\n", err);
+            return EXIT_REFUSED;
+        }
+        fputs(page, stdout);
+        free(page);
+        return EXIT_OK;
     }
     char *text = json_dumps(h, globals->json ? JSON_COMPACT : JSON_INDENT(2));
     json_decref(h);

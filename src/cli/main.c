@@ -45,7 +45,8 @@ static const struct cli_command COMMANDS[] = {
              "       [--flow ID] [--repeat N] [--landlock=required|optional] [--health]\n"
              "      run scripts through one worker pool with the test host; print each result",
      cmd_exec},
-    {"health", "[--landlock=required|optional]  health from the store as JSON: runs by state,"
+    {"health", "[--format json|prometheus] [--landlock=required|optional]\n"
+               "      health from the store as JSON (or Prometheus text): runs by state,"
                " activations by\n      outcome, worker counters, confinement",
      cmd_health},
 };

@@ -1,11 +1,12 @@
 /* ck-basal flow install|approve|list|disable|enable: the flow registry (flows/flows.h)
- * from the command line (reconcile and dry-run have files of their own). Every refusal
- * is one line on stderr and changes nothing. */
+ * from the command line, asked as the ops commands "flow.*" (serve/ops_dispatch.h) and
+ * rendered from the reply's data (reconcile and dry-run have files of their own).
+ * Every refusal is one line on stderr and changes nothing. */
 #include "cli/commands.h"
+#include "cli/ops_call.h"
 #include "cli/term_text.h"
-#include "store/datahome.h"
-#include "flows/flows.h"
-#include "store/store.h"
+#include "base/names.h"
+#include "flows/code_hash.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -25,54 +26,58 @@ static int usage(const char *what)
     return EXIT_USAGE;
 }
 
-/* err may quote a manifest, a script or the store: escaped (cli/term_text.h). */
-static int refused(const char *sub, const char *err)
+/* One flow command through the ops dispatch (cli/ops_call.h): args stolen. EXIT_OK
+ * with *data, or the exit status after the error was printed. */
+static int call(const struct cli_globals *g, const char *sub, json_t *args, json_t **data)
 {
-    char what[32];
+    char what[32], cmd[32];
     snprintf(what, sizeof what, "flow %s", sub);
-    term_error_line(what, err);
-    return EXIT_REFUSED;
-}
-
-static int open_store(const struct cli_globals *g, const char *sub, struct store **st)
-{
-    char home[PATH_MAX], what[32];
-    snprintf(what, sizeof what, "flow %s", sub);
-    return cli_open_store(g, what, st, home);
-}
-
-static void print_json(json_t *o)
-{
-    cli_print_json(o);
+    snprintf(cmd, sizeof cmd, "flow.%s", sub);
+    json_t *request = cli_ops_request(cmd, args);
+    int status = cli_ops_call(g, what, request, data);
+    json_decref(request);
+    return status;
 }
 
 static int flow_install(const struct cli_globals *g, int argc, char **argv)
 {
     if (argc != 1)
         return usage(argc == 0 ? "install needs a directory" : "install takes one directory");
-    struct store *st;
-    if (open_store(g, "install", &st) != 0)
+    /* Whoever answers (a serve) does not share our working directory: the absolute
+     * path goes in the request. A path that does not resolve is refused here as
+     * reading it would be. */
+    char dir[PATH_MAX];
+    if (realpath(argv[0], dir) == NULL) {
+        char err[PATH_MAX + 128];
+        snprintf(err, sizeof err, "%s: %s", argv[0], strerror(errno));
+        term_error_line("flow install", err);
         return EXIT_REFUSED;
-    struct flow_installed in;
-    char err[1024];
-    int rc = flows_install_dir(st, argv[0], &in, err, sizeof err);
-    store_close(st);
-    if (rc != 0)
-        return refused("install", err);
-    if (g->json) {
-        json_t *o = json_object();
-        json_object_set_new(o, "id", json_string(in.id));
-        json_object_set_new(o, "version", json_integer(in.version));
-        json_object_set_new(o, "code_hash", json_string(in.code_hash));
-        json_object_set_new(o, "state", json_string("pending"));
-        json_object_set_new(o, "new_flow", json_boolean(in.new_flow));
-        print_json(o);
-    } else {
-        printf("installed flow %s version %" PRId64 " (pending approval)\n", in.id, in.version);
-        printf("code hash %s\n", in.code_hash);
-        printf("approve with: ck-basal flow approve %s --version %" PRId64 " --code-hash %s\n",
-               in.id, in.version, in.code_hash);
     }
+    json_t *dir_text = json_string(dir), *in;
+    if (dir_text == NULL) { /* a request is JSON: its texts are UTF-8 */
+        char shown[TERM_SHOWN_CAP(80)];
+        fprintf(stderr, "ck-basal flow install: %s: the path is not UTF-8\n",
+                term_show(shown, sizeof shown, argv[0], 0));
+        return EXIT_REFUSED;
+    }
+    json_t *args = json_object();
+    json_object_set_new(args, "dir", dir_text);
+    int status = call(g, "install", args, &in);
+    if (status != EXIT_OK)
+        return status;
+    if (g->json) {
+        cli_print_json(in);
+        return EXIT_OK;
+    }
+    char id[TERM_SHOWN_CAP(FLOW_ID_MAX)], hash[TERM_SHOWN_CAP(CODE_HASH_HEX_LEN)];
+    term_show(id, sizeof id, json_string_value(json_object_get(in, "id")), 0);
+    term_show(hash, sizeof hash, json_string_value(json_object_get(in, "code_hash")), 0);
+    json_int_t version = json_integer_value(json_object_get(in, "version"));
+    printf("installed flow %s version %" JSON_INTEGER_FORMAT " (pending approval)\n", id, version);
+    printf("code hash %s\n", hash);
+    printf("approve with: ck-basal flow approve %s --version %" JSON_INTEGER_FORMAT
+           " --code-hash %s\n", id, version, hash);
+    json_decref(in);
     return EXIT_OK;
 }
 
@@ -124,24 +129,25 @@ static int flow_approve(const struct cli_globals *g, int argc, char **argv)
                 version_text);
         return EXIT_USAGE;
     }
-    struct store *st;
-    if (open_store(g, "approve", &st) != 0)
-        return EXIT_REFUSED;
-    char err[1024];
-    int rc = flows_approve(st, id, version, hash, err, sizeof err);
-    store_close(st);
-    if (rc != 0)
-        return refused("approve", err);
+    json_t *args = json_object(), *approved;
+    json_object_set_new(args, "id", json_string(id));
+    json_object_set_new(args, "version", json_integer(version));
+    json_object_set_new(args, "code_hash", json_string(hash));
+    int status = call(g, "approve", args, &approved);
+    if (status != EXIT_OK)
+        return status;
     if (g->json) {
-        json_t *o = json_object();
-        json_object_set_new(o, "id", json_string(id));
-        json_object_set_new(o, "version", json_integer(version));
-        json_object_set_new(o, "code_hash", json_string(hash));
-        json_object_set_new(o, "state", json_string("approved"));
-        print_json(o);
-    } else {
-        printf("approved flow %s version %" PRId64 " code hash %s\n", id, version, hash);
+        cli_print_json(approved);
+        return EXIT_OK;
     }
+    char shown_id[TERM_SHOWN_CAP(FLOW_ID_MAX)], shown_hash[TERM_SHOWN_CAP(CODE_HASH_HEX_LEN)];
+    printf("approved flow %s version %" JSON_INTEGER_FORMAT " code hash %s\n",
+           term_show(shown_id, sizeof shown_id, json_string_value(json_object_get(approved, "id")),
+                     0),
+           json_integer_value(json_object_get(approved, "version")),
+           term_show(shown_hash, sizeof shown_hash,
+                     json_string_value(json_object_get(approved, "code_hash")), 0));
+    json_decref(approved);
     return EXIT_OK;
 }
 
@@ -150,54 +156,33 @@ static int flow_list(const struct cli_globals *g, int argc, char **argv)
     (void)argv;
     if (argc != 0)
         return usage("list takes no arguments");
-    struct store *st;
-    if (open_store(g, "list", &st) != 0)
-        return EXIT_REFUSED;
-    struct flow_summary *rows;
-    size_t n;
-    char err[1024];
-    int rc = flows_list(st, &rows, &n, err, sizeof err);
-    store_close(st);
-    if (rc != 0)
-        return refused("list", err);
+    json_t *flows;
+    int status = call(g, "list", json_object(), &flows);
+    if (status != EXIT_OK)
+        return status;
     if (g->json) {
-        json_t *a = json_array();
-        for (size_t i = 0; i < n; i++) {
-            json_t *o = json_object();
-            json_object_set_new(o, "id", json_string(rows[i].id));
-            json_object_set_new(o, "enabled", json_boolean(rows[i].enabled));
-            json_object_set_new(o, "latest_version", json_integer(rows[i].latest_version));
-            json_object_set_new(o, "latest_state",
-                                json_string(rows[i].latest_approved ? "approved" : "pending"));
-            json_object_set_new(o, "latest_code_hash", json_string(rows[i].latest_hash));
-            json_object_set_new(o, "approved_version",
-                                rows[i].approved_version > 0
-                                    ? json_integer(rows[i].approved_version)
-                                    : json_null());
-            json_object_set_new(o, "approved_code_hash",
-                                rows[i].approved_version > 0
-                                    ? json_string(rows[i].approved_hash)
-                                    : json_null());
-            json_array_append_new(a, o);
-        }
-        print_json(a);
-    } else {
-        printf("%-24s %-8s %-7s %-8s %s\n", "ID", "ENABLED", "LATEST", "APPROVED",
-               "APPROVED CODE HASH");
-        for (size_t i = 0; i < n; i++) {
-            char approved[32];
-            if (rows[i].approved_version > 0)
-                snprintf(approved, sizeof approved, "%" PRId64, rows[i].approved_version);
-            else
-                snprintf(approved, sizeof approved, "-");
-            char id[TERM_SHOWN_CAP(FLOW_ID_MAX)], hash[TERM_SHOWN_CAP(CODE_HASH_HEX_LEN)];
-            printf("%-24s %-8s %-7" PRId64 " %-8s %s\n", term_show(id, sizeof id, rows[i].id, 0),
-                   rows[i].enabled ? "yes" : "no", rows[i].latest_version, approved,
-                   term_show(hash, sizeof hash,
-                             rows[i].approved_version > 0 ? rows[i].approved_hash : "-", 0));
-        }
+        cli_print_json(flows);
+        return EXIT_OK;
     }
-    free(rows);
+    printf("%-24s %-8s %-7s %-8s %s\n", "ID", "ENABLED", "LATEST", "APPROVED",
+           "APPROVED CODE HASH");
+    size_t i;
+    const json_t *f;
+    json_array_foreach (flows, i, f) {
+        char approved[32] = "-";
+        const json_t *approved_version = json_object_get(f, "approved_version");
+        if (json_is_integer(approved_version))
+            snprintf(approved, sizeof approved, "%" JSON_INTEGER_FORMAT,
+                     json_integer_value(approved_version));
+        const char *approved_hash = json_string_value(json_object_get(f, "approved_code_hash"));
+        char id[TERM_SHOWN_CAP(FLOW_ID_MAX)], hash[TERM_SHOWN_CAP(CODE_HASH_HEX_LEN)];
+        printf("%-24s %-8s %-7" JSON_INTEGER_FORMAT " %-8s %s\n",
+               term_show(id, sizeof id, json_string_value(json_object_get(f, "id")), 0),
+               json_is_true(json_object_get(f, "enabled")) ? "yes" : "no",
+               json_integer_value(json_object_get(f, "latest_version")), approved,
+               term_show(hash, sizeof hash, approved_hash != NULL ? approved_hash : "-", 0));
+    }
+    json_decref(flows);
     return EXIT_OK;
 }
 
@@ -209,22 +194,19 @@ static int flow_toggle(const struct cli_globals *g, int argc, char **argv, bool 
         snprintf(what, sizeof what, "%s takes one flow id", sub);
         return usage(what);
     }
-    struct store *st;
-    if (open_store(g, sub, &st) != 0)
-        return EXIT_REFUSED;
-    char err[1024];
-    int rc = flows_set_enabled(st, argv[0], enable, err, sizeof err);
-    store_close(st);
-    if (rc != 0)
-        return refused(sub, err);
+    json_t *args = json_object(), *toggled;
+    json_object_set_new(args, "id", json_string(argv[0]));
+    int status = call(g, sub, args, &toggled);
+    if (status != EXIT_OK)
+        return status;
     if (g->json) {
-        json_t *o = json_object();
-        json_object_set_new(o, "id", json_string(argv[0]));
-        json_object_set_new(o, "enabled", json_boolean(enable));
-        print_json(o);
-    } else {
-        printf("flow %s %s\n", argv[0], enable ? "enabled" : "disabled");
+        cli_print_json(toggled);
+        return EXIT_OK;
     }
+    char id[TERM_SHOWN_CAP(FLOW_ID_MAX)];
+    printf("flow %s %s\n", term_show(id, sizeof id, json_string_value(json_object_get(toggled, "id")), 0),
+           json_is_true(json_object_get(toggled, "enabled")) ? "enabled" : "disabled");
+    json_decref(toggled);
     return EXIT_OK;
 }
 

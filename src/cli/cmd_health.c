@@ -2,14 +2,15 @@
  * runs by state, activations by outcome overall and per flow, the worker counters of
  * every process that drove runs, and the confinement counter. No pool outlives a
  * command, so the pool gauges are 0; `ck-basal exec --health` shows a live pool's.
- * --format prometheus prints the same health as Prometheus text (serve/metrics_text.h). */
+ * Asked as the ops command "health" (serve/ops_dispatch.h): from a running serve, with
+ * its live pool gauges and queue depths. --format prometheus prints the same health as
+ * Prometheus text (serve/metrics_text.h). */
 #include "cli/commands.h"
+#include "cli/ops_call.h"
+#include "proto/confinement.h"
 #include "serve/metrics_text.h"
-#include "store/health_store.h"
-#include "store/store.h"
 
 #include <jansson.h>
-#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,17 +45,16 @@ int cmd_health(const struct cli_globals *globals, int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    struct store *st;
-    char home[PATH_MAX], err[512];
-    if (cli_open_store(globals, "health", &st, home) != 0)
-        return EXIT_REFUSED;
-    json_t *h = health_store_json(st, policy, err, sizeof err);
-    store_close(st);
-    if (h == NULL) {
-        fprintf(stderr, "ck-basal health: %s\n", err);
-        return EXIT_REFUSED;
-    }
+    json_t *args = json_object(), *h;
+    json_object_set_new(args, "landlock", json_string(policy == LANDLOCK_POLICY_OPTIONAL
+                                                          ? "optional" : "required"));
+    json_t *request = cli_ops_request("health", args);
+    int status = cli_ops_call(globals, "health", request, &h);
+    json_decref(request);
+    if (status != EXIT_OK)
+        return status;
     if (prometheus) {
+        char err[512];
         char *page = metrics_text(h, err, sizeof err);
         json_decref(h);
         if (page == NULL) {

@@ -1,8 +1,10 @@
 /* ck-basal run ID [--trigger JSON] and ck-basal recover: drive runs to their end in
  * this process (flows/run_driver.h). ck-basal cancel RUN: the operator ends a run that
- * has not (store/runs.h, runs_cancel). */
+ * has not (store/runs.h, runs_cancel), asked as the ops command "cancel"
+ * (serve/ops_dispatch.h). */
 #include "cli/commands.h"
 #include "cli/json_argument.h"
+#include "cli/ops_call.h"
 #include "cli/term_text.h"
 #include "flows/reconcile.h"
 #include "flows/run_driver.h"
@@ -10,6 +12,8 @@
 #include "store/store.h"
 #include "proto/utf8.h"
 #include "base/json_js.h"
+#include "base/names.h"
+#include "serve/ops_commands.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -291,18 +295,6 @@ int cmd_flow_reconcile(const struct cli_globals *g, int argc, char **argv)
 
 #define CANCEL_USAGE "usage: ck-basal cancel RUN [--reason TEXT]"
 
-/* A reason is one line of printable text: it goes to the run's error and the audit. */
-static bool reason_valid(const char *text)
-{
-    size_t len = strlen(text);
-    if (len == 0 || len > RUN_CANCEL_REASON_MAX || !utf8_valid((const uint8_t *)text, len))
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)text[i] < 0x20 || text[i] == 0x7f)
-            return false;
-    return true;
-}
-
 int cmd_cancel(const struct cli_globals *g, int argc, char **argv)
 {
     const char *id_text = NULL, *reason = NULL;
@@ -322,39 +314,28 @@ int cmd_cancel(const struct cli_globals *g, int argc, char **argv)
         fprintf(stderr, "ck-basal cancel: needs a run id (%s)\n", CANCEL_USAGE);
         return EXIT_USAGE;
     }
-    if (reason != NULL && !reason_valid(reason)) {
+    if (reason != NULL && !ops_cancel_reason_valid(reason)) {
         fprintf(stderr, "ck-basal cancel: --reason must be 1 to %u bytes of printable UTF-8 on"
                 " one line\n", RUN_CANCEL_REASON_MAX);
         return EXIT_USAGE;
     }
-    struct store *st;
-    char home[PATH_MAX], err[1024];
-    if (cli_open_store(g, "cancel", &st, home) != 0)
-        return EXIT_REFUSED;
-    enum run_state was;
-    int rc = runs_cancel(st, run_id, reason, &was, err, sizeof err);
-    struct run_row run;
-    memset(&run, 0, sizeof run);
-    if (rc == 0 && runs_get(st, run_id, &run, err, sizeof err) != 1)
-        rc = -1;
-    store_close(st);
-    if (rc != 0) {
-        fprintf(stderr, "ck-basal cancel: %s\n", err);
-        run_row_free(&run);
-        return EXIT_REFUSED;
-    }
+    json_t *args = json_object(), *cancelled;
+    json_object_set_new(args, "run", json_integer(run_id));
+    if (reason != NULL)
+        json_object_set_new(args, "reason", json_string(reason));
+    json_t *request = cli_ops_request("cancel", args);
+    int status = cli_ops_call(g, "cancel", request, &cancelled);
+    json_decref(request);
+    if (status != EXIT_OK)
+        return status;
     if (g->json) {
-        json_t *o = json_object();
-        json_object_set_new(o, "run", json_integer(run_id));
-        json_object_set_new(o, "flow", json_string(run.flow_id));
-        json_object_set_new(o, "state", json_string(run_state_name(run.state)));
-        json_object_set_new(o, "was", json_string(run_state_name(was)));
-        json_object_set_new(o, "error", run.error != NULL ? json_string(run.error) : json_null());
-        cli_print_json(o);
-    } else {
-        printf("run %lld of flow %s: cancelled (was %s)\n", run_id, run.flow_id,
-               run_state_name(was));
+        cli_print_json(cancelled);
+        return EXIT_OK;
     }
-    run_row_free(&run);
+    char flow[TERM_SHOWN_CAP(FLOW_ID_MAX)], was[TERM_SHOWN_CAP(16)];
+    printf("run %lld of flow %s: cancelled (was %s)\n", run_id,
+           term_show(flow, sizeof flow, json_string_value(json_object_get(cancelled, "flow")), 0),
+           term_show(was, sizeof was, json_string_value(json_object_get(cancelled, "was")), 0));
+    json_decref(cancelled);
     return EXIT_OK;
 }

@@ -1,159 +1,76 @@
-/* Codemode runs as `ck-basal runs` lists them and `ck-basal journal c<id>` shows one
- * (store/codemode_store.h; docs/operations.md has the formats). Read-only. */
+/* Codemode runs as `ck-basal runs` lists them and `ck-basal journal c<id>` shows one,
+ * rendered from the data of the ops commands "runs" and "journal"
+ * (serve/ops_dispatch.h; docs/operations.md has the formats). */
 #include "cli/commands.h"
 #include "cli/term_text.h"
-#include "store/codemode_store.h"
-#include "store/store.h"
+#include "base/names.h"
 
-#include <inttypes.h>
 #include <jansson.h>
-#include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define SHOWN_MAX 120 /* bytes of args or values in the human listing */
 
-static json_t *json_of(const char *text)
+static const char *text(const json_t *o, const char *key)
 {
-    if (text == NULL)
-        return json_null();
-    json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
-    return v != NULL ? v : json_string(text);
-}
-
-void *codemode_view_run_json(const struct codemode_run_row *r)
-{
-    char ref[24];
-    codemode_run_ref(r->id, ref);
-    json_t *o = json_object();
-    json_object_set_new(o, "run", json_string(ref));
-    json_object_set_new(o, "kind", json_string("codemode"));
-    json_object_set_new(o, "id", json_integer(r->id));
-    json_object_set_new(o, "script", json_string(r->script_name));
-    json_object_set_new(o, "script_sha256", json_string(r->script_sha256));
-    json_object_set_new(o, "input", json_of(r->input));
-    json_object_set_new(o, "state", json_string(codemode_run_state_name(r->state)));
-    json_object_set_new(o, "outcome", r->outcome != NULL ? json_string(r->outcome) : json_null());
-    json_object_set_new(o, "result", json_of(r->result));
-    json_object_set_new(o, "error", r->error != NULL ? json_string(r->error) : json_null());
-    json_object_set_new(o, "tool_calls", json_integer(r->tool_calls));
-    json_object_set_new(o, "over_limit_calls", json_integer(r->over_limit_calls));
-    json_object_set_new(o, "console_truncated", json_boolean(r->console_truncated));
-    json_object_set_new(o, "wall_ms", r->wall_ms >= 0 ? json_integer(r->wall_ms) : json_null());
-    json_object_set_new(o, "created_at_ms", json_integer(r->created_at));
-    json_object_set_new(o, "updated_at_ms", json_integer(r->updated_at));
-    return o;
-}
-
-void codemode_view_run_line(const struct codemode_run_row *r)
-{
-    char ref[24];
-    codemode_run_ref(r->id, ref);
-    char error[SHOWN_MAX + 4];
-    printf("%-6s %-20s %-7s %-16s %s\n", ref, "(codemode)", "-",
-           codemode_run_state_name(r->state),
-           term_show(error, sizeof error, r->error != NULL ? r->error : "", 0));
-}
-
-static json_t *call_json(const struct codemode_call *c)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "position", json_integer(c->position));
-    json_object_set_new(o, "kind", json_string(c->kind));
-    json_object_set_new(o, "tool", c->tool != NULL ? json_string(c->tool) : json_null());
-    json_object_set_new(o, "module", c->module != NULL ? json_string(c->module) : json_null());
-    json_object_set_new(o, "op", c->op != NULL ? json_string(c->op) : json_null());
-    json_object_set_new(o, "class", c->has_class ? json_string(c->mutation ? "mutation" : "query")
-                                                 : json_null());
-    json_object_set_new(o, "args", json_of(c->args));
-    json_object_set_new(o, "args_sha256", json_string(c->digest));
-    json_object_set_new(o, "idempotency_key", c->key[0] != '\0' ? json_string(c->key)
-                                                                : json_null());
-    json_object_set_new(o, "decision", json_string(c->allowed ? "allowed" : "refused"));
-    json_object_set_new(o, "state", json_string(c->settled ? "settled" : "pending"));
-    json_t *outcome = json_null();
-    if (c->settled) {
-        outcome = json_object();
-        json_object_set_new(outcome, c->settlement == PROTO_SETTLEMENT_FULFILLED ? "fulfilled"
-                                                                                : "rejected",
-                            json_of(c->value));
-    }
-    json_object_set_new(o, "outcome", outcome);
-    return o;
+    return json_string_value(json_object_get(o, key));
 }
 
 /* A cell of script text: escaped and cut. */
-static void print_cell(const char *text)
+static void print_cell(const char *cell)
 {
     char shown[SHOWN_MAX + 4];
-    fputs(term_show(shown, sizeof shown, text, 0), stdout);
+    fputs(term_show(shown, sizeof shown, cell, 0), stdout);
 }
 
-static void print_call(const struct codemode_call *c)
+void codemode_view_run_line(const void *run)
 {
-    const char *outcome = !c->settled ? "(no outcome)"
-                          : c->settlement == PROTO_SETTLEMENT_FULFILLED ? "fulfilled"
-                                                                        : "rejected";
-    char kind[40 + 4];
-    term_show(kind, sizeof kind, c->kind, 0);
-    printf("%-5u %-10s %-24s %-9s %-8s %-8s %-12s ", (unsigned)c->position,
-           kind, c->tool != NULL ? c->tool : "-",
-           c->has_class ? (c->mutation ? "mutation" : "query") : "-",
-           c->allowed ? "allowed" : "refused", c->settled ? "settled" : "pending", outcome);
-    print_cell(c->settled && c->value != NULL ? c->value : "");
+    char ref[TERM_SHOWN_CAP(24)], state[TERM_SHOWN_CAP(16)], error[SHOWN_MAX + 4];
+    printf("%-6s %-20s %-7s %-16s %s\n", term_show(ref, sizeof ref, text(run, "run"), 0),
+           "(codemode)", "-", term_show(state, sizeof state, text(run, "state"), 0),
+           term_show(error, sizeof error, text(run, "error"), 0));
+}
+
+static void print_call(const json_t *c)
+{
+    const json_t *settled = json_object_get(c, "outcome");
+    const char *outcome = !json_is_object(settled) ? "(no outcome)"
+                          : json_object_get(settled, "fulfilled") != NULL ? "fulfilled"
+                                                                          : "rejected";
+    const char *tool = text(c, "tool"), *cls = text(c, "class");
+    char kind[40 + 4], tool_shown[TERM_SHOWN_CAP(OBJECT_NAME_MAX)], cls_shown[TERM_SHOWN_CAP(16)];
+    char decision[TERM_SHOWN_CAP(16)], state[TERM_SHOWN_CAP(16)];
+    printf("%-5u %-10s %-24s %-9s %-8s %-8s %-12s ",
+           (unsigned)json_integer_value(json_object_get(c, "position")),
+           term_show(kind, sizeof kind, text(c, "kind"), 0),
+           term_show(tool_shown, sizeof tool_shown, tool != NULL ? tool : "-", 0),
+           term_show(cls_shown, sizeof cls_shown, cls != NULL ? cls : "-", 0),
+           term_show(decision, sizeof decision, text(c, "decision"), 0),
+           term_show(state, sizeof state, text(c, "state"), 0), outcome);
+    print_cell(text(c, "value_text"));
     fputs("   args ", stdout);
-    print_cell(c->args);
+    print_cell(text(c, "args_text"));
     fputs("\n", stdout);
 }
 
-int cmd_codemode_journal(const struct cli_globals *g, int64_t id)
+void codemode_view_journal(const void *run)
 {
-    struct store *st;
-    char home[PATH_MAX], err[512];
-    if (cli_open_store(g, "journal", &st, home) != 0)
-        return EXIT_REFUSED;
-    struct codemode_run_row run;
-    int found = codemode_run_get(st, id, &run, err, sizeof err);
-    struct codemode_call *calls = NULL;
-    size_t n = 0;
-    int rc = found == 1 ? codemode_calls_load(st, id, &calls, &n, err, sizeof err) : -1;
-    store_close(st);
-    if (found == 0)
-        snprintf(err, sizeof err, "unknown codemode run c%" PRId64, id);
-    if (rc != 0) {
-        fprintf(stderr, "ck-basal journal: %s\n", err);
-        if (found == 1)
-            codemode_run_row_free(&run);
-        return EXIT_REFUSED;
-    }
-    if (g->json) {
-        json_t *o = codemode_view_run_json(&run);
-        json_t *list = json_array();
-        for (size_t i = 0; i < n; i++)
-            json_array_append_new(list, call_json(&calls[i]));
-        json_object_set_new(o, "calls", list);
-        json_object_set_new(o, "console", run.console != NULL ? json_string(run.console)
-                                                              : json_null());
-        cli_print_json(o);
-    } else {
-        char ref[24];
-        codemode_run_ref(run.id, ref);
-        printf("codemode run %s (script ", ref);
-        print_cell(run.script_name);
-        printf(", sha256 %.12s...): %s\n", run.script_sha256,
-               codemode_run_state_name(run.state));
-        if (run.over_limit_calls > 0)
-            printf("%" PRId64 " more tool calls were refused over the run's limit (not listed)\n",
-                   run.over_limit_calls);
-        printf("%-5s %-10s %-24s %-9s %-8s %-8s %-12s %s\n", "POS", "KIND", "TOOL", "CLASS",
-               "DECISION", "STATE", "OUTCOME", "VALUE");
-        for (size_t i = 0; i < n; i++)
-            print_call(&calls[i]);
-    }
-    for (size_t i = 0; i < n; i++)
-        codemode_call_free(&calls[i]);
-    free(calls);
-    codemode_run_row_free(&run);
-    return EXIT_OK;
+    char ref[TERM_SHOWN_CAP(24)], sha[TERM_SHOWN_CAP(12)], state[TERM_SHOWN_CAP(16)];
+    const char *digest = text(run, "script_sha256");
+    char head[13] = "";
+    if (digest != NULL)
+        snprintf(head, sizeof head, "%.12s", digest);
+    printf("codemode run %s (script ", term_show(ref, sizeof ref, text(run, "run"), 0));
+    print_cell(text(run, "script"));
+    printf(", sha256 %s...): %s\n", term_show(sha, sizeof sha, head, 0),
+           term_show(state, sizeof state, text(run, "state"), 0));
+    json_int_t over = json_integer_value(json_object_get(run, "over_limit_calls"));
+    if (over > 0)
+        printf("%" JSON_INTEGER_FORMAT " more tool calls were refused over the run's limit"
+               " (not listed)\n", over);
+    printf("%-5s %-10s %-24s %-9s %-8s %-8s %-12s %s\n", "POS", "KIND", "TOOL", "CLASS",
+           "DECISION", "STATE", "OUTCOME", "VALUE");
+    const json_t *calls = json_object_get(run, "calls");
+    for (size_t i = 0; i < json_array_size(calls); i++)
+        print_call(json_array_get(calls, i));
 }

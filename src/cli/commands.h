@@ -39,14 +39,12 @@ int cmd_codemode(const struct cli_globals *globals, int argc, char **argv);
 /* flow dry-run (dispatched by cmd_flow; cmd_dry_run.c). */
 int cmd_flow_dry_run(const struct cli_globals *globals, int argc, char **argv);
 
-/* Codemode runs in `runs` and `journal` (codemode_view.c). */
-struct codemode_run_row;
-/* The run as `runs --json` lists it (a json_t *). */
-void *codemode_view_run_json(const struct codemode_run_row *r);
-/* The run as a row of the `runs` table. */
-void codemode_view_run_line(const struct codemode_run_row *r);
-/* `journal c<id>`. */
-int cmd_codemode_journal(const struct cli_globals *globals, int64_t id);
+/* Codemode runs in `runs` and `journal` (codemode_view.c), rendered from the data of
+ * the ops commands "runs" and "journal" (json_t *). */
+/* One run of the "runs" data as a row of the `runs` table. */
+void codemode_view_run_line(const void *run);
+/* The "journal" data of a codemode run as `journal c<id>` shows it. */
+void codemode_view_journal(const void *run);
 
 /* The data home: --home if given, else the default (store/datahome.h). Writes it into
  * out; returns 0, or -1 with a one-line reason in err. */

@@ -1,0 +1,124 @@
+/* The argument checks the ops commands share, and text as a JSON string
+ * (serve/ops_commands_internal.h). */
+#include "serve/ops_commands.h"
+#include "serve/ops_commands_internal.h"
+#include "serve/ops_dispatch.h"
+#include "proto/utf8.h"
+#include "store/runs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int bad_argument(const char *name, const char *what, json_t **reply)
+{
+    char line[160];
+    snprintf(line, sizeof line, "argument '%s' %s", name, what);
+    *reply = ops_reply_error(2, line);
+    return -1;
+}
+
+int ops_args_only(json_t *args, const char *const *names, json_t **reply)
+{
+    const char *key;
+    const json_t *value;
+    json_object_foreach (args, key, value) {
+        bool known = false;
+        for (size_t i = 0; names[i] != NULL && !known; i++)
+            known = strcmp(key, names[i]) == 0;
+        if (!known) {
+            /* The key is the peer's text: not quoted into the one-line error. */
+            *reply = ops_reply_error(2, "unexpected argument");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int ops_arg_string(json_t *args, const char *name, bool required, size_t max,
+                   const char **out, json_t **reply)
+{
+    *out = NULL;
+    const json_t *v = json_object_get(args, name);
+    if (v == NULL)
+        return required ? bad_argument(name, "is missing", reply) : 0;
+    if (!json_is_string(v))
+        return bad_argument(name, "must be a string", reply);
+    const char *text = json_string_value(v);
+    size_t len = json_string_length(v);
+    if (strlen(text) != len)
+        return bad_argument(name, "must not hold a NUL", reply);
+    if (len == 0 || len > max) {
+        char what[64];
+        snprintf(what, sizeof what, "must be 1 to %zu bytes", max);
+        return bad_argument(name, what, reply);
+    }
+    *out = text;
+    return 0;
+}
+
+int ops_arg_integer(json_t *args, const char *name, long long min, long long max,
+                    long long *out, json_t **reply)
+{
+    const json_t *v = json_object_get(args, name);
+    if (v == NULL)
+        return bad_argument(name, "is missing", reply);
+    if (!json_is_integer(v))
+        return bad_argument(name, "must be an integer", reply);
+    long long n = json_integer_value(v);
+    if (n < min || n > max) {
+        char what[80];
+        snprintf(what, sizeof what, "must be from %lld to %lld", min, max);
+        return bad_argument(name, what, reply);
+    }
+    *out = n;
+    return 0;
+}
+
+bool ops_cancel_reason_valid(const char *text)
+{
+    size_t len = strlen(text);
+    if (len == 0 || len > RUN_CANCEL_REASON_MAX || !utf8_valid((const uint8_t *)text, len))
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)text[i] < 0x20 || text[i] == 0x7f)
+            return false;
+    return true;
+}
+
+/* The length of the UTF-8 sequence at p[0..left) if it is well-formed, else 0. */
+static size_t utf8_sequence(const unsigned char *p, size_t left)
+{
+    size_t n = p[0] < 0x80 ? 1 : p[0] >= 0xc2 && p[0] <= 0xdf ? 2
+                               : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+                               : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
+    return n != 0 && n <= left && utf8_valid(p, n) ? n : 0;
+}
+
+json_t *ops_json_text(const char *text)
+{
+    if (text == NULL)
+        return json_null();
+    size_t len = strlen(text);
+    if (utf8_valid((const uint8_t *)text, len))
+        return json_stringn(text, len);
+    char *shown = malloc(4 * len + 1);
+    if (shown == NULL)
+        return NULL;
+    const unsigned char *p = (const unsigned char *)text;
+    size_t at = 0;
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_sequence(p + i, len - i);
+        if (n == 0) {
+            at += (size_t)sprintf(shown + at, "\\x%02x", p[i]);
+            i++;
+        } else {
+            memcpy(shown + at, p + i, n);
+            at += n;
+            i += n;
+        }
+    }
+    json_t *s = json_stringn(shown, at);
+    free(shown);
+    return s;
+}

@@ -1,0 +1,44 @@
+/* The commands ops_dispatch answers on the store (docs/ops-protocol.md, "Commands"),
+ * one handler each, and the argument checks they share. A handler gets the request's
+ * args (a JSON object, borrowed) and returns a new reply object (ops_reply_ok or
+ * ops_reply_error); NULL only when out of memory. Handlers keep no state of their own:
+ * they run on any thread, each with the store its caller owns. */
+#ifndef BASAL_SERVE_OPS_COMMANDS_INTERNAL_H
+#define BASAL_SERVE_OPS_COMMANDS_INTERNAL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct store;
+
+/* ops_runs.c */
+json_t *ops_cmd_runs(struct store *st, json_t *args);
+json_t *ops_cmd_journal(struct store *st, json_t *args);
+json_t *ops_cmd_cancel(struct store *st, json_t *args);
+
+/* ops_flows.c */
+json_t *ops_cmd_flow_list(struct store *st, json_t *args);
+json_t *ops_cmd_flow_install(struct store *st, json_t *args);
+json_t *ops_cmd_flow_approve(struct store *st, json_t *args);
+json_t *ops_cmd_flow_toggle(struct store *st, json_t *args, bool enable);
+
+/* ops_args.c: each check returns 0 with its result, or -1 with an error reply (exit 2,
+ * naming the argument) in *reply. */
+
+/* args holds no key outside names (a NULL-terminated list). */
+int ops_args_only(json_t *args, const char *const *names, json_t **reply);
+/* args[name] is a string of 1..max bytes without NUL; *out borrowed from args, NULL
+ * when the argument is absent and !required. */
+int ops_arg_string(json_t *args, const char *name, bool required, size_t max,
+                   const char **out, json_t **reply);
+/* args[name] is a JSON integer within [min, max]. */
+int ops_arg_integer(json_t *args, const char *name, long long min, long long max,
+                    long long *out, json_t **reply);
+
+/* Text from the store or a script as a JSON string: the text itself when it is UTF-8,
+ * else each byte that is not shown as the four characters "\xNN", as an operator's
+ * terminal shows it (cli/term_text.h), so that nothing is dropped. NULL text: null. */
+json_t *ops_json_text(const char *text);
+
+#endif

@@ -1,0 +1,502 @@
+/* ops_dispatch (serve/ops_dispatch.h, docs/ops-protocol.md "Commands") on a real store,
+ * the way the CLI and a serve both call it:
+ *   1. an ok reply of each command, with the data its --json prints (and args_text /
+ *      value_text, the stored texts exactly, which the human view shows);
+ *   2. a request that is not an object, without a "cmd" string, with args that are not
+ *      an object, an unknown command: exit 2 [guard: the request's shape is checked];
+ *   3. each command's arguments of the wrong type, missing, out of range (a version
+ *      of 0, -1, 2^63 as a real, a run id of 0), unknown extra arguments: exit 2 with
+ *      nothing stored changed [guard: every argument is checked, whoever sent it];
+ *   4. unknown flows and runs, and refusals of the registry: exit 1, nothing stored
+ *      changed [guard: a refused ops command changes nothing];
+ *   5. with daemon hooks: "health" gets the live figures, other commands are offered to
+ *      the daemon first, "health" is not [guard: the daemon's hooks]. */
+#include "lib/harness.h"
+
+#include "flows/code_hash.h"
+#include "proto/message.h"
+#include "serve/ops_dispatch.h"
+#include "store/codemode_store.h"
+#include "store/datahome.h"
+#include "store/journal.h"
+#include "store/runs.h"
+#include "store/store.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define SCRIPT "export default async function (ctx) { return 1; }\n"
+
+static char g_root[256];
+static char g_home[PATH_MAX];
+static char g_db[PATH_MAX];
+static struct store *g_store;
+
+/* Appends text to a growing malloc'd string. */
+static void append(char **s, size_t *len, const char *text)
+{
+    size_t n = strlen(text);
+    char *g = realloc(*s, *len + n + 1);
+    if (g == NULL)
+        return;
+    memcpy(g + *len, text, n + 1);
+    *len += n;
+    *s = g;
+}
+
+/* Every row of the tables a command may write, every column (as hex). */
+static char *dump_rows(void)
+{
+    static const char *const SQL[] = {
+        "SELECT * FROM flows ORDER BY id",
+        "SELECT * FROM flow_versions ORDER BY flow_id, version",
+        "SELECT * FROM approvals ORDER BY flow_id, version",
+        "SELECT * FROM runs ORDER BY id",
+        "SELECT * FROM journal ORDER BY run_id, position",
+        "SELECT * FROM audit ORDER BY rowid",
+    };
+    char *s = NULL;
+    size_t len = 0;
+    append(&s, &len, "");
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(g_db, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        sqlite3_close(db);
+        append(&s, &len, "(cannot open)");
+        return s;
+    }
+    for (size_t t = 0; t < sizeof SQL / sizeof SQL[0]; t++) {
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(db, SQL[t], -1, &st, NULL) != SQLITE_OK) {
+            append(&s, &len, "(error)");
+            continue;
+        }
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            for (int c = 0; c < sqlite3_column_count(st); c++) {
+                const unsigned char *b = sqlite3_column_blob(st, c);
+                int n = sqlite3_column_bytes(st, c);
+                char hex[3];
+                for (int i = 0; b != NULL && i < n; i++) {
+                    sfmt(hex, sizeof hex, "%02x", b[i]);
+                    append(&s, &len, hex);
+                }
+                append(&s, &len, "|");
+            }
+            append(&s, &len, "\n");
+        }
+        sqlite3_finalize(st);
+        append(&s, &len, "--\n");
+    }
+    sqlite3_close(db);
+    return s;
+}
+
+/* ops_dispatch of the JSON text request (no daemon). */
+static json_t *dispatch_text(const char *request_text)
+{
+    json_error_t je;
+    json_t *request = json_loads(request_text, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    if (request == NULL) {
+        fail("ops dispatch: a test request parses", "%s: %s", request_text, je.text);
+        return NULL;
+    }
+    const struct ops_context ctx = {g_store, g_home, NULL};
+    json_t *reply = ops_dispatch(&ctx, request);
+    json_decref(request);
+    return reply;
+}
+
+static char *text_of(const json_t *v)
+{
+    return v != NULL ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+}
+
+/* request -> an ok reply; returns its data (borrowed from the reply, kept in *reply). */
+static json_t *expect_ok(const char *name, const char *request, json_t **reply)
+{
+    *reply = dispatch_text(request);
+    json_t *data = json_object_get(*reply, "data");
+    char *shown = text_of(*reply);
+    bool ok = check(json_is_true(json_object_get(*reply, "ok")) && data != NULL, name,
+                    "%s -> %s", request, shown != NULL ? shown : "(no reply)");
+    free(shown);
+    return ok ? data : NULL;
+}
+
+/* request -> {"ok":false,"exit":code,"error":one line holding want}, and the stored rows
+ * as they were. */
+static void expect_error(const char *name, int code, const char *want, const char *request)
+{
+    char *before = dump_rows();
+    json_t *reply = dispatch_text(request);
+    char *after = dump_rows();
+    const char *error = json_string_value(json_object_get(reply, "error"));
+    char *shown = text_of(reply);
+    char label[320];
+    sfmt(label, sizeof label, "%s: exit %d, one line naming the problem", name, code);
+    check(json_is_false(json_object_get(reply, "ok")) &&
+              json_integer_value(json_object_get(reply, "exit")) == code && error != NULL &&
+              strchr(error, '\n') == NULL && strstr(error, want) != NULL &&
+              json_object_size(reply) == 3,
+          label, "%s -> %s (want \"%s\")", request, shown != NULL ? shown : "(no reply)", want);
+    sfmt(label, sizeof label, "%s: nothing stored changed", name);
+    check(before != NULL && after != NULL && strcmp(before, after) == 0, label, "rows differ");
+    free(shown);
+    free(before);
+    free(after);
+    json_decref(reply);
+}
+
+static bool write_file(const char *dir, const char *name, const char *text)
+{
+    char path[PATH_MAX + 64];
+    sfmt(path, sizeof path, "%s/%s", dir, name);
+    return write_text_file(path, text, 0600);
+}
+
+static char g_flow_dir[PATH_MAX];
+static char g_hash[CODE_HASH_HEX_LEN + 1];
+
+static void make_flow_dir(void)
+{
+    static const char MANIFEST[] = "{\"format\":1,\"id\":\"alpha\",\"version\":1,\"purpose\":"
+                                   "\"p\",\"trigger\":{\"manual\":true}}\n";
+    sfmt(g_flow_dir, sizeof g_flow_dir, "%s/alpha", g_root);
+    if (mkdir(g_flow_dir, 0700) != 0 || !write_file(g_flow_dir, "flow.js", SCRIPT) ||
+        !write_file(g_flow_dir, "manifest.json", MANIFEST) ||
+        code_hash_hex(SCRIPT, strlen(SCRIPT), MANIFEST, strlen(MANIFEST), g_hash) != 0)
+        fail("ops dispatch: a flow directory", "%s", strerror(errno));
+}
+
+static void request_shape(void)
+{
+    expect_error("request an array [guard: the request's shape is checked]", 2, "not a JSON object",
+                 "[\"runs\"]");
+    expect_error("request a string", 2, "not a JSON object", "\"runs\"");
+    expect_error("request without cmd", 2, "\"cmd\"", "{\"args\":{}}");
+    expect_error("cmd a number", 2, "\"cmd\"", "{\"cmd\":7,\"args\":{}}");
+    expect_error("args an array", 2, "\"args\"", "{\"cmd\":\"runs\",\"args\":[]}");
+    expect_error("args null", 2, "\"args\"", "{\"cmd\":\"runs\",\"args\":null}");
+    expect_error("a key beside cmd and args", 2, "more than",
+                 "{\"cmd\":\"runs\",\"args\":{},\"x\":1}");
+    expect_error("unknown command", 2, "unknown command", "{\"cmd\":\"flow.drop\",\"args\":{}}");
+    expect_error("unknown command \"run\" without a serve", 2, "unknown command",
+                 "{\"cmd\":\"run\",\"args\":{\"flow\":\"alpha\"}}");
+}
+
+static void flow_commands(void)
+{
+    char request[PATH_MAX + 256];
+    /* install: errors first, while nothing is installed. */
+    expect_error("flow.install: dir missing [guard: every argument is checked]", 2, "'dir' is missing",
+                 "{\"cmd\":\"flow.install\",\"args\":{}}");
+    expect_error("flow.install: dir a number", 2, "'dir' must be a string",
+                 "{\"cmd\":\"flow.install\",\"args\":{\"dir\":5}}");
+    expect_error("flow.install: dir relative", 2, "absolute",
+                 "{\"cmd\":\"flow.install\",\"args\":{\"dir\":\"alpha\"}}");
+    expect_error("flow.install: dir with a NUL", 2, "NUL",
+                 "{\"cmd\":\"flow.install\",\"args\":{\"dir\":\"/tmp\\u0000/x\"}}");
+    expect_error("flow.install: an extra argument", 2, "unexpected argument",
+                 "{\"cmd\":\"flow.install\",\"args\":{\"dir\":\"/tmp\",\"force\":true}}");
+    sfmt(request, sizeof request, "{\"cmd\":\"flow.install\",\"args\":{\"dir\":\"%s/none\"}}",
+         g_root);
+    expect_error("flow.install: a directory that does not exist", 1, "No such file", request);
+
+    json_t *reply;
+    sfmt(request, sizeof request, "{\"cmd\":\"flow.install\",\"args\":{\"dir\":\"%s\"}}",
+         g_flow_dir);
+    json_t *data = expect_ok("flow.install: ok", request, &reply);
+    char *got = text_of(data), want[512];
+    sfmt(want, sizeof want, "{\"id\":\"alpha\",\"version\":1,\"code_hash\":\"%s\",\"state\":"
+         "\"pending\",\"new_flow\":true}", g_hash);
+    check(got != NULL && strcmp(got, want) == 0, "flow.install: the data --json prints",
+          "%s", got != NULL ? got : "(none)");
+    free(got);
+    json_decref(reply);
+
+    /* approve */
+    static const char *const BAD_APPROVE[][3] = {
+        {"flow.approve: version missing", "'version' is missing", "\"id\":\"alpha\",\"code_hash\":\"H\""},
+        {"flow.approve: version a string", "'version' must be an integer",
+         "\"id\":\"alpha\",\"version\":\"1\",\"code_hash\":\"H\""},
+        {"flow.approve: version 0", "'version' must be from 1", "\"id\":\"alpha\",\"version\":0,\"code_hash\":\"H\""},
+        {"flow.approve: version -1", "'version' must be from 1",
+         "\"id\":\"alpha\",\"version\":-1,\"code_hash\":\"H\""},
+        {"flow.approve: a huge version (1e300)", "'version' must be an integer",
+         "\"id\":\"alpha\",\"version\":1e300,\"code_hash\":\"H\""},
+        {"flow.approve: version 2^63 as a real", "'version' must be an integer",
+         "\"id\":\"alpha\",\"version\":9223372036854775808.0,\"code_hash\":\"H\""},
+        {"flow.approve: id missing", "'id' is missing", "\"version\":1,\"code_hash\":\"H\""},
+        {"flow.approve: id null", "'id' must be a string", "\"id\":null,\"version\":1,\"code_hash\":\"H\""},
+        {"flow.approve: code_hash an object", "'code_hash' must be a string",
+         "\"id\":\"alpha\",\"version\":1,\"code_hash\":{}"},
+        {"flow.approve: code_hash empty", "'code_hash' must be 1 to",
+         "\"id\":\"alpha\",\"version\":1,\"code_hash\":\"\""},
+    };
+    for (size_t i = 0; i < sizeof BAD_APPROVE / sizeof BAD_APPROVE[0]; i++) {
+        sfmt(request, sizeof request, "{\"cmd\":\"flow.approve\",\"args\":{%s}}",
+             BAD_APPROVE[i][2]);
+        sfmt(want, sizeof want, "%s [guard: every argument is checked]", BAD_APPROVE[i][0]);
+        expect_error(want, 2, BAD_APPROVE[i][1], request);
+    }
+    sfmt(request, sizeof request, "{\"cmd\":\"flow.approve\",\"args\":{\"id\":\"beta\","
+         "\"version\":1,\"code_hash\":\"%s\"}}", g_hash);
+    expect_error("flow.approve: unknown flow [guard: a refused ops command changes nothing]", 1,
+                 "beta", request);
+    sfmt(request, sizeof request, "{\"cmd\":\"flow.approve\",\"args\":{\"id\":\"alpha\","
+         "\"version\":9223372036854775807,\"code_hash\":\"%s\"}}", g_hash);
+    expect_error("flow.approve: the largest version, not installed", 1, "version", request);
+    expect_error("flow.approve: a wrong code hash", 1, "hash",
+                 "{\"cmd\":\"flow.approve\",\"args\":{\"id\":\"alpha\",\"version\":1,"
+                 "\"code_hash\":\"00\"}}");
+    sfmt(request, sizeof request, "{\"cmd\":\"flow.approve\",\"args\":{\"id\":\"alpha\","
+         "\"version\":1,\"code_hash\":\"%s\"}}", g_hash);
+    data = expect_ok("flow.approve: ok", request, &reply);
+    got = text_of(data);
+    sfmt(want, sizeof want, "{\"id\":\"alpha\",\"version\":1,\"code_hash\":\"%s\",\"state\":"
+         "\"approved\"}", g_hash);
+    check(got != NULL && strcmp(got, want) == 0, "flow.approve: the data --json prints", "%s",
+          got != NULL ? got : "(none)");
+    free(got);
+    json_decref(reply);
+
+    /* disable / enable */
+    expect_error("flow.disable: id missing", 2, "'id' is missing", "{\"cmd\":\"flow.disable\",\"args\":{}}");
+    expect_error("flow.enable: id an array", 2, "'id' must be a string",
+                 "{\"cmd\":\"flow.enable\",\"args\":{\"id\":[\"alpha\"]}}");
+    expect_error("flow.disable: unknown flow", 1, "beta",
+                 "{\"cmd\":\"flow.disable\",\"args\":{\"id\":\"beta\"}}");
+    expect_error("flow.enable: not a flow id", 1, "flow",
+                 "{\"cmd\":\"flow.enable\",\"args\":{\"id\":\"Bad Id\\n\"}}");
+    data = expect_ok("flow.disable: ok", "{\"cmd\":\"flow.disable\",\"args\":{\"id\":\"alpha\"}}",
+                     &reply);
+    got = text_of(data);
+    check_str_eq(got, "{\"id\":\"alpha\",\"enabled\":false}", "flow.disable: the data --json prints");
+    free(got);
+    json_decref(reply);
+    data = expect_ok("flow.enable: ok", "{\"cmd\":\"flow.enable\",\"args\":{\"id\":\"alpha\"}}",
+                     &reply);
+    got = text_of(data);
+    check_str_eq(got, "{\"id\":\"alpha\",\"enabled\":true}", "flow.enable: the data --json prints");
+    free(got);
+    json_decref(reply);
+
+    /* list */
+    expect_error("flow.list: an argument", 2, "unexpected argument",
+                 "{\"cmd\":\"flow.list\",\"args\":{\"all\":true}}");
+    data = expect_ok("flow.list: ok (args may be left out)", "{\"cmd\":\"flow.list\"}", &reply);
+    got = text_of(data);
+    sfmt(want, sizeof want, "[{\"id\":\"alpha\",\"enabled\":true,\"latest_version\":1,"
+         "\"latest_state\":\"approved\",\"latest_code_hash\":\"%s\",\"approved_version\":1,"
+         "\"approved_code_hash\":\"%s\"}]", g_hash, g_hash);
+    check(got != NULL && strcmp(got, want) == 0, "flow.list: the data --json prints", "%s",
+          got != NULL ? got : "(none)");
+    free(got);
+    json_decref(reply);
+}
+
+/* A run of alpha with two calls (args and a value with a number jansson would not print
+ * back the same way) and a codemode run. */
+static bool make_runs(void)
+{
+    char err[512];
+    int64_t run_id = 0, cm_id = 0;
+    struct journal_entry e;
+    memset(&e, 0, sizeof e);
+    e.kind = (char *)"kv.set";
+    e.args = (char *)"[\"k\",0.1]";
+    e.args_len = strlen(e.args);
+    e.cls = JOURNAL_LOCAL;
+    memset(e.digest, 'a', JOURNAL_DIGEST_HEX);
+    memset(e.key, 'b', JOURNAL_KEY_HEX);
+    const struct codemode_run_start start = {"script.js", "1", 1, "{}"};
+    bool ok = runs_admit(g_store, "alpha", 1, "{\"n\":1}", "t-1", &run_id, err, sizeof err) == 0 &&
+              run_id == 1 && journal_insert(g_store, 1, &e, err, sizeof err) == 0 &&
+              journal_mailbox_put(g_store, 1, 0, PROTO_SETTLEMENT_FULFILLED, "1.50", err,
+                                  sizeof err) == 0 &&
+              codemode_run_begin(g_store, &start, &cm_id, err, sizeof err) == 0 && cm_id == 1;
+    return check(ok, "ops dispatch: a flow run with a journal and a codemode run", "%s", err);
+}
+
+static void run_commands(void)
+{
+    /* runs */
+    expect_error("runs: flow a number [guard: every argument is checked]", 2, "'flow' must be a string",
+                 "{\"cmd\":\"runs\",\"args\":{\"flow\":1}}");
+    expect_error("runs: an extra argument", 2, "unexpected argument",
+                 "{\"cmd\":\"runs\",\"args\":{\"state\":\"pending\"}}");
+    expect_error("runs: unknown flow", 1, "unknown flow 'beta'",
+                 "{\"cmd\":\"runs\",\"args\":{\"flow\":\"beta\"}}");
+    expect_error("runs: not a flow id", 1, "not a flow id",
+                 "{\"cmd\":\"runs\",\"args\":{\"flow\":\"../x\"}}");
+    json_t *reply;
+    json_t *data = expect_ok("runs: ok", "{\"cmd\":\"runs\",\"args\":{}}", &reply);
+    check(json_array_size(data) == 2 &&
+              json_integer_value(json_object_get(json_array_get(data, 0), "run")) == 1 &&
+              strcmp(json_string_value(json_object_get(json_array_get(data, 1), "run")), "c1") == 0,
+          "runs: the flow run, then the codemode run c1", "%zu runs", json_array_size(data));
+    json_decref(reply);
+    data = expect_ok("runs: of one flow", "{\"cmd\":\"runs\",\"args\":{\"flow\":\"alpha\"}}",
+                     &reply);
+    check_int_eq((long long)json_array_size(data), 1, "runs: of one flow lists its run only");
+    json_decref(reply);
+
+    /* journal */
+    expect_error("journal: run missing", 2, "'run' is missing", "{\"cmd\":\"journal\",\"args\":{}}");
+    expect_error("journal: run a number (it is text: N or cN)", 2, "'run' must be a string",
+                 "{\"cmd\":\"journal\",\"args\":{\"run\":1}}");
+    expect_error("journal: run 0", 2, "'run'", "{\"cmd\":\"journal\",\"args\":{\"run\":\"0\"}}");
+    expect_error("journal: run -1", 2, "'run'", "{\"cmd\":\"journal\",\"args\":{\"run\":\"-1\"}}");
+    expect_error("journal: run past INT64_MAX", 2, "'run'",
+                 "{\"cmd\":\"journal\",\"args\":{\"run\":\"9223372036854775808\"}}");
+    expect_error("journal: run text", 2, "'run'",
+                 "{\"cmd\":\"journal\",\"args\":{\"run\":\"one\"}}");
+    expect_error("journal: unknown run", 1, "unknown run 9",
+                 "{\"cmd\":\"journal\",\"args\":{\"run\":\"9\"}}");
+    expect_error("journal: unknown codemode run", 1, "unknown codemode run c9",
+                 "{\"cmd\":\"journal\",\"args\":{\"run\":\"c9\"}}");
+    data = expect_ok("journal: ok", "{\"cmd\":\"journal\",\"args\":{\"run\":\"1\"}}", &reply);
+    json_t *call = json_array_get(json_object_get(data, "calls"), 0);
+    check(json_is_real(json_array_get(json_object_get(call, "args"), 1)) &&
+              json_is_object(json_object_get(call, "outcome")),
+          "journal: the call's args and outcome as JSON values", "%s",
+          json_string_value(json_object_get(call, "kind")));
+    check_str_eq(json_string_value(json_object_get(call, "args_text")), "[\"k\",0.1]",
+                 "journal: args_text is the stored text exactly [guard: the human view shows"
+                 " what was recorded]");
+    check_str_eq(json_string_value(json_object_get(call, "value_text")), "1.50",
+                 "journal: value_text is the stored outcome exactly");
+    json_decref(reply);
+    data = expect_ok("journal: a codemode run", "{\"cmd\":\"journal\",\"args\":{\"run\":\"c1\"}}",
+                     &reply);
+    check(json_is_array(json_object_get(data, "calls")) &&
+              strcmp(json_string_value(json_object_get(data, "script")), "script.js") == 0,
+          "journal: c1 holds its script and calls", "%s",
+          json_string_value(json_object_get(data, "kind")));
+    json_decref(reply);
+
+    /* cancel */
+    expect_error("cancel: run missing", 2, "'run' is missing", "{\"cmd\":\"cancel\",\"args\":{}}");
+    expect_error("cancel: run a string", 2, "'run' must be an integer", "{\"cmd\":\"cancel\",\"args\":{\"run\":\"1\"}}");
+    expect_error("cancel: run 0", 2, "'run' must be from 1", "{\"cmd\":\"cancel\",\"args\":{\"run\":0}}");
+    expect_error("cancel: run a real", 2, "'run' must be an integer", "{\"cmd\":\"cancel\",\"args\":{\"run\":1.0}}");
+    expect_error("cancel: reason a number", 2, "'reason' must be a string",
+                 "{\"cmd\":\"cancel\",\"args\":{\"run\":1,\"reason\":7}}");
+    expect_error("cancel: reason with a line break", 2, "'reason'",
+                 "{\"cmd\":\"cancel\",\"args\":{\"run\":1,\"reason\":\"a\\nb\"}}");
+    expect_error("cancel: reason empty", 2, "'reason' must be 1 to",
+                 "{\"cmd\":\"cancel\",\"args\":{\"run\":1,\"reason\":\"\"}}");
+    expect_error("cancel: unknown run", 1, "9", "{\"cmd\":\"cancel\",\"args\":{\"run\":9}}");
+    data = expect_ok("cancel: ok", "{\"cmd\":\"cancel\",\"args\":{\"run\":1,\"reason\":\"done\"}}",
+                     &reply);
+    char *got = text_of(data);
+    check(got != NULL && strstr(got, "\"run\":1,\"flow\":\"alpha\",\"state\":\"cancelled\","
+                                     "\"was\":\"pending\",\"error\":") != NULL &&
+              strstr(got, "done") != NULL,
+          "cancel: the data --json prints", "%s", got != NULL ? got : "(none)");
+    free(got);
+    json_decref(reply);
+    expect_error("cancel: a run that has ended", 1, "run 1",
+                 "{\"cmd\":\"cancel\",\"args\":{\"run\":1}}");
+}
+
+static void health_command(void)
+{
+    expect_error("health: landlock missing [guard: every argument is checked]", 2, "'landlock' is missing",
+                 "{\"cmd\":\"health\",\"args\":{}}");
+    expect_error("health: landlock true", 2, "'landlock' must be a string",
+                 "{\"cmd\":\"health\",\"args\":{\"landlock\":true}}");
+    expect_error("health: landlock off", 2, "'landlock'",
+                 "{\"cmd\":\"health\",\"args\":{\"landlock\":\"off\"}}");
+    json_t *reply;
+    json_t *data = expect_ok("health: ok", "{\"cmd\":\"health\",\"args\":{\"landlock\":\"optional\"}}",
+                             &reply);
+    check(json_is_object(json_object_get(data, "run_states")) &&
+              json_integer_value(json_object_get(json_object_get(data, "run_states"),
+                                                 "cancelled")) == 1,
+          "health: the store's runs by state", "%s", "run_states");
+    json_decref(reply);
+}
+
+/* A daemon that records what it was offered. */
+struct fake_daemon {
+    int live_health, offered;
+    char last[32];
+};
+
+static void fake_live_health(void *daemon, void *health)
+{
+    ((struct fake_daemon *)daemon)->live_health++;
+    json_object_set_new(health, "fake_live", json_true());
+}
+
+static void *fake_handle(void *daemon, const char *cmd, const void *args)
+{
+    (void)args;
+    struct fake_daemon *d = daemon;
+    d->offered++;
+    sfmt(d->last, sizeof d->last, "%s", cmd);
+    return strcmp(cmd, "run") == 0 ? ops_reply_ok(json_string("ran")) : NULL;
+}
+
+static void daemon_hooks(void)
+{
+    struct fake_daemon fake = {0, 0, ""};
+    const struct ops_daemon_hooks hooks = {&fake, fake_live_health, fake_handle};
+    const struct ops_context ctx = {g_store, g_home, &hooks};
+    json_t *request = json_pack("{s:s,s:{s:s}}", "cmd", "health", "args", "landlock", "required");
+    json_t *reply = ops_dispatch(&ctx, request);
+    check(fake.live_health == 1 && fake.offered == 0 &&
+              json_is_true(json_object_get(json_object_get(reply, "data"), "fake_live")),
+          "daemon: health gets the live figures and is not offered to the daemon [guard: the"
+          " daemon's hooks]", "live %d, offered %d", fake.live_health, fake.offered);
+    json_decref(request);
+    json_decref(reply);
+    request = json_pack("{s:s,s:{}}", "cmd", "run", "args");
+    reply = ops_dispatch(&ctx, request);
+    check(fake.offered == 1 &&
+              strcmp(json_string_value(json_object_get(reply, "data")), "ran") == 0,
+          "daemon: a command the daemon handles is its reply", "offered %d", fake.offered);
+    json_decref(request);
+    json_decref(reply);
+    request = json_pack("{s:s,s:{}}", "cmd", "flow.list", "args");
+    reply = ops_dispatch(&ctx, request);
+    check(fake.offered == 2 && strcmp(fake.last, "flow.list") == 0 &&
+              json_is_array(json_object_get(reply, "data")),
+          "daemon: a command it does not handle is offered, then answered on the store",
+          "offered %d", fake.offered);
+    json_decref(request);
+    json_decref(reply);
+}
+
+int main(void)
+{
+    sfmt(g_root, sizeof g_root, "/tmp/t_ops_dispatch.XXXXXX");
+    if (mkdtemp(g_root) == NULL) {
+        fail("ops dispatch: temp directory", "%s", strerror(errno));
+        return harness_finish();
+    }
+    sfmt(g_home, sizeof g_home, "%s/home", g_root);
+    sfmt(g_db, sizeof g_db, "%s/basal.db", g_home);
+    char err[512];
+    if (check(datahome_prepare(g_home, true, NULL, err, sizeof err) == 0 &&
+                  store_open(g_home, &g_store, err, sizeof err) == 0,
+              "ops dispatch: a data home and its store", "%s", err)) {
+        make_flow_dir();
+        request_shape();
+        flow_commands();
+        if (make_runs()) {
+            run_commands();
+            health_command();
+        }
+        daemon_hooks();
+        store_close(g_store);
+    }
+    harness_remove_tree(g_root);
+    return harness_finish();
+}

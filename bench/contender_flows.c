@@ -147,7 +147,7 @@ int main(int argc, char **argv)
     pool_config_defaults(&cfg);
     cfg.worker_path = worker;
     cfg.spares = 1;
-    struct run_driver d = {st, home, pool_new(&cfg), {0}};
+    struct run_driver d = {st, home, pool_new(&cfg), {0}, NULL};
     if (d.pool == NULL)
         die("out of memory");
 

@@ -231,8 +231,8 @@ int main(int argc, char **argv)
     warm_cfg.spares = 1;
     cold_cfg = warm_cfg;
     cold_cfg.spares = 0;
-    struct run_driver warm = {g_store, g_home, pool_new(&warm_cfg), {0}};
-    struct run_driver cold = {g_store, g_home, pool_new(&cold_cfg), {0}};
+    struct run_driver warm = {g_store, g_home, pool_new(&warm_cfg), {0}, NULL};
+    struct run_driver cold = {g_store, g_home, pool_new(&cold_cfg), {0}, NULL};
     if (warm.pool == NULL || cold.pool == NULL)
         die("out of memory");
 

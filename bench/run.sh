@@ -31,6 +31,9 @@ build/bench/flow_bench "$@" >>"$table"
 # net.fetch against curl (issue 13): the test build's parent, for its loopback setting.
 { echo; echo "### net.fetch against curl (\`bench/fetch_bench.sh\`)"; echo; } >>"$table"
 bench/fetch_bench.sh "$@" >>"$table"
+# serve (issue 11): runs per second through the daemon, and durable kv.set with 16 flows.
+{ echo; echo "### serve: runs and durable calls at once (\`bench/serve_bench.py\`)"; echo; } >>"$table"
+python3 bench/serve_bench.py "$@" >>"$table"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 cat "$table"
 

@@ -185,8 +185,10 @@ static void request_shape(void)
     expect_error("a key beside cmd and args", 2, "more than",
                  "{\"cmd\":\"runs\",\"args\":{},\"x\":1}");
     expect_error("unknown command", 2, "unknown command", "{\"cmd\":\"flow.drop\",\"args\":{}}");
-    expect_error("unknown command \"run\" without a serve", 2, "unknown command",
-                 "{\"cmd\":\"run\",\"args\":{\"flow\":\"alpha\"}}");
+    expect_error("\"run\" without a serve: refused, naming what it needs", 1,
+                 "needs a running serve", "{\"cmd\":\"run\",\"args\":{\"flow\":\"alpha\"}}");
+    expect_error("\"flow.drain\" without a serve: refused, naming what it needs", 1,
+                 "needs a running serve", "{\"cmd\":\"flow.drain\",\"args\":{\"id\":\"alpha\"}}");
 }
 
 static void flow_commands(void)

@@ -17,7 +17,8 @@
 #include <string.h>
 
 #define FLOW_USAGE "usage: ck-basal flow install DIR | approve ID --version N --code-hash HEX | " \
-                   "list | disable ID | enable ID | reconcile RUN POSITION --observed JSON | " \
+                   "list | disable ID | enable ID | drain ID | reconcile RUN POSITION " \
+                   "--observed JSON | " \
                    "--not-applied | --cancel | dry-run DIR | ID --version N [options]"
 
 static int usage(const char *what)
@@ -210,6 +211,29 @@ static int flow_toggle(const struct cli_globals *g, int argc, char **argv, bool 
     return EXIT_OK;
 }
 
+/* flow drain ID: a running serve stops admitting runs of the flow and answers once
+ * none is pending or running (serve/daemon.h). */
+static int flow_drain(const struct cli_globals *g, int argc, char **argv)
+{
+    if (argc != 1)
+        return usage("drain takes one flow id");
+    json_t *args = json_object(), *drained;
+    json_object_set_new(args, "id", json_string(argv[0]));
+    int status = call(g, "drain", args, &drained);
+    if (status != EXIT_OK)
+        return status;
+    if (g->json) {
+        cli_print_json(drained);
+        return EXIT_OK;
+    }
+    char id[TERM_SHOWN_CAP(FLOW_ID_MAX)];
+    printf("flow %s drained: no run pending or running; new runs refused until flow enable "
+           "or the next serve\n",
+           term_show(id, sizeof id, json_string_value(json_object_get(drained, "flow")), 0));
+    json_decref(drained);
+    return EXIT_OK;
+}
+
 int cmd_flow(const struct cli_globals *globals, int argc, char **argv)
 {
     if (argc < 1)
@@ -225,6 +249,8 @@ int cmd_flow(const struct cli_globals *globals, int argc, char **argv)
         return flow_toggle(globals, argc - 1, argv + 1, false);
     if (strcmp(sub, "enable") == 0)
         return flow_toggle(globals, argc - 1, argv + 1, true);
+    if (strcmp(sub, "drain") == 0)
+        return flow_drain(globals, argc - 1, argv + 1);
     if (strcmp(sub, "reconcile") == 0)
         return cmd_flow_reconcile(globals, argc - 1, argv + 1);
     if (strcmp(sub, "dry-run") == 0)

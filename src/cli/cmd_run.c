@@ -11,9 +11,10 @@
 #include "store/runs.h"
 #include "store/store.h"
 #include "proto/utf8.h"
-#include "base/json_js.h"
 #include "base/names.h"
+#include "serve/ops_client.h"
 #include "serve/ops_commands.h"
+#include "serve/run_view.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -22,43 +23,95 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RUN_USAGE "usage: ck-basal run ID [--trigger JSON] [--trigger-id TEXT] " \
+#define RUN_USAGE "usage: ck-basal run ID [--trigger JSON] [--trigger-id TEXT] [--detach] " \
                   "[--landlock=required|optional]"
 #define RECOVER_USAGE "usage: ck-basal recover [--landlock=required|optional]"
 
-/* Prints how a run ended; returns the exit status it means. */
+/* Prints how a run ended from its view (serve/run_view.h), whether this process drove
+ * it or a serve did; returns the exit status it means. */
+static int report_view(const struct cli_globals *g, json_t *view)
+{
+    json_t *o = json_object_get(view, "run");
+    const char *state = json_string_value(json_object_get(o, "state"));
+    int status = state != NULL && strcmp(state, "succeeded") == 0 ? EXIT_OK : EXIT_REFUSED;
+    if (g->json) {
+        cli_print_json(json_incref(o));
+        return status;
+    }
+    /* result and error are the script's: escaped, one line each (cli/term_text.h). */
+    printf("run %" PRId64 " of flow ", (int64_t)json_integer_value(json_object_get(o, "run")));
+    term_puts(stdout, json_string_value(json_object_get(o, "flow")), 0);
+    printf(": %s\n", state != NULL ? state : "?");
+    const char *result = json_string_value(json_object_get(view, "result_text"));
+    if (result != NULL) {
+        fputs("result: ", stdout);
+        term_puts(stdout, result, 0);
+        putchar('\n');
+    }
+    const char *error = json_string_value(json_object_get(o, "error"));
+    if (error != NULL) {
+        fputs("error: ", stdout);
+        term_puts(stdout, error, 0);
+        putchar('\n');
+    }
+    return status;
+}
+
 static int report(const struct cli_globals *g, const struct run_report *rep)
 {
-    if (g->json) {
-        json_t *o = json_object();
-        json_object_set_new(o, "run", json_integer(rep->run_id));
-        json_object_set_new(o, "flow", json_string(rep->flow_id));
-        json_object_set_new(o, "state", json_string(run_state_name(rep->state)));
-        json_t *result = rep->result != NULL ? json_js_loads(rep->result, JSON_DECODE_ANY, NULL)
-                                             : NULL; /* 1e19 too */
-        json_object_set_new(o, "result", result != NULL ? result : json_null());
-        json_object_set_new(o, "error", rep->error != NULL ? json_string(rep->error) : json_null());
-        json_object_set_new(o, "host_calls", json_integer(rep->host_calls));
-        json_object_set_new(o, "replayed", json_integer(rep->replayed));
-        json_object_set_new(o, "wall_ms", json_integer(rep->wall_ms));
-        cli_print_json(o);
-    } else {
-        /* result and error are the script's: escaped, one line each (cli/term_text.h). */
-        printf("run %" PRId64 " of flow ", rep->run_id);
-        term_puts(stdout, rep->flow_id, 0);
-        printf(": %s\n", run_state_name(rep->state));
-        if (rep->result != NULL) {
-            fputs("result: ", stdout);
-            term_puts(stdout, rep->result, 0);
-            putchar('\n');
-        }
-        if (rep->error != NULL) {
-            fputs("error: ", stdout);
-            term_puts(stdout, rep->error, 0);
-            putchar('\n');
-        }
+    json_t *view = run_view_json(rep);
+    if (view == NULL) {
+        fprintf(stderr, "ck-basal: out of memory\n");
+        return EXIT_REFUSED;
     }
-    return rep->state == RUN_SUCCEEDED ? EXIT_OK : EXIT_REFUSED;
+    int status = report_view(g, view);
+    json_decref(view);
+    return status;
+}
+
+/* A serve runs on the home: it admits the run and (unless detach) answers when the run
+ * has ended. Returns the exit status. */
+static int run_through_serve(const struct cli_globals *g, int fd, const char *flow,
+                             const char *trigger, const char *trigger_id, bool detach)
+{
+    json_t *args = json_object();
+    json_object_set_new(args, "flow", json_string(flow));
+    json_object_set_new(args, "trigger", json_string(trigger));
+    json_object_set_new(args, "trigger_id", trigger_id != NULL ? json_string(trigger_id) : json_null());
+    json_object_set_new(args, "detach", json_boolean(detach));
+    json_t *request = json_object();
+    json_object_set_new(request, "cmd", json_string("run"));
+    json_object_set_new(request, "args", args);
+    void *reply_v = NULL;
+    char err[512];
+    int rc = ops_client_call(fd, request, &reply_v, -1, err, sizeof err);
+    json_decref(request);
+    if (rc != 0) {
+        term_error_line("run", err);
+        return EXIT_REFUSED;
+    }
+    json_t *reply = reply_v;
+    int status;
+    if (!json_is_true(json_object_get(reply, "ok"))) {
+        const char *e = json_string_value(json_object_get(reply, "error"));
+        term_error_line("run", e != NULL ? e : "the serve refused the request");
+        json_int_t code = json_integer_value(json_object_get(reply, "exit"));
+        status = code == EXIT_USAGE ? EXIT_USAGE : EXIT_REFUSED;
+    } else if (detach) {
+        json_t *data = json_object_get(reply, "data");
+        if (g->json) {
+            cli_print_json(json_incref(data));
+        } else {
+            printf("run %" PRId64 " of flow ", (int64_t)json_integer_value(json_object_get(data, "run")));
+            term_puts(stdout, flow, 0);
+            printf(": pending (handed to serve)\n");
+        }
+        status = EXIT_OK;
+    } else {
+        status = report_view(g, json_object_get(reply, "data"));
+    }
+    json_decref(reply);
+    return status;
 }
 
 /* "ck-basal WHAT: run N: ERR" and suffix on stderr; err may quote the script or the
@@ -116,7 +169,12 @@ int cmd_run(const struct cli_globals *g, int argc, char **argv)
     struct session s;
     pool_config_defaults(&s.cfg);
     const char *id = NULL, *trigger_text = NULL, *trigger_id = NULL;
+    bool detach = false;
     for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--detach") == 0) {
+            detach = true;
+            continue;
+        }
         if ((strcmp(argv[i], "--trigger") == 0 || strcmp(argv[i], "--trigger-id") == 0) &&
             i + 1 < argc) {
             if (strcmp(argv[i], "--trigger") == 0)
@@ -147,6 +205,27 @@ int cmd_run(const struct cli_globals *g, int argc, char **argv)
                                   &bad_argument);
     if (trigger == NULL)
         return bad_argument;
+    /* With a serve on the home, the run is its to drive (it queues behind the flow's
+     * runs); without one, this process drives it, and --detach has nothing to hand to. */
+    char home[PATH_MAX], err_home[512];
+    int fd = -1, served = 0;
+    if (cli_data_home(g, home, sizeof home, err_home, sizeof err_home) == 0)
+        served = ops_client_connect(home, &fd, err_home, sizeof err_home);
+    if (served < 0) {
+        term_error_line("run", err_home);
+        free(trigger);
+        return EXIT_REFUSED;
+    }
+    if (served == 1) {
+        int st = run_through_serve(g, fd, id, trigger, trigger_id, detach);
+        free(trigger);
+        return st;
+    }
+    if (detach) {
+        fprintf(stderr, "ck-basal run: --detach needs a running serve (none on this data home)\n");
+        free(trigger);
+        return EXIT_USAGE;
+    }
     if (session_open(g, "run", &s) != 0) {
         free(trigger);
         return EXIT_REFUSED;

@@ -25,6 +25,7 @@ struct cli_command {
 int cmd_worker_check(const struct cli_globals *globals, int argc, char **argv);
 int cmd_exec(const struct cli_globals *globals, int argc, char **argv);
 int cmd_health(const struct cli_globals *globals, int argc, char **argv);
+int cmd_serve(const struct cli_globals *globals, int argc, char **argv);
 int cmd_setup(const struct cli_globals *globals, int argc, char **argv);
 int cmd_flow(const struct cli_globals *globals, int argc, char **argv);
 int cmd_run(const struct cli_globals *globals, int argc, char **argv);

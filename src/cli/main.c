@@ -10,14 +10,21 @@ static const struct cli_command COMMANDS[] = {
               "kernel offers",
      cmd_setup},
     {"flow", "install DIR | approve ID --version N --code-hash HEX | list | disable ID | "
-             "enable ID\n       | reconcile RUN POSITION --observed JSON | --not-applied | --cancel\n"
+             "enable ID | drain ID\n       | reconcile RUN POSITION --observed JSON | --not-applied | --cancel\n"
              "       | dry-run DIR | ID --version N [--trigger JSON] [--fixtures FILE] "
              "[--allow-queries]\n"
              "      install a flow (pending), approve a version by its code hash, list flows,\n"
-             "      switch one off or on, settle a mutation in doubt (then resume the run),\n"
+             "      switch one off or on, drain one (a running serve admits no more runs of it\n"
+             "      and answers when its runs ended), settle a mutation in doubt (then resume),\n"
              "      show what a version would do before approving it (reads real, no effect)",
      cmd_flow},
-    {"run", "ID [--trigger JSON] [--trigger-id TEXT] [--landlock=required|optional]\n"
+    {"serve", "[--max-runs N] [--backlog N] [--grace-seconds N] [--spares N] [--log-json]\n"
+              "       [--metrics 127.0.0.1:PORT] [--landlock=required|optional]\n"
+              "      the engine as a service on the data home: runs flows (different flows at\n"
+              "      once, a flow's runs in order), recovers what a dead process left, answers\n"
+              "      the other commands over the ops socket; logs one line per event on stderr",
+     cmd_serve},
+    {"run", "ID [--trigger JSON] [--trigger-id TEXT] [--detach] [--landlock=required|optional]\n"
             "      admit a manual run of flow ID and drive it to its end here; print its result",
      cmd_run},
     {"recover", "[--landlock=required|optional]  drive every run a dead process left running"

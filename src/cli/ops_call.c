@@ -1,6 +1,7 @@
 /* cli_ops_call: see cli/ops_call.h. */
 #include "cli/ops_call.h"
 #include "cli/term_text.h"
+#include "serve/ops_client.h"
 #include "serve/ops_dispatch.h"
 #include "store/store.h"
 
@@ -50,12 +51,30 @@ int cli_ops_call(const struct cli_globals *g, const char *what, json_t *request,
         term_error_line(what, "out of memory");
         return EXIT_REFUSED;
     }
-    /* LEAD: if a serve is running on this data home (serve/ops_client.h,
-     * ops_client_connect returns 1), send the request over the socket with
-     * ops_client_call and hand its reply to take_reply instead of answering it here.
-     * ops_client_connect returning 0 (no serve) falls through to the store below. */
+    /* A serve on the data home answers (it has the live figures and admits the runs);
+     * without one, this process answers on the store, the same way. */
+    char home[PATH_MAX], err[512];
+    if (cli_data_home(g, home, sizeof home, err, sizeof err) != 0) {
+        term_error_line(what, err);
+        return EXIT_REFUSED;
+    }
+    int fd = -1;
+    int served = ops_client_connect(home, &fd, err, sizeof err);
+    if (served < 0) {
+        term_error_line(what, err);
+        return EXIT_REFUSED;
+    }
+    if (served == 1) {
+        void *reply = NULL;
+        if (ops_client_call(fd, request, &reply, -1, err, sizeof err) != 0) {
+            term_error_line(what, err);
+            return EXIT_REFUSED;
+        }
+        int status = take_reply(what, reply, data);
+        json_decref(reply);
+        return status;
+    }
     struct store *st;
-    char home[PATH_MAX];
     if (cli_open_store(g, what, &st, home) != 0)
         return EXIT_REFUSED;
     const struct ops_context ctx = {st, home, NULL};

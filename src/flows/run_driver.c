@@ -174,8 +174,13 @@ static int finish(struct run_driver *d, const struct run_row *run, int64_t gener
     if (rc == 0)
         rc = runs_end_activation(s, run->id, seq, activation_status_name(out->status),
                                  (long)out->pid, err, err_cap);
-    if (rc == 0)
-        rc = health_store_add(s, pool_health(d->pool), &d->mark, run->flow_id, out->status);
+    if (rc == 0) {
+        pool_lock(d->pool);
+        rc = health_store_add(s, pool_health(d->pool),
+                              d->shared_mark != NULL ? d->shared_mark : &d->mark, run->flow_id,
+                              out->status);
+        pool_unlock(d->pool);
+    }
     if (rc != 0 && err[0] == '\0')
         error_line(err, err_cap, "store: %s", store_errmsg(s));
     if (store_end_txn(s, rc, err, err_cap) != 0)

@@ -44,6 +44,8 @@ struct run_driver {
     const char *home;
     struct pool *pool;
     struct health_mark mark; /* zero it before the first drive */
+    /* Drivers on threads sharing one pool share one mark (NULL: mark above). */
+    struct health_mark *shared_mark;
 };
 
 struct run_report {

@@ -144,6 +144,40 @@ static int add_run_states(sqlite3 *db, json_t *root, char *err, size_t err_cap)
     return rc == SQLITE_DONE ? 0 : sql_fail(db, err, err_cap);
 }
 
+/* Per flow: queue_depth (its pending runs: the runs waiting, the store being the
+ * queue) and last_run (the run that ended last, or null). */
+static int add_queues(sqlite3 *db, json_t *root, char *err, size_t err_cap)
+{
+    json_t *flows = json_object_get(root, "flows");
+    const char *id;
+    json_t *f;
+    json_object_foreach(flows, id, f)
+    {
+        json_t *pending = json_object_get(json_object_get(f, "run_states"), "pending");
+        json_object_set_new(f, "queue_depth",
+                            json_integer(json_is_integer(pending) ? json_integer_value(pending) : 0));
+        json_object_set_new(f, "last_run", json_null());
+    }
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "SELECT flow_id, id, state, updated_at FROM runs WHERE state IN"
+                        " ('succeeded', 'failed', 'cancelled') ORDER BY flow_id, updated_at, id",
+                    &st, err, err_cap) != 0)
+        return -1;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *flow = json_object_get(flows, (const char *)sqlite3_column_text(st, 0));
+        if (flow == NULL)
+            continue;
+        json_t *last = json_object();
+        json_object_set_new(last, "run", json_integer(sqlite3_column_int64(st, 1)));
+        json_object_set_new(last, "state", json_string((const char *)sqlite3_column_text(st, 2)));
+        json_object_set_new(last, "ended_at_ms", json_integer(sqlite3_column_int64(st, 3)));
+        json_object_set_new(flow, "last_run", last);
+    }
+    sql_release(st);
+    return rc == SQLITE_DONE ? 0 : sql_fail(db, err, err_cap);
+}
+
 void *health_store_json(struct store *s, enum landlock_policy landlock, char *err,
                         size_t err_cap)
 {
@@ -155,7 +189,8 @@ void *health_store_json(struct store *s, enum landlock_policy landlock, char *er
         root = health_to_json(&h);
         if (root == NULL)
             error_line(err, err_cap, "out of memory");
-        else if (add_run_states(db, root, err, err_cap) != 0) {
+        else if (add_run_states(db, root, err, err_cap) != 0 ||
+                 add_queues(db, root, err, err_cap) != 0) {
             json_decref(root);
             root = NULL;
         }

@@ -28,7 +28,9 @@ int health_store_add(struct store *s, const struct health *now, struct health_ma
 
 /* The persisted health as JSON (a json_t *; the caller json_decref's it): the same
  * fields as health_to_json (pool gauges are 0: no pool outlives a command), plus
- * "run_states" {state: count} and per flow "run_states". NULL with err on failure. */
+ * "run_states" {state: count} and per flow "run_states", "queue_depth" (its pending
+ * runs) and "last_run" ({"run", "state", "ended_at_ms"} of the run that ended last, or
+ * null). NULL with err on failure. */
 void *health_store_json(struct store *s, enum landlock_policy landlock, char *err,
                         size_t err_cap);
 

@@ -213,16 +213,43 @@ static int unfinished_run(sqlite3 *db, const char *flow, char *what, size_t cap,
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : sql_fail(db, err, err_cap);
 }
 
-static int admit_in_txn(sqlite3 *db, const char *flow, int64_t version, const char *trigger,
-                        const char *trigger_id, int64_t *run_id, char *err, size_t err_cap)
+/* The runs of flow waiting to start (pending). */
+static int waiting_runs(sqlite3 *db, const char *flow, int64_t *count, char *err, size_t err_cap)
 {
-    char what[96];
-    if (unfinished_run(db, flow, what, sizeof what, err, err_cap) != 0)
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "SELECT count(*) FROM runs WHERE flow_id = ?1 AND state = 'pending'", &st,
+                    err, err_cap) != 0)
         return -1;
-    if (what[0] != '\0')
-        return error_line(err, err_cap,
-                          "flow '%s': %s (runs of a flow execute one at a time; finish it with"
-                          " ck-basal recover, flow reconcile or cancel)", flow, what);
+    sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    *count = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sql_release(st);
+    return rc == SQLITE_ROW ? 0 : sql_fail(db, err, err_cap);
+}
+
+/* max_waiting 0: refused while any run of the flow is unfinished (a run driven by the
+ * admitting process); else refused when max_waiting runs of it already wait (serve). */
+static int admit_in_txn(sqlite3 *db, const char *flow, int64_t version, const char *trigger,
+                        const char *trigger_id, unsigned max_waiting, int64_t *run_id, char *err,
+                        size_t err_cap)
+{
+    if (max_waiting > 0) {
+        int64_t waiting;
+        if (waiting_runs(db, flow, &waiting, err, err_cap) != 0)
+            return -1;
+        if (waiting >= max_waiting)
+            return error_line(err, err_cap,
+                              "flow '%s': %" PRId64 " runs are already waiting, the most its "
+                              "backlog holds (serve --backlog)", flow, waiting);
+    } else {
+        char what[96];
+        if (unfinished_run(db, flow, what, sizeof what, err, err_cap) != 0)
+            return -1;
+        if (what[0] != '\0')
+            return error_line(err, err_cap,
+                              "flow '%s': %s (runs of a flow execute one at a time; finish it "
+                              "with ck-basal recover, flow reconcile or cancel)", flow, what);
+    }
     sqlite3_stmt *st;
     if (sql_prepare(db, "INSERT INTO runs (flow_id, version, trigger_id, trigger, state,"
                         " created_at, updated_at) VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?5)"
@@ -248,8 +275,8 @@ static int claim_in_txn(struct store *s, int64_t id, int64_t *generation, int64_
 
 /* Admits, and claims too when claim is not NULL, in one transaction. */
 static int admit(struct store *s, const char *flow, int64_t version, const char *trigger,
-                 const char *trigger_id, int64_t *run_id, struct run_claim *claim, char *err,
-                 size_t err_cap)
+                 const char *trigger_id, unsigned max_waiting, int64_t *run_id,
+                 struct run_claim *claim, char *err, size_t err_cap)
 {
     char generated[RUN_TRIGGER_ID_MAX + 1];
     if (trigger_id == NULL) {
@@ -259,7 +286,8 @@ static int admit(struct store *s, const char *flow, int64_t version, const char 
     }
     if (store_begin_txn(s, err, err_cap) != 0)
         return -1;
-    int rc = admit_in_txn(store_db(s), flow, version, trigger, trigger_id, run_id, err, err_cap);
+    int rc = admit_in_txn(store_db(s), flow, version, trigger, trigger_id, max_waiting, run_id,
+                          err, err_cap);
     if (rc == 0 && claim != NULL)
         rc = claim_in_txn(s, *run_id, &claim->generation, &claim->activation_seq, err, err_cap);
     return store_end_txn(s, rc, err, err_cap);
@@ -268,14 +296,50 @@ static int admit(struct store *s, const char *flow, int64_t version, const char 
 int runs_admit(struct store *s, const char *flow, int64_t version, const char *trigger,
                const char *trigger_id, int64_t *run_id, char *err, size_t err_cap)
 {
-    return admit(s, flow, version, trigger, trigger_id, run_id, NULL, err, err_cap);
+    return admit(s, flow, version, trigger, trigger_id, 0, run_id, NULL, err, err_cap);
+}
+
+int runs_admit_queued(struct store *s, const char *flow, int64_t version, const char *trigger,
+                      const char *trigger_id, unsigned max_waiting, int64_t *run_id, char *err,
+                      size_t err_cap)
+{
+    return admit(s, flow, version, trigger, trigger_id, max_waiting > 0 ? max_waiting : 1, run_id,
+                 NULL, err, err_cap);
+}
+
+static int head_read(sqlite3_stmt *st, void *elem)
+{
+    struct run_head *h = elem;
+    h->id = sqlite3_column_int64(st, 0);
+    snprintf(h->flow_id, sizeof h->flow_id, "%s", (const char *)sqlite3_column_text(st, 1));
+    h->state = state_parse((const char *)sqlite3_column_text(st, 2));
+    const unsigned char *owner = sqlite3_column_text(st, 3);
+    snprintf(h->owner, sizeof h->owner, "%s", owner != NULL ? (const char *)owner : "");
+    return 0;
+}
+
+int runs_heads(struct store *s, struct run_head **heads, size_t *count, char *err, size_t err_cap)
+{
+    *heads = NULL;
+    *count = 0;
+    sqlite3 *db = store_db(s);
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "SELECT id, flow_id, state, owner FROM runs WHERE id IN (SELECT min(id)"
+                        " FROM runs WHERE state NOT IN ('succeeded', 'failed', 'cancelled')"
+                        " GROUP BY flow_id) ORDER BY id", &st, err, err_cap) != 0)
+        return -1;
+    void *list;
+    if (sql_collect(db, st, sizeof **heads, head_read, NULL, &list, count, err, err_cap) != 0)
+        return -1;
+    *heads = list;
+    return 0;
 }
 
 int runs_admit_claimed(struct store *s, const char *flow, int64_t version, const char *trigger,
                        const char *trigger_id, int64_t *run_id, struct run_claim *claim,
                        char *err, size_t err_cap)
 {
-    return admit(s, flow, version, trigger, trigger_id, run_id, claim, err, err_cap);
+    return admit(s, flow, version, trigger, trigger_id, 0, run_id, claim, err, err_cap);
 }
 
 /* ---- claims and fenced writes ----------------------------------------------------- */

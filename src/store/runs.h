@@ -70,6 +70,24 @@ bool run_state_is_end(enum run_state state);
 int runs_admit(struct store *s, const char *flow, int64_t version, const char *trigger,
                const char *trigger_id, int64_t *run_id, char *err, size_t err_cap);
 
+/* runs_admit for a serve: the new run waits (pending) behind the flow's unfinished
+ * runs, and is refused only when max_waiting runs of the flow already wait (or the
+ * trigger id was admitted before). */
+int runs_admit_queued(struct store *s, const char *flow, int64_t version, const char *trigger,
+                      const char *trigger_id, unsigned max_waiting, int64_t *run_id, char *err,
+                      size_t err_cap);
+
+/* The first unfinished run of each flow, the one a flow's next activation belongs to
+ * (runs of a flow execute one at a time in admission order), by id. */
+struct run_head {
+    int64_t id;
+    char flow_id[FLOW_ID_MAX + 1];
+    enum run_state state;
+    char owner[RUN_OWNER_MAX + 1];
+};
+int runs_heads(struct store *s, struct run_head **heads, size_t *count, char *err,
+               size_t err_cap);
+
 /* A claim on a run: the generation that fences its writes and the activation row. */
 struct run_claim {
     int64_t generation;

@@ -11,8 +11,9 @@
 
 /* Prepared statements kept between uses, by connection and SQL text address (the
  * callers pass string literals). Compiling a statement costs more than running the
- * small ones a host call makes, so the journal's per-call path reuses them. The
- * parent is single-threaded; so is this cache. */
+ * small ones a host call makes, so the journal's per-call path reuses them. One cache
+ * per thread: a connection is used and closed only by the thread that opened it
+ * (ck-basal serve gives each of its threads a connection of its own). */
 #define SQL_CACHE_SLOTS 64
 
 struct cached {
@@ -22,7 +23,7 @@ struct cached {
     bool busy;
 };
 
-static struct cached g_cache[SQL_CACHE_SLOTS];
+static _Thread_local struct cached g_cache[SQL_CACHE_SLOTS];
 
 int sql_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, char *err, size_t err_cap)
 {

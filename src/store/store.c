@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,8 @@
 struct store {
     sqlite3 *db;
     char *path;
+    bool group_commit; /* store_group_commit: COMMIT does not sync; the group sync does */
+    bool unsynced;     /* the last commit's group sync failed */
     int version;
     int version_at_open;
     bool created;
@@ -235,6 +238,8 @@ const char *store_path(const struct store *s) { return s->path; }
 sqlite3 *store_db(struct store *s) { return s->db; }
 const char *store_errmsg(struct store *s)
 {
+    if (s->unsynced)
+        return "the write-ahead log could not be synced to disk";
     return sql_error_text(s->db, s->error_text, sizeof s->error_text);
 }
 
@@ -261,10 +266,74 @@ int store_end_txn(struct store *s, int rc, char *err, size_t err_cap)
     return 0;
 }
 
+/* ---- group commit (store_group_commit) ---------------------------------------------- */
+
+static pthread_mutex_t g_sync_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_sync_done = PTHREAD_COND_INITIALIZER;
+static uint64_t g_sync_asked;   /* commits that asked for a sync, numbered from 1 */
+static uint64_t g_sync_covered; /* every commit up to this number is on disk */
+static bool g_syncing;
+
+/* fsync of the WAL through this connection's own handle: the sync is per file, so it
+ * also covers what other connections of the process wrote to the WAL before it. */
+static int wal_sync(struct store *s)
+{
+    sqlite3_file *wal = NULL;
+    if (sqlite3_file_control(s->db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &wal) != SQLITE_OK ||
+        wal == NULL || wal->pMethods == NULL)
+        return -1;
+    return wal->pMethods->xSync(wal, SQLITE_SYNC_FULL) == SQLITE_OK ? 0 : -1;
+}
+
+/* Returns once a WAL sync that started after this commit has finished: the first
+ * committer to find no sync running starts one for every commit made so far; the rest
+ * wait for it (or, if it fails, start their own). */
+static int group_sync(struct store *s)
+{
+    pthread_mutex_lock(&g_sync_mu);
+    uint64_t mine = ++g_sync_asked;
+    int rc = 0;
+    while (g_sync_covered < mine) {
+        if (g_syncing) {
+            pthread_cond_wait(&g_sync_done, &g_sync_mu);
+            continue;
+        }
+        g_syncing = true;
+        uint64_t covers = g_sync_asked;
+        pthread_mutex_unlock(&g_sync_mu);
+        rc = wal_sync(s);
+        pthread_mutex_lock(&g_sync_mu);
+        g_syncing = false;
+        if (rc == 0 && covers > g_sync_covered)
+            g_sync_covered = covers;
+        pthread_cond_broadcast(&g_sync_done);
+        if (rc != 0)
+            break;
+    }
+    pthread_mutex_unlock(&g_sync_mu);
+    return rc;
+}
+
+int store_group_commit(struct store *s, char *err, size_t err_cap)
+{
+    if (exec_sql(s, "PRAGMA synchronous = NORMAL") != 0 || !pragma_is(s, "PRAGMA synchronous", "1"))
+        return error_line(err, err_cap, "store %s: cannot set synchronous=NORMAL: %s", s->path,
+                          store_errmsg(s));
+    s->group_commit = true;
+    return 0;
+}
+
 int store_commit(struct store *s)
 {
     if (exec_sql(s, "COMMIT") != 0)
         return -1;
+    if (s->group_commit && group_sync(s) != 0) {
+        /* Committed, but not known to be on disk: the caller treats it as not done
+         * (what it was about to do after a durable write does not happen). */
+        s->unsynced = true;
+        return -1;
+    }
+    s->unsynced = false;
     if (!s->companions_narrowed)
         narrow_companions(s);
     return 0;

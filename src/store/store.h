@@ -40,6 +40,14 @@ sqlite3 *store_db(struct store *s);
  * first write). Each returns 0, or -1 (store_errmsg says why). Not nested. */
 int store_begin(struct store *s);
 int store_commit(struct store *s);
+
+/* Group commit, for a process whose threads each commit on a connection of their own
+ * at the same time (ck-basal serve): this connection's COMMIT no longer syncs
+ * (synchronous=NORMAL) and store_commit instead returns only after an fsync of the WAL
+ * that began after the commit, which one committing thread runs for every commit made
+ * before it began. A commit is on disk when store_commit returns, as with
+ * synchronous=FULL; concurrent commits share fsyncs. 0, or -1 with a one-line reason. */
+int store_group_commit(struct store *s, char *err, size_t err_cap);
 int store_rollback(struct store *s);
 /* The last error as one line: SQLite's message, or "the disk is full (...)" when it
  * was a lack of space (sql_disk_full in store/sql.h). Valid until the next call. */

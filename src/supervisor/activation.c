@@ -203,7 +203,7 @@ const char *activation_status_name(enum activation_status status)
 
 const char *activation_signal_name(int sig)
 {
-    static char name[32];
+    static _Thread_local char name[32];
     const char *abbrev = sigabbrev_np(sig);
     if (abbrev == NULL)
         snprintf(name, sizeof name, "signal %d", sig);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,9 @@ struct pool_worker {
 };
 
 struct pool {
+    /* Guards everything below. An activation runs outside it, on a worker marked busy,
+     * which no other thread touches until it is idle again. */
+    pthread_mutex_t lock;
     struct pool_config cfg;
     struct health health;
     struct pool_worker **workers;
@@ -63,6 +67,10 @@ struct pool *pool_new(const struct pool_config *cfg)
     struct pool *pool = calloc(1, sizeof *pool);
     if (pool == NULL)
         return NULL;
+    if (pthread_mutex_init(&pool->lock, NULL) != 0) {
+        free(pool);
+        return NULL;
+    }
     pool->cfg = *cfg;
     if (pool->cfg.clock_ms == NULL)
         pool->cfg.clock_ms = default_clock;
@@ -275,12 +283,14 @@ static unsigned count_spares(const struct pool *pool)
 
 void pool_maintain(struct pool *pool)
 {
+    pthread_mutex_lock(&pool->lock);
     sweep(pool);
     while (count_spares(pool) < pool->cfg.spares && pool->count < pool->cfg.max_size) {
         char why[256];
         if (start_worker(pool, POOL_USE_FLOW, why, sizeof why) == NULL)
             break;
     }
+    pthread_mutex_unlock(&pool->lock);
 }
 
 /* ------------------------------------------------------------------ running */
@@ -347,6 +357,7 @@ void pool_run(struct pool *pool, const char *flow, enum pool_use use,
               const struct activation_request *req, const struct host *host,
               struct activation_outcome *out)
 {
+    pthread_mutex_lock(&pool->lock);
     sweep(pool);
     char why[320];
     why[0] = '\0';
@@ -357,10 +368,13 @@ void pool_run(struct pool *pool, const char *flow, enum pool_use use,
         out->exit_status = -1;
         out->detail = strdup(why);
         health_record_run(&pool->health, flow, out);
+        pthread_mutex_unlock(&pool->lock);
         return;
     }
     pw->busy = true;
+    pthread_mutex_unlock(&pool->lock);
     activation_run(&pw->conn, req, host, out);
+    pthread_mutex_lock(&pool->lock);
     pw->busy = false;
     pw->activations++;
     pw->idle_since_ms = pool_now(pool);
@@ -372,6 +386,22 @@ void pool_run(struct pool *pool, const char *flow, enum pool_use use,
         retire(pool, pw, RETIRE_KILL); /* its engine state is not trusted */
     else if (pw->single_use || pw->activations >= pool->cfg.max_activations)
         retire(pool, pw, RETIRE_SHUTDOWN);
+    pthread_mutex_unlock(&pool->lock);
+}
+
+void pool_lock(struct pool *pool)
+{
+    pthread_mutex_lock(&pool->lock);
+}
+
+void pool_unlock(struct pool *pool)
+{
+    pthread_mutex_unlock(&pool->lock);
+}
+
+unsigned pool_max_size(const struct pool *pool)
+{
+    return pool->cfg.max_size;
 }
 
 const struct health *pool_health(struct pool *pool)
@@ -391,10 +421,13 @@ const struct health *pool_health(struct pool *pool)
     return h;
 }
 
-pid_t pool_flow_worker(const struct pool *pool, const char *flow)
+pid_t pool_flow_worker(struct pool *pool, const char *flow)
 {
+    pthread_mutex_lock(&pool->lock);
     const struct pool_worker *pw = find_idle(pool, flow);
-    return pw != NULL ? pw->conn.proc.pid : 0;
+    pid_t pid = pw != NULL ? pw->conn.proc.pid : 0;
+    pthread_mutex_unlock(&pool->lock);
+    return pid;
 }
 
 void pool_free(struct pool *pool)
@@ -408,5 +441,6 @@ void pool_free(struct pool *pool)
     }
     free(pool->workers);
     health_free(&pool->health);
+    pthread_mutex_destroy(&pool->lock);
     free(pool);
 }

@@ -23,9 +23,12 @@
  * doubling, at most backoff_max_ms; a success resets it. While backing off, a run that
  * needs a new worker ends as no_worker at once.
  *
- * The pool is single-threaded: one activation at a time. Its clock (idle times and
- * backoff) may be injected for tests; activation deadlines always use the real
- * monotonic clock. */
+ * Threads may share a pool (ck-basal serve runs several activations at once): its
+ * state is guarded by a lock, and an activation runs outside it on a worker marked
+ * busy. Starting a worker (and a retirement's Shutdown grace) happens under the lock.
+ * A thread that starts workers must live as long as they may: a worker's parent-death
+ * signal follows the thread that forked it. Its clock (idle times and backoff) may be
+ * injected for tests; activation deadlines always use the real monotonic clock. */
 #ifndef BASAL_SUPERVISOR_POOL_H
 #define BASAL_SUPERVISOR_POOL_H
 
@@ -78,10 +81,18 @@ void pool_run(struct pool *pool, const char *flow, enum pool_use use,
               const struct activation_request *req, const struct host *host,
               struct activation_outcome *out);
 
-/* The health, with the pool gauges brought up to date. Valid until the next call. */
+/* The health, with the pool gauges brought up to date. Valid until the next call; a
+ * pool other threads use must be locked around the call and the reading. */
 const struct health *pool_health(struct pool *pool);
 
+/* The pool's lock, for pool_health while other threads use the pool. */
+void pool_lock(struct pool *pool);
+void pool_unlock(struct pool *pool);
+
+/* cfg.max_size as the pool applies it. */
+unsigned pool_max_size(const struct pool *pool);
+
 /* The pid of the idle worker bound to flow, or 0 (for tests and diagnostics). */
-pid_t pool_flow_worker(const struct pool *pool, const char *flow);
+pid_t pool_flow_worker(struct pool *pool, const char *flow);
 
 #endif

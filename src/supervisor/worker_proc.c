@@ -77,8 +77,8 @@ static void exec_worker_child(const char *path, char *const argv[], int in_fd, i
      * end of its CPU budget, reading nothing. SIGKILL when the parent dies; the
      * setting survives the exec of the worker (not set-user-ID, no file
      * capabilities). The kernel sends it when the THREAD that forked exits, not the
-     * process: the parent is single-threaded today; a parent with threads must fork
-     * workers from a thread that lives as long as they do. A parent that died before
+     * process: a parent with threads (ck-basal serve) forks workers only from threads
+     * that live as long as they do. A parent that died before
      * the prctl shows as another parent: then nothing runs. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
         _exit(127);

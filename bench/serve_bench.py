@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""serve throughput (issue 11), in one run, printed as a markdown table.
+
+  bench/serve_bench.py [--scale X]
+
+Through `ck-basal serve` (release build, its default of twice the CPUs runners), with a
+client speaking the ops protocol directly (docs/ops-protocol.md) so that no CLI process
+start is counted:
+  - trivial runs (`return 1`) per second with 1, 4 and 16 flows busy: each flow gets its
+    runs admitted with detach, then a drain of every flow waits for their ends;
+  - the in-process floor: `ck-basal exec --repeat N` of the same script (one pool, no
+    store), two at once so both CPUs work;
+  - durable kv.set per second: a flow making 50 kv.set calls, one flow alone
+    (sequential) and 16 flows at once.
+A measurement, not a test: the exit status says only whether it ran.
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CK = os.path.join(ROOT, "build/bin/ck-basal")
+
+
+def ck(home, *args, json_out=False):
+    argv = [CK] + (["--json"] if json_out else []) + ["--home", home] + list(args)
+    return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+
+
+def request(home, cmd, args):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.path.join(home, "ops.sock"))
+    s.sendall((json.dumps({"cmd": cmd, "args": args}) + "\n").encode())
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    reply = json.loads(data)
+    if not reply.get("ok"):
+        raise RuntimeError(f"{cmd}: {reply.get('error')}")
+    return reply.get("data")
+
+
+def add_flow(home, work, fid, script):
+    d = os.path.join(work, "flow-" + fid)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "flow.js"), "w") as f:
+        f.write(script)
+    with open(os.path.join(d, "manifest.json"), "w") as f:
+        json.dump({"format": 1, "id": fid, "version": 1, "purpose": "bench",
+                   "trigger": {"manual": True}}, f)
+    out = json.loads(ck(home, "flow", "install", d, json_out=True))
+    ck(home, "flow", "approve", fid, "--version", "1", "--code-hash", out["code_hash"])
+
+
+def start_serve(home):
+    p = subprocess.Popen([CK, "--home", home, "serve"], stderr=subprocess.PIPE, text=True)
+    for line in p.stderr:
+        if "event=ready" in line:
+            break
+    threading.Thread(target=lambda: [None for _ in p.stderr], daemon=True).start()
+    return p
+
+
+def through_serve(home, flows, runs_per_flow):
+    """Admits runs_per_flow runs of each flow (detach), then drains all; runs/s."""
+    start = time.monotonic()
+
+    def admit(fid):
+        for i in range(runs_per_flow):
+            request(home, "run", {"flow": fid, "trigger": "{}", "detach": True})
+        request(home, "flow.drain", {"id": fid})
+        request(home, "flow.enable", {"id": fid})
+
+    threads = [threading.Thread(target=admit, args=(f,)) for f in flows]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return len(flows) * runs_per_flow / (time.monotonic() - start)
+
+
+def floor(work, n):
+    script = os.path.join(work, "trivial.js")
+    with open(script, "w") as f:
+        f.write("return 1;\n")
+    start = time.monotonic()
+    procs = [subprocess.Popen([CK, "exec", script, "--repeat", str(n)], stdout=subprocess.DEVNULL)
+             for _ in range(2)]
+    for p in procs:
+        p.wait()
+    return 2 * n / (time.monotonic() - start)
+
+
+def main():
+    scale = 1.0
+    if len(sys.argv) == 3 and sys.argv[1] == "--scale":
+        scale = float(sys.argv[2])
+    runs = max(5, int(100 * scale))
+    kv_calls = 50
+    work = tempfile.mkdtemp(prefix="basal-serve-bench.")
+    try:
+        home = os.path.join(work, "home")
+        ck(home, "setup")
+        for i in range(16):
+            add_flow(home, work, f"t{i}", "return 1;\n")
+            add_flow(home, work, f"k{i}",
+                     f"for (let i = 0; i < {kv_calls}; i++) await kv.set('k' + i, i);\nreturn 1;\n")
+        p = start_serve(home)
+        try:
+            rates = {k: through_serve(home, [f"t{i}" for i in range(k)], max(2, runs // k))
+                     for k in (1, 4, 16)}
+            kv_runs = max(2, int(8 * scale))
+            seq = through_serve(home, ["k0"], kv_runs) * kv_calls
+            par = through_serve(home, [f"k{i}" for i in range(16)], kv_runs) * kv_calls
+        finally:
+            p.terminate()
+            p.wait()
+        fl = floor(work, max(200, int(2000 * scale)))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("| what | rate | against |")
+    print("|---|---|---|")
+    for k in (1, 4, 16):
+        print(f"| trivial runs through serve, {k} flow{'s' if k > 1 else ''} busy | {rates[k]:.0f}/s "
+              f"| {rates[k] / fl:.3f}x the in-process floor ({fl:.0f} activations/s, exec on 2 CPUs) |")
+    print(f"| durable kv.set, 1 flow (sequential) | {seq:.0f}/s | 1x |")
+    print(f"| durable kv.set, 16 flows busy | {par:.0f}/s | {par / seq:.2f}x the sequential rate (goal 4x) |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,749 @@
+#include "serve/daemon.h"
+
+#include "base/clock.h"
+#include "base/error_line.h"
+#include "base/names.h"
+#include "flows/run_driver.h"
+#include "serve/metrics_http.h"
+#include "serve/metrics_text.h"
+#include "serve/ops_dispatch.h"
+#include "serve/ops_socket.h"
+#include "serve/run_view.h"
+#include "serve/sd_notify.h"
+#include "serve/serve_lock.h"
+#include "serve/serve_log.h"
+#include "store/audit.h"
+#include "store/health_store.h"
+#include "store/runs.h"
+#include "store/store.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+/* How long an idle runner sleeps before it looks at the store again by itself (for
+ * changes no request announced, e.g. a run reconciled by the operator). */
+#define RUNNER_IDLE_MS 1000
+/* A flow whose run found no worker, or could not be driven, waits this long. */
+#define RETRY_NO_WORKER_MS 1000
+#define RETRY_NOT_DRIVEN_MS 5000
+#define TICK_MS 1000
+/* Replies of runs that ended, kept for a client that registers after the end (a run
+ * can end between its admission and its client's wait). */
+#define RECENT_ENDS 1024
+
+struct gate {
+    char flow[FLOW_ID_MAX + 1];
+    long long not_before_ms; /* monotonic */
+    bool draining;
+};
+
+struct waiter {
+    int64_t run_id;
+    bool done;
+    json_t *reply;
+    struct waiter *next;
+};
+
+struct runner {
+    struct daemon *d;
+    unsigned index;
+    pthread_t thread;
+    bool started;
+    char flow[FLOW_ID_MAX + 1]; /* "" when idle (guarded by d->mu) */
+    int64_t run_id;
+};
+
+struct daemon {
+    const struct serve_options *o;
+    pthread_mutex_t mu;
+    pthread_cond_t work;    /* a runner may find something to do */
+    pthread_cond_t changed; /* a run ended (waiters, drains, the stop) */
+    bool stopping;  /* no new run starts, no admission */
+    bool gave_up;   /* the grace is over: waiting clients are told */
+    bool runners_may_exit; /* the pool is gone (see runner_main) */
+    struct runner runners[SERVE_RUNNERS_MAX];
+    unsigned runner_count;
+    unsigned busy;
+    struct gate *gates;
+    size_t gate_count;
+    struct waiter *waiters;
+    struct {
+        int64_t run_id;
+        json_t *reply;
+    } recent[RECENT_ENDS];
+    size_t recent_next;
+    struct pool_config pool_cfg;
+    struct pool *pool;
+    struct health_mark mark; /* shared by the runners' drivers */
+    struct health logged;    /* pool counters already logged (guarded by the pool lock) */
+    struct ops_daemon_hooks hooks;
+};
+
+/* A connection for the calling thread (a connection is used and closed only by the
+ * thread that opened it), committing in a group with the other threads'. */
+static int open_store(struct daemon *d, struct store **st, char *err, size_t err_cap)
+{
+    if (store_open(d->o->home, st, err, err_cap) != 0)
+        return -1;
+    if (store_group_commit(*st, err, err_cap) != 0) {
+        store_close(*st);
+        *st = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ gates */
+
+static struct gate *gate_of(struct daemon *d, const char *flow, bool create)
+{
+    for (size_t i = 0; i < d->gate_count; i++)
+        if (strcmp(d->gates[i].flow, flow) == 0)
+            return &d->gates[i];
+    if (!create)
+        return NULL;
+    struct gate *grown = realloc(d->gates, (d->gate_count + 1) * sizeof *grown);
+    if (grown == NULL)
+        return NULL;
+    d->gates = grown;
+    struct gate *g = &d->gates[d->gate_count++];
+    memset(g, 0, sizeof *g);
+    snprintf(g->flow, sizeof g->flow, "%s", flow);
+    return g;
+}
+
+static bool flow_busy(const struct daemon *d, const char *flow)
+{
+    for (unsigned i = 0; i < d->runner_count; i++)
+        if (strcmp(d->runners[i].flow, flow) == 0)
+            return true;
+    return false;
+}
+
+/* ------------------------------------------------------------------ logging */
+
+static void log_pool_changes(struct daemon *d)
+{
+    pool_lock(d->pool);
+    const struct health *h = pool_health(d->pool);
+    static const struct {
+        const char *event;
+        size_t offset;
+    } COUNTERS[] = {
+        {"worker_spawned", offsetof(struct health, spawned)},
+        {"worker_retired", offsetof(struct health, retired)},
+        {"worker_crashed", offsetof(struct health, crashed)},
+        {"worker_sigsys_death", offsetof(struct health, sigsys_deaths)},
+        {"worker_refused", offsetof(struct health, refused_welcomes)},
+    };
+    char total[32];
+    for (size_t i = 0; i < sizeof COUNTERS / sizeof COUNTERS[0]; i++) {
+        const unsigned long long *now =
+            (const unsigned long long *)(const void *)((const char *)h + COUNTERS[i].offset);
+        unsigned long long *seen =
+            (unsigned long long *)(void *)((char *)&d->logged + COUNTERS[i].offset);
+        while (*seen < *now) {
+            (*seen)++;
+            snprintf(total, sizeof total, "%llu", *seen);
+            /* Spawns are routine: logged only as a count with the next other event. */
+            if (i > 0)
+                serve_log(COUNTERS[i].event, "total", total, LOG_END);
+        }
+    }
+    pool_unlock(d->pool);
+}
+
+/* ------------------------------------------------------------------ waiters */
+
+static void notify_waiters(struct daemon *d, int64_t run_id, json_t *reply)
+{
+    size_t slot = d->recent_next++ % RECENT_ENDS;
+    json_decref(d->recent[slot].reply);
+    d->recent[slot].run_id = run_id;
+    d->recent[slot].reply = json_incref(reply);
+    for (struct waiter *w = d->waiters; w != NULL; w = w->next) {
+        if (w->run_id == run_id && !w->done) {
+            w->done = true;
+            w->reply = json_incref(reply);
+        }
+    }
+    pthread_cond_broadcast(&d->changed);
+}
+
+/* ------------------------------------------------------------------ runners */
+
+/* Under d->mu: the next run for a runner, by the rules in daemon.h; 0 if none. */
+static int64_t pick(struct daemon *d, struct store *st, char flow[FLOW_ID_MAX + 1])
+{
+    struct run_head *heads = NULL;
+    size_t n = 0;
+    char err[512];
+    if (runs_heads(st, &heads, &n, err, sizeof err) != 0) {
+        serve_log("store_error", "what", "reading the runs to start", "error", err, LOG_END);
+        return 0;
+    }
+    long long now = monotonic_ms();
+    int64_t chosen = 0;
+    for (size_t i = 0; i < n && chosen == 0; i++) {
+        const struct run_head *h = &heads[i];
+        if (flow_busy(d, h->flow_id))
+            continue;
+        struct gate *g = gate_of(d, h->flow_id, false);
+        if (g != NULL && g->not_before_ms > now)
+            continue;
+        if (h->state == RUN_PENDING || (h->state == RUN_RUNNING && !runs_owner_alive(h->owner))) {
+            chosen = h->id;
+            snprintf(flow, FLOW_ID_MAX + 1, "%s", h->flow_id);
+        }
+    }
+    free(heads);
+    return chosen;
+}
+
+static void hold_flow(struct daemon *d, const char *flow, long long ms)
+{
+    struct gate *g = gate_of(d, flow, true);
+    if (g != NULL)
+        g->not_before_ms = monotonic_ms() + ms;
+}
+
+static void drive_one(struct daemon *d, struct runner *r, struct run_driver *driver)
+{
+    char id_text[24], ms_text[24];
+    snprintf(id_text, sizeof id_text, "%" PRId64, r->run_id);
+    serve_log("run_started", "run", id_text, "flow", r->flow, LOG_END);
+    long long started = monotonic_ms();
+    struct run_report rep;
+    char err[1024];
+    err[0] = '\0';
+    int rc = run_drive(driver, r->run_id, &rep, err, sizeof err);
+    snprintf(ms_text, sizeof ms_text, "%lld", monotonic_ms() - started);
+    json_t *reply;
+    if (rc != 0) {
+        serve_log("run_not_driven", "run", id_text, "flow", r->flow, "error", err, LOG_END);
+        char line[1200];
+        snprintf(line, sizeof line, "run %" PRId64 ": %s", r->run_id, err);
+        reply = ops_reply_error(1, line);
+    } else {
+        serve_log("run_ended", "run", id_text, "flow", r->flow, "state",
+                  run_state_name(rep.state), "duration_ms", ms_text, "error",
+                  rep.error != NULL ? rep.error : "", LOG_END);
+        reply = ops_reply_ok(run_view_json(&rep));
+    }
+    log_pool_changes(d);
+    pthread_mutex_lock(&d->mu);
+    if (rc != 0)
+        hold_flow(d, r->flow, RETRY_NOT_DRIVEN_MS);
+    else if (rep.state == RUN_PENDING)
+        hold_flow(d, r->flow, RETRY_NO_WORKER_MS);
+    notify_waiters(d, r->run_id, reply);
+    r->flow[0] = '\0';
+    r->run_id = 0;
+    d->busy--;
+    pthread_cond_broadcast(&d->work);
+    pthread_mutex_unlock(&d->mu);
+    json_decref(reply);
+    if (rc == 0)
+        run_report_free(&rep);
+}
+
+static void *runner_main(void *arg)
+{
+    struct runner *r = arg;
+    struct daemon *d = r->d;
+    struct store *st = NULL;
+    char err[512];
+    if (open_store(d, &st, err, sizeof err) != 0) {
+        serve_log("runner_failed", "error", err, LOG_END);
+        return NULL;
+    }
+    struct run_driver driver;
+    memset(&driver, 0, sizeof driver);
+    driver.store = st;
+    driver.home = d->o->home;
+    driver.pool = d->pool;
+    driver.shared_mark = &d->mark;
+    pthread_mutex_lock(&d->mu);
+    while (!d->stopping) {
+        char flow[FLOW_ID_MAX + 1];
+        int64_t id = pick(d, st, flow);
+        if (id == 0) {
+            struct timespec until;
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_sec += RUNNER_IDLE_MS / 1000;
+            (void)pthread_cond_timedwait(&d->work, &d->mu, &until);
+            continue;
+        }
+        snprintf(r->flow, sizeof r->flow, "%s", flow);
+        r->run_id = id;
+        d->busy++;
+        pthread_mutex_unlock(&d->mu);
+        drive_one(d, r, &driver);
+        pthread_mutex_lock(&d->mu);
+    }
+    /* A worker gets its parent-death signal when the THREAD that forked it ends: a
+     * runner that ended now would kill the pooled workers it started, which other
+     * runners may be using during the grace. So runners end only after the pool. */
+    while (!d->runners_may_exit)
+        pthread_cond_wait(&d->changed, &d->mu);
+    pthread_mutex_unlock(&d->mu);
+    store_close(st);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ ops requests */
+
+static json_t *string_arg(const json_t *args, const char *name)
+{
+    json_t *v = json_object_get(args, name);
+    return json_is_string(v) ? v : NULL;
+}
+
+/* Waits for run_id's end (or the end of the stop's grace) and returns its reply. */
+static json_t *wait_for_end(struct daemon *d, int64_t run_id)
+{
+    struct waiter *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return ops_reply_error(1, "out of memory");
+    w->run_id = run_id;
+    pthread_mutex_lock(&d->mu);
+    /* The run may have ended already, between its admission and this wait. */
+    for (size_t i = 0; i < RECENT_ENDS && !w->done; i++) {
+        if (d->recent[i].run_id == run_id && d->recent[i].reply != NULL) {
+            w->done = true;
+            w->reply = json_incref(d->recent[i].reply);
+        }
+    }
+    w->next = d->waiters;
+    d->waiters = w;
+    pthread_cond_broadcast(&d->work);
+    while (!w->done && !d->gave_up)
+        pthread_cond_wait(&d->changed, &d->mu);
+    for (struct waiter **p = &d->waiters; *p != NULL; p = &(*p)->next) {
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&d->mu);
+    json_t *reply = w->reply;
+    free(w);
+    if (reply != NULL)
+        return reply;
+    char err[160];
+    snprintf(err, sizeof err,
+             "run %" PRId64 ": serve is stopping; the run is left to the next start", run_id);
+    return ops_reply_error(1, err);
+}
+
+static void *handle_run(struct daemon *d, const json_t *args)
+{
+    const char *flow = json_string_value(string_arg(args, "flow"));
+    json_t *trigger_v = json_object_get(args, "trigger");
+    json_t *trigger_id_v = json_object_get(args, "trigger_id");
+    json_t *detach_v = json_object_get(args, "detach");
+    if (flow == NULL || !flow_id_valid(flow) || (trigger_v != NULL && !json_is_string(trigger_v)) ||
+        (trigger_id_v != NULL && !json_is_null(trigger_id_v) && !json_is_string(trigger_id_v)) ||
+        (detach_v != NULL && !json_is_boolean(detach_v)))
+        return ops_reply_error(2, "run: needs a flow id, and a trigger, trigger_id and detach of "
+                                  "the right types");
+    const char *trigger = trigger_v != NULL ? json_string_value(trigger_v) : "{}";
+    const char *trigger_id = json_is_string(trigger_id_v) ? json_string_value(trigger_id_v) : NULL;
+    if (trigger_id != NULL && (trigger_id[0] == '\0' || strlen(trigger_id) > RUN_TRIGGER_ID_MAX))
+        return ops_reply_error(2, "run: trigger_id must be 1 to 128 bytes");
+    json_error_t jerr;
+    json_t *parsed = json_loads(trigger, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+    if (parsed == NULL)
+        return ops_reply_error(2, "run: the trigger is not JSON");
+    json_decref(parsed);
+
+    pthread_mutex_lock(&d->mu);
+    struct gate *g = gate_of(d, flow, false);
+    bool refused = d->stopping || (g != NULL && g->draining);
+    bool stopping = d->stopping;
+    pthread_mutex_unlock(&d->mu);
+    char err[1024];
+    if (refused) {
+        snprintf(err, sizeof err, "run: %s", stopping ? "serve is stopping: no new runs"
+                                                        : "the flow is draining: no new runs");
+        return ops_reply_error(1, err);
+    }
+    struct store *st;
+    if (open_store(d, &st, err, sizeof err) != 0)
+        return ops_reply_error(1, err);
+    struct run_driver probe;
+    memset(&probe, 0, sizeof probe);
+    probe.store = st;
+    probe.home = d->o->home;
+    probe.pool = d->pool;
+    int64_t version = 0, run_id = 0;
+    if (run_preflight(&probe, flow, &version, err, sizeof err) != 0 ||
+        runs_admit_queued(st, flow, version, trigger, trigger_id, d->o->backlog, &run_id, err,
+                          sizeof err) != 0) {
+        store_close(st);
+        return ops_reply_error(1, err);
+    }
+    store_close(st);
+    char id_text[24];
+    snprintf(id_text, sizeof id_text, "%" PRId64, run_id);
+    serve_log("run_admitted", "run", id_text, "flow", flow, LOG_END);
+
+    if (json_is_true(detach_v)) {
+        pthread_mutex_lock(&d->mu);
+        pthread_cond_broadcast(&d->work);
+        pthread_mutex_unlock(&d->mu);
+        json_t *data = json_object();
+        json_object_set_new(data, "run", json_integer(run_id));
+        json_object_set_new(data, "flow", json_string(flow));
+        json_object_set_new(data, "state", json_string("pending"));
+        return ops_reply_ok(data);
+    }
+    return wait_for_end(d, run_id);
+}
+
+/* Under d->mu: true while flow has a run pending or running. */
+static bool flow_has_work(struct daemon *d, const char *flow, struct store *st)
+{
+    if (flow_busy(d, flow))
+        return true;
+    struct run_head *heads = NULL;
+    size_t n = 0;
+    char err[256];
+    if (runs_heads(st, &heads, &n, err, sizeof err) != 0)
+        return true;
+    bool work = false;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(heads[i].flow_id, flow) == 0 &&
+            (heads[i].state == RUN_PENDING || heads[i].state == RUN_RUNNING))
+            work = true;
+    free(heads);
+    return work;
+}
+
+static void *handle_drain(struct daemon *d, const json_t *args)
+{
+    const char *flow = json_string_value(string_arg(args, "id"));
+    if (flow == NULL || !flow_id_valid(flow))
+        return ops_reply_error(2, "flow drain: needs a flow id");
+    struct store *st;
+    char err[512];
+    if (open_store(d, &st, err, sizeof err) != 0)
+        return ops_reply_error(1, err);
+    pthread_mutex_lock(&d->mu);
+    struct gate *g = gate_of(d, flow, true);
+    if (g == NULL) {
+        pthread_mutex_unlock(&d->mu);
+        store_close(st);
+        return ops_reply_error(1, "flow drain: out of memory");
+    }
+    g->draining = true;
+    pthread_mutex_unlock(&d->mu);
+    serve_log("flow_draining", "flow", flow, LOG_END);
+    pthread_mutex_lock(&d->mu);
+    while (!d->gave_up && flow_has_work(d, flow, st)) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
+        (void)pthread_cond_timedwait(&d->changed, &d->mu, &until);
+    }
+    bool stopped = d->gave_up;
+    pthread_mutex_unlock(&d->mu);
+    store_close(st);
+    if (stopped)
+        return ops_reply_error(1, "flow drain: serve is stopping");
+    serve_log("flow_drained", "flow", flow, LOG_END);
+    json_t *data = json_object();
+    json_object_set_new(data, "flow", json_string(flow));
+    json_object_set_new(data, "drained", json_true());
+    return ops_reply_ok(data);
+}
+
+static void *hook_handle(void *ctx, const char *cmd, const void *args)
+{
+    struct daemon *d = ctx;
+    if (strcmp(cmd, "run") == 0)
+        return handle_run(d, args);
+    if (strcmp(cmd, "flow.drain") == 0)
+        return handle_drain(d, args);
+    if (strcmp(cmd, "flow.enable") == 0) {
+        /* Reopens admission after a drain; the store's enable follows (not handled). */
+        const char *flow = json_string_value(string_arg(args, "id"));
+        pthread_mutex_lock(&d->mu);
+        struct gate *g = flow != NULL ? gate_of(d, flow, false) : NULL;
+        if (g != NULL)
+            g->draining = false;
+        pthread_mutex_unlock(&d->mu);
+    }
+    /* Anything may have changed what a runner can start (a cancel, an approval). */
+    pthread_mutex_lock(&d->mu);
+    pthread_cond_broadcast(&d->work);
+    pthread_mutex_unlock(&d->mu);
+    return NULL;
+}
+
+static void hook_live_health(void *ctx, void *health)
+{
+    struct daemon *d = ctx;
+    json_t *h = health;
+    pool_lock(d->pool);
+    const struct health *ph = pool_health(d->pool);
+    json_t *pool = json_object();
+    json_object_set_new(pool, "live", json_integer(ph->live));
+    json_object_set_new(pool, "spares", json_integer(ph->spares));
+    json_object_set_new(pool, "busy", json_integer(ph->busy));
+    json_object_set_new(pool, "bound", json_integer(ph->bound));
+    json_object_set_new(pool, "idle", json_integer(ph->live - ph->busy));
+    pool_unlock(d->pool);
+    json_object_set_new(h, "pool", pool);
+}
+
+static void *handle_request(void *ctx, const void *request)
+{
+    struct daemon *d = ctx;
+    struct store *st;
+    char err[512];
+    if (open_store(d, &st, err, sizeof err) != 0)
+        return ops_reply_error(1, err);
+    struct ops_context c = {st, d->o->home, &d->hooks};
+    void *reply = ops_dispatch(&c, request);
+    store_close(st);
+    return reply;
+}
+
+static void refused_peer(void *ctx, const char *what, long uid, long pid)
+{
+    struct daemon *d = ctx;
+    char uid_text[24], pid_text[24];
+    snprintf(uid_text, sizeof uid_text, "%ld", uid);
+    snprintf(pid_text, sizeof pid_text, "%ld", pid);
+    serve_log("ops_refused", "peer_uid", uid_text, "peer_pid", pid_text, "reason", what, LOG_END);
+    struct store *st;
+    char err[512];
+    if (open_store(d, &st, err, sizeof err) == 0) {
+        char reason[512];
+        snprintf(reason, sizeof reason, "ops socket: %s (peer uid %ld, pid %ld)", what, uid, pid);
+        (void)audit_record(st, "", 0, 0, "ops_refused", false, reason, err, sizeof err);
+        store_close(st);
+    }
+}
+
+/* ------------------------------------------------------------------ metrics */
+
+static char *render_metrics(void *ctx)
+{
+    struct daemon *d = ctx;
+    struct store *st;
+    char err[512];
+    if (open_store(d, &st, err, sizeof err) != 0)
+        return NULL;
+    json_t *h = health_store_json(st, d->o->landlock, err, sizeof err);
+    store_close(st);
+    if (h == NULL)
+        return NULL;
+    hook_live_health(d, h);
+    char *text = metrics_text(h, err, sizeof err);
+    json_decref(h);
+    return text;
+}
+
+/* ------------------------------------------------------------------ the process */
+
+static void stop_runners(struct daemon *d)
+{
+    pthread_mutex_lock(&d->mu);
+    d->stopping = true;
+    pthread_cond_broadcast(&d->work);
+    pthread_cond_broadcast(&d->changed);
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* Waits until no runner drives a run, or grace_ms passed. True if all are idle. */
+static bool wait_runs(struct daemon *d, long long grace_ms)
+{
+    long long until = monotonic_ms() + grace_ms;
+    pthread_mutex_lock(&d->mu);
+    while (d->busy > 0 && monotonic_ms() < until) {
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        t.tv_nsec += 100 * 1000000L;
+        if (t.tv_nsec >= 1000000000L) {
+            t.tv_sec++;
+            t.tv_nsec -= 1000000000L;
+        }
+        (void)pthread_cond_timedwait(&d->changed, &d->mu, &t);
+    }
+    bool idle = d->busy == 0;
+    pthread_mutex_unlock(&d->mu);
+    return idle;
+}
+
+static int start_fail(const char *reason)
+{
+    serve_log("start_failed", "error", reason, LOG_END);
+    return 1;
+}
+
+static int recoverable_count(const char *home, size_t *count, char *err, size_t err_cap)
+{
+    struct store *st;
+    if (store_open(home, &st, err, err_cap) != 0)
+        return -1;
+    int64_t *ids = NULL;
+    int rc = runs_recoverable(st, &ids, count, err, err_cap);
+    free(ids);
+    store_close(st);
+    return rc;
+}
+
+int serve_main(const struct serve_options *o)
+{
+    serve_log_json(o->log_json);
+    char err[1024];
+    /* Signals are taken by the main thread's signalfd only: block them before any
+     * thread exists, so every thread inherits the mask. */
+    sigset_t stop_set;
+    sigemptyset(&stop_set);
+    sigaddset(&stop_set, SIGTERM);
+    sigaddset(&stop_set, SIGINT);
+    signal(SIGPIPE, SIG_IGN);
+    if (pthread_sigmask(SIG_BLOCK, &stop_set, NULL) != 0)
+        return start_fail("cannot block SIGTERM and SIGINT");
+    int sig_fd = signalfd(-1, &stop_set, SFD_CLOEXEC);
+    if (sig_fd < 0)
+        return start_fail("signalfd failed");
+    int lock_fd = serve_lock_take(o->home, err, sizeof err);
+    if (lock_fd < 0)
+        return start_fail(err);
+    /* libcurl's global state is set up once, before any thread could race for it. */
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return start_fail("libcurl could not be initialised");
+
+    struct daemon d;
+    memset(&d, 0, sizeof d);
+    d.o = o;
+    pthread_mutex_init(&d.mu, NULL);
+    pthread_condattr_t mono;
+    pthread_condattr_init(&mono);
+    pthread_condattr_setclock(&mono, CLOCK_MONOTONIC);
+    pthread_cond_init(&d.work, &mono);
+    pthread_cond_init(&d.changed, NULL);
+    d.hooks.daemon = &d;
+    d.hooks.add_live_health = hook_live_health;
+    d.hooks.handle = hook_handle;
+    pool_config_defaults(&d.pool_cfg);
+    d.pool_cfg.policy = o->landlock;
+    d.pool_cfg.spares = o->spares;
+    d.pool = pool_new(&d.pool_cfg);
+    d.runner_count = o->max_runs < SERVE_RUNNERS_MAX ? o->max_runs : SERVE_RUNNERS_MAX;
+    if (d.pool == NULL)
+        return start_fail("out of memory");
+
+    size_t left_behind = 0;
+    if (recoverable_count(o->home, &left_behind, err, sizeof err) != 0) {
+        pool_free(d.pool);
+        return start_fail(err);
+    }
+    char runners_text[16], backlog_text[16], pid_text[24], left_text[24];
+    snprintf(runners_text, sizeof runners_text, "%u", o->max_runs);
+    snprintf(backlog_text, sizeof backlog_text, "%u", o->backlog);
+    snprintf(pid_text, sizeof pid_text, "%ld", (long)getpid());
+    snprintf(left_text, sizeof left_text, "%zu", left_behind);
+    serve_log("start", "home", o->home, "pid", pid_text, "max_runs", runners_text, "backlog",
+              backlog_text, "landlock",
+              o->landlock == LANDLOCK_POLICY_OPTIONAL ? "optional" : "required", "recovering",
+              left_text, LOG_END);
+
+    struct ops_server *ops = ops_server_start(o->home, handle_request, refused_peer, &d, err,
+                                              sizeof err);
+    if (ops == NULL) {
+        pool_free(d.pool);
+        return start_fail(err);
+    }
+    struct metrics_http *metrics = NULL;
+    if (o->metrics_listen != NULL) {
+        metrics = metrics_http_start(o->metrics_listen, render_metrics, &d, err, sizeof err);
+        if (metrics == NULL) {
+            ops_server_stop(ops);
+            pool_free(d.pool);
+            return start_fail(err);
+        }
+        char port[16];
+        snprintf(port, sizeof port, "%u", metrics_http_port(metrics));
+        serve_log("metrics_listening", "listen", o->metrics_listen, "port", port, LOG_END);
+    }
+    pool_maintain(d.pool);
+    for (unsigned i = 0; i < d.runner_count; i++) {
+        d.runners[i].d = &d;
+        d.runners[i].index = i;
+        d.runners[i].started =
+            pthread_create(&d.runners[i].thread, NULL, runner_main, &d.runners[i]) == 0;
+    }
+    /* Runs left behind are the runners' first work (the store is the queue). */
+    serve_notify_ready("admitting runs");
+    serve_log("ready", LOG_END);
+
+    long long watchdog_ms = serve_watchdog_interval_ms();
+    int timeout = TICK_MS;
+    if (watchdog_ms > 0 && watchdog_ms / 2 < timeout)
+        timeout = (int)(watchdog_ms / 2 > 0 ? watchdog_ms / 2 : 1);
+    const char *stop_name = "SIGTERM";
+    for (;;) {
+        struct pollfd p = {sig_fd, POLLIN, 0};
+        int n = poll(&p, 1, timeout);
+        if (watchdog_ms > 0)
+            serve_notify_watchdog();
+        if (n > 0) {
+            struct signalfd_siginfo info;
+            if (read(sig_fd, &info, sizeof info) == (ssize_t)sizeof info) {
+                stop_name = info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM";
+                break;
+            }
+        }
+        pool_maintain(d.pool);
+        log_pool_changes(&d);
+    }
+
+    serve_notify_stopping();
+    serve_log("stopping", "signal", stop_name, LOG_END);
+    stop_runners(&d);
+    bool idle = wait_runs(&d, o->grace_ms);
+    pthread_mutex_lock(&d.mu);
+    d.gave_up = true;
+    pthread_cond_broadcast(&d.changed);
+    pthread_mutex_unlock(&d.mu);
+    ops_server_stop(ops); /* after every waiting client has its answer */
+    metrics_http_stop(metrics);
+    if (!idle) {
+        /* Runs still going are left to the next start: exiting ends their workers
+         * (parent-death signal) and leaves the runs running under a dead owner. */
+        char busy_text[16];
+        snprintf(busy_text, sizeof busy_text, "%u", d.busy);
+        serve_log("stopped", "left_running", busy_text, LOG_END);
+        _exit(0);
+    }
+    pool_free(d.pool);
+    pthread_mutex_lock(&d.mu);
+    d.runners_may_exit = true;
+    pthread_cond_broadcast(&d.changed);
+    pthread_mutex_unlock(&d.mu);
+    for (unsigned i = 0; i < d.runner_count; i++)
+        if (d.runners[i].started)
+            pthread_join(d.runners[i].thread, NULL);
+    serve_log("stopped", "left_running", "0", LOG_END);
+    free(d.gates);
+    for (size_t i = 0; i < RECENT_ENDS; i++)
+        json_decref(d.recent[i].reply);
+    close(lock_fd);
+    close(sig_fd);
+    return 0;
+}

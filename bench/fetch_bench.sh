@@ -57,15 +57,16 @@ cat >"$tmp/flow/manifest.json" <<'EOF'
  "net": {"fetch": [{"host": "pub.basal.test"}]}}
 EOF
 # The same loop with a query call that leaves nothing: what the journal costs a call.
-mkdir -p "$tmp/stat"
+# Its root is a directory of its own: a root holding the data home is never granted.
+mkdir -p "$tmp/stat" "$tmp/statroot"
 cat >"$tmp/stat/flow.js" <<EOF
 let bytes = 0;
-for (let i = 0; i < trigger.n; i++) bytes += (await fs.stat('$tmp')).size > 0 ? 1024 : 0;
+for (let i = 0; i < trigger.n; i++) bytes += (await fs.stat('$tmp/statroot')).size > 0 ? 1024 : 0;
 return bytes;
 EOF
 cat >"$tmp/stat/manifest.json" <<EOF
 {"format": 1, "id": "stat", "version": 1, "purpose": "bench", "trigger": {"manual": true},
- "fs": {"read": ["$tmp"]}}
+ "fs": {"read": ["$tmp/statroot"]}}
 EOF
 for f in flow stat; do
   hash=$("$parent" --json --home "$home" flow install "$tmp/$f" | sed -n 's/.*"code_hash": *"\([0-9a-f]*\)".*/\1/p')

@@ -3,7 +3,7 @@
 
   bench/serve_bench.py [--scale X]
 
-Through `ck-basal serve` (release build, its default of twice the CPUs runners), with a
+Through `ck-basal serve --max-runs 16` (release build), with a
 client speaking the ops protocol directly (docs/ops-protocol.md) so that no CLI process
 start is counted:
   - trivial runs (`return 1`) per second with 1, 4 and 16 flows busy: each flow gets its
@@ -62,8 +62,9 @@ def add_flow(home, work, fid, script):
     ck(home, "flow", "approve", fid, "--version", "1", "--code-hash", out["code_hash"])
 
 
-def start_serve(home):
-    p = subprocess.Popen([CK, "--home", home, "serve"], stderr=subprocess.PIPE, text=True)
+def start_serve(home, *extra):
+    p = subprocess.Popen([CK, "--home", home, "serve"] + list(extra), stderr=subprocess.PIPE,
+                         text=True)
     for line in p.stderr:
         if "event=ready" in line:
             break
@@ -115,7 +116,8 @@ def main():
             add_flow(home, work, f"t{i}", "return 1;\n")
             add_flow(home, work, f"k{i}",
                      f"for (let i = 0; i < {kv_calls}; i++) await kv.set('k' + i, i);\nreturn 1;\n")
-        p = start_serve(home)
+        # 16 runners, so that 16 flows can be busy at once.
+        p = start_serve(home, "--max-runs", "16")
         try:
             rates = {k: through_serve(home, [f"t{i}" for i in range(k)], max(2, runs // k))
                      for k in (1, 4, 16)}

@@ -20,6 +20,7 @@ struct store {
     char *path;
     bool group_commit; /* store_group_commit: COMMIT does not sync; the group sync does */
     bool unsynced;     /* the last commit's group sync failed */
+    bool writing;      /* holds g_writer (group commit: a write transaction is open) */
     int version;
     int version_at_open;
     bool created;
@@ -221,10 +222,17 @@ failed:
     return -1;
 }
 
+static pthread_mutex_t g_writer = PTHREAD_MUTEX_INITIALIZER;
+
 void store_close(struct store *s)
 {
     if (s == NULL)
         return;
+    if (s->writing) { /* closed inside a write transaction: it rolls back */
+        (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        s->writing = false;
+        pthread_mutex_unlock(&g_writer);
+    }
     sql_cache_drop(s->db);
     sqlite3_close_v2(s->db);
     free(s->path);
@@ -243,7 +251,31 @@ const char *store_errmsg(struct store *s)
     return sql_error_text(s->db, s->error_text, sizeof s->error_text);
 }
 
-int store_begin(struct store *s) { return exec_sql(s, "BEGIN IMMEDIATE"); }
+/* Group commit: the process's writers take turns on this lock rather than on SQLite's
+ * busy handler, which sleeps (milliseconds) while another connection writes. It is
+ * held from BEGIN to COMMIT or ROLLBACK, not during the sync after a commit, so the
+ * next writer commits while the last waits for the sync they then share. */
+
+static void writer_release(struct store *s)
+{
+    if (s->writing) {
+        s->writing = false;
+        pthread_mutex_unlock(&g_writer);
+    }
+}
+
+int store_begin(struct store *s)
+{
+    if (s->group_commit && !s->writing) {
+        pthread_mutex_lock(&g_writer);
+        s->writing = true;
+    }
+    if (exec_sql(s, "BEGIN IMMEDIATE") != 0) {
+        writer_release(s);
+        return -1;
+    }
+    return 0;
+}
 
 int store_begin_txn(struct store *s, char *err, size_t err_cap)
 {
@@ -326,7 +358,8 @@ int store_group_commit(struct store *s, char *err, size_t err_cap)
 int store_commit(struct store *s)
 {
     if (exec_sql(s, "COMMIT") != 0)
-        return -1;
+        return -1; /* still in the transaction: the caller rolls back */
+    writer_release(s);
     if (s->group_commit && group_sync(s) != 0) {
         /* Committed, but not known to be on disk: the caller treats it as not done
          * (what it was about to do after a durable write does not happen). */
@@ -339,7 +372,12 @@ int store_commit(struct store *s)
     return 0;
 }
 
-int store_rollback(struct store *s) { return exec_sql(s, "ROLLBACK"); }
+int store_rollback(struct store *s)
+{
+    int rc = exec_sql(s, "ROLLBACK");
+    writer_release(s);
+    return rc;
+}
 
 int store_health_add(struct store *s, const char *name, long long delta)
 {

@@ -766,6 +766,47 @@ static void test_notify_metrics_peer(void)
           "euid %d, ran %d, reply '%s', logged %d, audit rows %lld", (int)geteuid(), ran, reply,
           logged, audited);
 
+    /* A peer that sends half a request and stalls holds up no one; one over the size
+     * bound is refused (on the real daemon; t_ops_socket has the module's own checks). */
+    int stalled = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    sfmt(a.sun_path, sizeof a.sun_path, "%s", sock);
+    bool half = stalled >= 0 && connect(stalled, (struct sockaddr *)&a, sizeof a) == 0 &&
+                write(stalled, "{\"cmd\":\"ru", 10) == 10;
+    struct proc_result other = cli_in(&h, true, ARGS("runs"));
+    check(half && proc_exited_with(&other, 0) && strstr(other.out, "\"flow\":\"m\"") != NULL,
+          "serve: a peer that sent half a request and stalls holds up no one: runs is answered "
+          "meanwhile [guard: a poll loop reads requests, a thread answers each]",
+          "half %d; %s %.200s", half, proc_describe(&other), other.err);
+    proc_result_free(&other);
+    size_t big_len = (300u << 10) + 2;
+    char *big = malloc(big_len);
+    int bigfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    char big_reply[512] = "";
+    if (big != NULL && bigfd >= 0 && connect(bigfd, (struct sockaddr *)&a, sizeof a) == 0) {
+        memset(big, ' ', big_len);
+        big[big_len - 1] = '\n';
+        signal(SIGPIPE, SIG_IGN);
+        (void)fd_write_all(bigfd, big, big_len, 5000); /* the server may stop reading */
+        struct pollfd p = {bigfd, POLLIN, 0};
+        if (poll(&p, 1, TIMEOUT_MS) > 0) {
+            ssize_t n = read(bigfd, big_reply, sizeof big_reply - 1);
+            big_reply[n > 0 ? n : 0] = '\0';
+        }
+    }
+    bool big_logged = serve_wait_log(&s, "reason=\"request over 262144 bytes\"", TIMEOUT_MS);
+    check(strstr(big_reply, "\"ok\":true") == NULL && big_logged,
+          "serve: a request over the size bound (300 KiB) is refused and logged [guard: request "
+          "size bound]",
+          "reply '%.200s'; log %.600s", big_reply, s.log);
+    free(big);
+    if (bigfd >= 0)
+        close(bigfd);
+    if (stalled >= 0)
+        close(stalled);
+
     kill(s.p.pid, SIGTERM);
     bool stopping = nfd >= 0 && notify_wait(nfd, "STOPPING=1", seen, sizeof seen);
     int code = serve_end(&s, TIMEOUT_MS);

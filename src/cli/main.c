@@ -25,7 +25,8 @@ static const struct cli_command COMMANDS[] = {
               "      the other commands over the ops socket; logs one line per event on stderr",
      cmd_serve},
     {"run", "ID [--trigger JSON] [--trigger-id TEXT] [--detach] [--landlock=required|optional]\n"
-            "      admit a manual run of flow ID and drive it to its end here; print its result",
+            "      admit a manual run of flow ID and drive it to its end here (a running serve\n"
+            "      drives it instead; --detach then returns at once); print its result",
      cmd_run},
     {"recover", "[--landlock=required|optional]  drive every run a dead process left running"
                 " or pending to its end",
@@ -54,7 +55,8 @@ static const struct cli_command COMMANDS[] = {
      cmd_exec},
     {"health", "[--format json|prometheus] [--landlock=required|optional]\n"
                "      health from the store as JSON (or Prometheus text): runs by state,"
-               " activations by\n      outcome, worker counters, confinement",
+               " activations by\n      outcome, worker counters, confinement (from a running serve,"
+               " with its live pool)",
      cmd_health},
 };
 #define COMMAND_COUNT (sizeof COMMANDS / sizeof COMMANDS[0])

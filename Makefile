@@ -81,7 +81,8 @@ TOOL_BINS  := $(patsubst tests/tools/%.c,build/test/tools/%,$(TOOL_SRC))
 # Plain `make` builds both release binaries: `all` is the default goal, whatever rule
 # comes first below (tests/t_make_default.sh checks it).
 .DEFAULT_GOAL := all
-.PHONY: FORCE all test-build check test bench bench-build lint fuzz clean quickjs
+.PHONY: FORCE all test-build check test bench bench-build lint fuzz clean quickjs \
+        install uninstall man-check dist
 all: $(RELEASE_WORKER) $(RELEASE_PARENT)
 
 build/gen/version.h: | $(Q)/.fetched
@@ -200,5 +201,67 @@ bench: bench-build
 fuzz:
 	FUZZ_SECONDS=$${FUZZ_SECONDS:-600} tests/t_fuzz.sh
 
+# Installing. `make install PREFIX=/usr DESTDIR=/tmp/pkg` stages a package; PREFIX is
+# the path the files will have at run time (the unit's ExecStart points there), DESTDIR
+# only a staging root in front of it. Both binaries go into one directory: ck-basal
+# starts the ck-basal-worker that sits beside it (src/supervisor/worker_proc.c).
+PREFIX   ?= /usr/local
+BINDIR   ?= $(PREFIX)/bin
+MANDIR   ?= $(PREFIX)/share/man
+UNITDIR  ?= $(PREFIX)/lib/systemd/user
+COMPDIR  ?= $(PREFIX)/share/bash-completion/completions
+MAN_PAGES := man/ck-basal.1 man/ck-basal-worker.8
+# Every file install writes, as installed; uninstall removes exactly these, in this
+# order (the parent before the worker it needs).
+INSTALLED := $(BINDIR)/ck-basal $(BINDIR)/ck-basal-worker \
+             $(MANDIR)/man1/ck-basal.1 $(MANDIR)/man8/ck-basal-worker.8 \
+             $(UNITDIR)/ck-basal.service $(COMPDIR)/ck-basal
+
+# The user unit with ExecStart pointed at $(BINDIR). Rewritten only when that changes;
+# a unit whose ExecStart line no longer has the form we rewrite fails the build rather
+# than installing a unit that runs some other ck-basal.
+build/gen/ck-basal.service: contrib/systemd/ck-basal.service FORCE
+	@mkdir -p build/gen
+	@grep -q '^ExecStart=%h/\.local/bin/ck-basal ' $< || \
+	 { echo "$<: no 'ExecStart=%h/.local/bin/ck-basal ' line to point at $(BINDIR)" >&2; exit 1; }
+	@sed 's|^ExecStart=%h/\.local/bin/ck-basal |ExecStart=$(BINDIR)/ck-basal |' $< > $@.tmp; \
+	 cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+
+# The worker before the parent, so an installed parent never starts without its worker.
+install: all build/gen/ck-basal.service
+	install -d -m 0755 "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)/man1" "$(DESTDIR)$(MANDIR)/man8" \
+	    "$(DESTDIR)$(UNITDIR)" "$(DESTDIR)$(COMPDIR)"
+	install -m 0755 $(RELEASE_WORKER) "$(DESTDIR)$(BINDIR)/ck-basal-worker"
+	install -m 0755 $(RELEASE_PARENT) "$(DESTDIR)$(BINDIR)/ck-basal"
+	install -m 0644 man/ck-basal.1 "$(DESTDIR)$(MANDIR)/man1/ck-basal.1"
+	install -m 0644 man/ck-basal-worker.8 "$(DESTDIR)$(MANDIR)/man8/ck-basal-worker.8"
+	install -m 0644 build/gen/ck-basal.service "$(DESTDIR)$(UNITDIR)/ck-basal.service"
+	install -m 0644 contrib/bash-completion/ck-basal "$(DESTDIR)$(COMPDIR)/ck-basal"
+
+# Directories stay: they may hold other packages' files.
+uninstall:
+	rm -f $(foreach f,$(INSTALLED),"$(DESTDIR)$(f)")
+
+# The man pages render without a single groff warning (-ww: all of them).
+man-check:
+	@for page in $(MAN_PAGES); do \
+	    out=$$(groff -man -ww -z "$$page" 2>&1) || { echo "$$page: groff failed" >&2; exit 1; }; \
+	    if [ -n "$$out" ]; then printf '%s\n' "$$out" >&2; exit 1; fi; \
+	 done
+
+# A source tarball of the committed tree at HEAD (what `git ls-files` lists; never
+# build/ or QuickJS), the same bytes from the same commit: git archive stamps every
+# entry with the commit's time and fixed owners, gzip -n leaves out name and time.
+# Uncommitted changes are not in it (a note says so).
+DIST_VERSION = $(shell git show HEAD:VERSION)
+DIST_NAME    = basal-$(DIST_VERSION)
+dist:
+	@test -n "$(DIST_VERSION)" || { echo "dist: no VERSION at HEAD" >&2; exit 1; }
+	@git diff --quiet HEAD -- || echo "dist: note: uncommitted changes are not in the tarball (it is HEAD)" >&2
+	@mkdir -p build/dist
+	git archive --format=tar --prefix=$(DIST_NAME)/ -o build/dist/$(DIST_NAME).tar HEAD
+	gzip -n -9 -f build/dist/$(DIST_NAME).tar
+	cd build/dist && sha256sum $(DIST_NAME).tar.gz > $(DIST_NAME).tar.gz.sha256
+
 clean:
-	rm -rf build/bin build/release build/test build/asan build/lib build/bench
+	rm -rf build/bin build/release build/test build/asan build/lib build/bench build/dist

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# The man pages: every command, subcommand and --option that `ck-basal --help` prints
+# is in ck-basal(1) [guard man-page-covers-help], both pages render without a groff
+# warning through the Makefile's own check (make man-check) [guard man-pages-render],
+# and a scratch page with a mistake makes that check fail (so it can turn red).
+# ck-basal(1) names the exit statuses and the files an operator meets.
+set -u
+cd "$(dirname "$0")/.." || exit 2
+parent=build/bin/ck-basal
+page=man/ck-basal.1
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/basal-man.XXXXXX") || exit 2
+trap 'rm -rf "$scratch"' EXIT
+
+if [ ! -x "$parent" ]; then
+    echo "not ok - man pages: $parent is missing (make)"
+    exit 1
+fi
+help=$("$parent" --help) || { echo "not ok - man pages: ck-basal --help failed"; exit 1; }
+
+# The page's text as words: escapes for hyphens and fonts undone, so "\-\-home" and
+# "\fBflow\fR" read as "--home" and "flow"; request lines (".TP") dropped.
+text=$(sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' -e 's/\\(..//g' -e '/^\.\\"/d' -e 's/^\.[A-Z][A-Z]* *//' "$page")
+has_word() { printf '%s\n' "$text" | grep -qE -- "(^|[^A-Za-z0-9_-])$1([^A-Za-z0-9_-]|$)"; }
+
+# Commands: the first word of each entry (two spaces of indentation) under "commands:";
+# subcommands: the first word after the command and each word after "| " on an entry
+# line and its continuation lines (seven spaces, then "|" or "["); one letter is not a
+# subcommand ("c<id>" names a codemode run).
+commands=$(printf '%s\n' "$help" | sed -n '/^commands:/,/^options:/p' |
+    grep -E '^  [a-z]' | awk '{print $1}' | sort -u)
+subcommands=$(printf '%s\n' "$help" | sed -n '/^commands:/,/^options:/p' |
+    grep -E '^  [a-z]|^       [|[]' |
+    sed -E 's/^  [a-z-]+ ([a-z][a-z-]*).*/\1 &/; s/^       //' |
+    grep -oE '(^[a-z][a-z-]* |\| [a-z][a-z-]*)' | sed -E 's/^\| //; s/ $//' | grep -E '..' | sort -u)
+options=$(printf '%s\n' "$help" | grep -oE -- '--[a-z][a-z-]*(=[a-z]+)?' | sed 's/=.*//' | sort -u)
+
+count=0
+missing=""
+for w in $commands $subcommands $options; do
+    count=$((count + 1))
+    has_word "$w" || missing="$missing $w"
+done
+if [ "$count" -lt 40 ]; then
+    # The help text has 12 commands and about 40 options: fewer means the parse broke.
+    echo "not ok - man pages: read only $count names from ck-basal --help (parse broken?)"
+elif [ -n "$missing" ]; then
+    echo "not ok - man pages: ck-basal(1) lacks what --help prints:$missing [guard man-page-covers-help]"
+else
+    echo "ok - man pages: ck-basal(1) has all $count commands, subcommands and options of --help [guard man-page-covers-help]"
+fi
+# Every command has a section of its own (.SS NAME).
+nosection=""
+for c in $commands; do
+    grep -qE "^\.SS $(printf '%s' "$c" | sed 's/-/\\\\-/g')$" "$page" || nosection="$nosection $c"
+done
+if [ -z "$nosection" ]; then
+    echo "ok - man pages: every command of --help has a section in ck-basal(1)"
+else
+    echo "not ok - man pages: no .SS section in ck-basal(1) for:$nosection"
+fi
+
+# The parts an operator looks for.
+for want in "EXIT STATUS" "FILES" "SEE ALSO" "ENVIRONMENT"; do
+    if grep -q "^\.SH $want\$" "$page"; then
+        echo "ok - man pages: ck-basal(1) has $want"
+    else
+        echo "not ok - man pages: ck-basal(1) has no $want section"
+    fi
+done
+for w in ops.sock serve.lock basal.db cortexkit/basal 'ck-basal-worker (8)'; do
+    case "$w" in
+    *' (8)') ok=$(grep -c '^\.BR ck-basal-worker (8)' "$page") ;;
+    *) ok=$(printf '%s\n' "$text" | sed -n '/^FILES/,/^SEE ALSO/p' | grep -cF "$w") ;;
+    esac
+    if [ "$ok" -gt 0 ]; then
+        echo "ok - man pages: ck-basal(1) names $w"
+    else
+        echo "not ok - man pages: ck-basal(1) does not name $w (in FILES / SEE ALSO)"
+    fi
+done
+if printf '%s\n' "$text" | sed -n '/^EXIT STATUS/,/^ENVIRONMENT/p' | grep -qx '0' &&
+    printf '%s\n' "$text" | sed -n '/^EXIT STATUS/,/^ENVIRONMENT/p' | grep -qx '1' &&
+    printf '%s\n' "$text" | sed -n '/^EXIT STATUS/,/^ENVIRONMENT/p' | grep -qx '2'; then
+    echo "ok - man pages: ck-basal(1) lists exit statuses 0, 1 and 2"
+else
+    echo "not ok - man pages: ck-basal(1) EXIT STATUS does not list 0, 1 and 2"
+fi
+worker_text=$(sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' man/ck-basal-worker.8)
+if printf '%s\n' "$worker_text" | grep -q 'never run by hand' &&
+    printf '%s\n' "$worker_text" | grep -qi 'seccomp' && printf '%s\n' "$worker_text" | grep -qi 'landlock'; then
+    echo "ok - man pages: ck-basal-worker(8) says it is never run by hand and how it is confined"
+else
+    echo "not ok - man pages: ck-basal-worker(8) lacks 'never run by hand' or its confinement"
+fi
+
+# Rendering, through the Makefile's check, then the same check on a scratch page with
+# an unknown macro, which must fail.
+if out=$(make -s man-check 2>&1); then
+    echo "ok - man pages: make man-check renders both pages without a groff warning [guard man-pages-render]"
+else
+    echo "not ok - man pages: make man-check: $(printf '%s' "$out" | tr '\n' ' ' | cut -c1-300)"
+fi
+{ cat "$page"; printf '.XY not a macro\n'; } >"$scratch/bad.1"
+if out=$(make -s man-check MAN_PAGES="$scratch/bad.1" 2>&1); then
+    echo "not ok - man pages: make man-check passed a page with an unknown macro"
+else
+    echo "ok - man pages: make man-check fails on a page with an unknown macro ($(printf '%s' "$out" | head -1 | cut -c1-80))"
+fi
+# man(1) itself, the way a reader opens it, warns about nothing either.
+for p in $page man/ck-basal-worker.8; do
+    out=$(MANWIDTH=80 man --warnings -l "$p" 2>&1 >/dev/null)
+    if [ -z "$out" ]; then
+        echo "ok - man pages: man --warnings -l $p is silent"
+    else
+        echo "not ok - man pages: man --warnings -l $p: $(printf '%s' "$out" | tr '\n' ' ' | cut -c1-200)"
+    fi
+done

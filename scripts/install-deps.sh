@@ -7,7 +7,7 @@ set -euo pipefail
 build_pkgs="gcc make patch openssl ca-certificates libseccomp-dev libsqlite3-dev
 libjansson-dev libssl-dev libcurl4-openssl-dev libsystemd-dev libmicrohttpd-dev git"
 test_pkgs="clang clang-tidy cppcheck libclang-rt-14-dev strace python3 curl
-python3-prometheus-client systemd"
+python3-prometheus-client systemd groff-base man-db"
 
 pkgs="$build_pkgs"
 [ "${1:-}" = "--test" ] && pkgs="$pkgs $test_pkgs"

@@ -511,6 +511,10 @@ static void test_triggers(void)
     refuse_trigger("{\"schedule\":{\"cron\":\"* * * * *\",\"tz\":\"../etc/passwd\"}}",
                    "manifest.trigger.schedule.tz: \"../etc/passwd\" is not a time zone name",
                    "tz with dots refused");
+    refuse_trigger("{\"schedule\":{\"cron\":\"* * * * *\",\"tz\":\"Mars/Olympus\"}}",
+                   "manifest.trigger.schedule.tz: tz 'Mars/Olympus': unknown time zone",
+                   "a well-formed tz the system's zoneinfo does not have refused [guard: zones "
+                   "checked at install]");
     refuse_trigger("{\"schedule\":{\"cron\":\"* * * * *\",\"missed\":\"sometimes\"}}",
                    "manifest.trigger.schedule.missed: \"sometimes\" is not one of once, skip, each",
                    "unknown missed policy refused");

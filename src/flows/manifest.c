@@ -1,6 +1,8 @@
 /* Manifest parsing and validation (basal.md section 6; docs/manifest.md). */
 #include "flows/manifest.h"
 
+#include "flows/zoneinfo.h"
+
 #include "base/bounded_file.h"
 #include "base/error_line.h"
 #include "base/json_fields.h"
@@ -342,6 +344,12 @@ static int parse_schedule(struct field_check *c, json_t *v, const char *path, st
         if (!tz_valid(text))
             return field_fail(c, sub, "%s is not a time zone name (like \"UTC\" or \"Europe/Berlin\")",
                         field_show(text, true, shown, sizeof shown));
+        /* A zone the system's zoneinfo does not have could never fire: refused now. */
+        struct zoneinfo *zone = NULL;
+        char zone_err[256];
+        if (zoneinfo_load(text, &zone, zone_err, sizeof zone_err) != 0)
+            return field_fail(c, sub, "%s", zone_err);
+        zoneinfo_free(zone);
         if ((s->tz = field_dup(c, sub, text)) == NULL)
             return -1;
     } else if (cron != NULL && (s->tz = field_dup(c, sub, "UTC")) == NULL) {

@@ -804,6 +804,35 @@ static void test_notify_metrics_peer(void)
     free(big);
     if (bigfd >= 0)
         close(bigfd);
+
+    /* A run whose trigger is over 64 KiB, inside a request under the socket's bound:
+     * the daemon applies --trigger's rule itself, whatever the client checked. */
+    long long runs_before = sql_number(&h, "SELECT count(*) FROM runs");
+    size_t trig_len = 70000;
+    char *req = malloc(trig_len + 200);
+    int tfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    char trig_reply[512] = "";
+    if (req != NULL && tfd >= 0 && connect(tfd, (struct sockaddr *)&a, sizeof a) == 0) {
+        int head = snprintf(req, trig_len + 200,
+                          "{\"cmd\":\"run\",\"args\":{\"flow\":\"m\",\"detach\":true,"
+                          "\"trigger\":\"[\\\"");
+        memset(req + head, 'x', trig_len);
+        snprintf(req + head + trig_len, 200 - (size_t)head, "\\\"]\"}}\n");
+        (void)fd_write_all(tfd, req, strlen(req), 5000);
+        struct pollfd p = {tfd, POLLIN, 0};
+        if (poll(&p, 1, TIMEOUT_MS) > 0) {
+            ssize_t n = read(tfd, trig_reply, sizeof trig_reply - 1);
+            trig_reply[n > 0 ? n : 0] = '\0';
+        }
+    }
+    check(strstr(trig_reply, "\"exit\":2") != NULL && strstr(trig_reply, "over 65536") != NULL &&
+              sql_number(&h, "SELECT count(*) FROM runs") == runs_before,
+          "serve: a run request whose trigger is over 64 KiB is refused as the CLI refuses "
+          "--trigger, nothing stored [guard: the daemon checks the trigger itself]",
+          "reply '%.300s'", trig_reply);
+    free(req);
+    if (tfd >= 0)
+        close(tfd);
     if (stalled >= 0)
         close(stalled);
 

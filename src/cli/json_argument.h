@@ -1,9 +1,9 @@
-/* An operator's JSON on the command line (--input, --trigger, --observed): at most
- * 64 KiB of UTF-8, one JSON value without duplicate keys. */
+/* An operator's JSON on the command line (--input, --trigger, --observed): the rule of
+ * serve/ops_commands.h (ops_json_value), which a serve applies again to what it is
+ * sent. */
 #ifndef BASAL_CLI_JSON_ARGUMENT_H
 #define BASAL_CLI_JSON_ARGUMENT_H
 
-#define CLI_JSON_ARGUMENT_MAX_BYTES (64u << 10)
 
 /* The value as compact JSON text (malloc'd), or NULL after printing one line
  * "ck-basal WHAT: OPTION ..." on stderr; *status is then the exit status: usage for an

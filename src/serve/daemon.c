@@ -6,6 +6,7 @@
 #include "flows/run_driver.h"
 #include "serve/metrics_http.h"
 #include "serve/metrics_text.h"
+#include "serve/ops_commands.h"
 #include "serve/ops_dispatch.h"
 #include "serve/ops_socket.h"
 #include "serve/run_view.h"
@@ -346,27 +347,11 @@ static json_t *wait_for_end(struct daemon *d, int64_t run_id)
     return ops_reply_error(1, err);
 }
 
-static void *handle_run(struct daemon *d, const json_t *args)
+/* Admits a run of flow (its trigger already checked). The reply: at once with the run
+ * id when detach, else when the run ended (wait_for_end). */
+static json_t *admit_run(struct daemon *d, const char *flow, const char *trigger,
+                         const char *trigger_id, bool detach)
 {
-    const char *flow = json_string_value(string_arg(args, "flow"));
-    json_t *trigger_v = json_object_get(args, "trigger");
-    json_t *trigger_id_v = json_object_get(args, "trigger_id");
-    json_t *detach_v = json_object_get(args, "detach");
-    if (flow == NULL || !flow_id_valid(flow) || (trigger_v != NULL && !json_is_string(trigger_v)) ||
-        (trigger_id_v != NULL && !json_is_null(trigger_id_v) && !json_is_string(trigger_id_v)) ||
-        (detach_v != NULL && !json_is_boolean(detach_v)))
-        return ops_reply_error(2, "run: needs a flow id, and a trigger, trigger_id and detach of "
-                                  "the right types");
-    const char *trigger = trigger_v != NULL ? json_string_value(trigger_v) : "{}";
-    const char *trigger_id = json_is_string(trigger_id_v) ? json_string_value(trigger_id_v) : NULL;
-    if (trigger_id != NULL && (trigger_id[0] == '\0' || strlen(trigger_id) > RUN_TRIGGER_ID_MAX))
-        return ops_reply_error(2, "run: trigger_id must be 1 to 128 bytes");
-    json_error_t jerr;
-    json_t *parsed = json_loads(trigger, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
-    if (parsed == NULL)
-        return ops_reply_error(2, "run: the trigger is not JSON");
-    json_decref(parsed);
-
     pthread_mutex_lock(&d->mu);
     struct gate *g = gate_of(d, flow, false);
     bool refused = d->stopping || (g != NULL && g->draining);
@@ -398,7 +383,7 @@ static void *handle_run(struct daemon *d, const json_t *args)
     snprintf(id_text, sizeof id_text, "%" PRId64, run_id);
     serve_log("run_admitted", "run", id_text, "flow", flow, LOG_END);
 
-    if (json_is_true(detach_v)) {
+    if (detach) {
         pthread_mutex_lock(&d->mu);
         pthread_cond_broadcast(&d->work);
         pthread_mutex_unlock(&d->mu);
@@ -409,6 +394,35 @@ static void *handle_run(struct daemon *d, const json_t *args)
         return ops_reply_ok(data);
     }
     return wait_for_end(d, run_id);
+}
+
+static void *handle_run(struct daemon *d, const json_t *args)
+{
+    const char *flow = json_string_value(string_arg(args, "flow"));
+    json_t *trigger_v = json_object_get(args, "trigger");
+    json_t *trigger_id_v = json_object_get(args, "trigger_id");
+    json_t *detach_v = json_object_get(args, "detach");
+    if (flow == NULL || !flow_id_valid(flow) || (trigger_v != NULL && !json_is_string(trigger_v)) ||
+        (trigger_id_v != NULL && !json_is_null(trigger_id_v) && !json_is_string(trigger_id_v)) ||
+        (detach_v != NULL && !json_is_boolean(detach_v)))
+        return ops_reply_error(2, "run: needs a flow id, and a trigger, trigger_id and detach of "
+                                  "the right types");
+    const char *trigger_id = json_is_string(trigger_id_v) ? json_string_value(trigger_id_v) : NULL;
+    if (trigger_id != NULL && (trigger_id[0] == '\0' || strlen(trigger_id) > RUN_TRIGGER_ID_MAX))
+        return ops_reply_error(2, "run: trigger_id must be 1 to 128 bytes");
+    /* The rule the CLI applies to --trigger, applied again to what the peer sent. */
+    char why[320];
+    bool out_of_memory;
+    char *trigger = ops_json_value(trigger_v != NULL ? json_string_value(trigger_v) : "{}", why,
+                                   sizeof why, &out_of_memory);
+    if (trigger == NULL) {
+        char err[400];
+        snprintf(err, sizeof err, "run: the trigger %s", why);
+        return ops_reply_error(out_of_memory ? 1 : 2, err);
+    }
+    json_t *reply = admit_run(d, flow, trigger, trigger_id, json_is_true(detach_v));
+    free(trigger);
+    return reply;
 }
 
 /* Under d->mu: true while flow has a run pending or running. */

@@ -6,6 +6,8 @@
 #include "proto/utf8.h"
 #include "store/runs.h"
 
+#include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +86,36 @@ bool ops_cancel_reason_valid(const char *text)
         if ((unsigned char)text[i] < 0x20 || text[i] == 0x7f)
             return false;
     return true;
+}
+
+char *ops_json_value(const char *text, char *why, size_t why_cap, bool *out_of_memory)
+{
+    size_t len = strlen(text);
+    *out_of_memory = false;
+    if (len > OPS_JSON_VALUE_MAX_BYTES) {
+        snprintf(why, why_cap, "is %zu bytes, over %u", len, OPS_JSON_VALUE_MAX_BYTES);
+        return NULL;
+    }
+    if (!utf8_valid((const uint8_t *)text, len)) {
+        snprintf(why, why_cap, "is not valid UTF-8");
+        return NULL;
+    }
+    json_error_t e;
+    json_t *v = json_loads(text, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &e);
+    if (v == NULL) {
+        for (char *p = e.text; *p != '\0'; p++) /* it may quote the value: one line */
+            if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+                *p = '?';
+        snprintf(why, why_cap, "is not JSON: %s (column %d)", e.text, e.column);
+        return NULL;
+    }
+    char *out = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    json_decref(v);
+    if (out == NULL) {
+        *out_of_memory = true;
+        snprintf(why, why_cap, "out of memory");
+    }
+    return out;
 }
 
 /* The length of the UTF-8 sequence at p[0..left) if it is well-formed, else 0. */

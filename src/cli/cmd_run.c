@@ -12,7 +12,6 @@
 #include "store/store.h"
 #include "proto/utf8.h"
 #include "base/names.h"
-#include "serve/ops_client.h"
 #include "serve/ops_commands.h"
 #include "serve/run_view.h"
 
@@ -22,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define RUN_USAGE "usage: ck-basal run ID [--trigger JSON] [--trigger-id TEXT] [--detach] " \
                   "[--landlock=required|optional]"
@@ -79,38 +79,26 @@ static int run_through_serve(const struct cli_globals *g, int fd, const char *fl
     json_object_set_new(args, "trigger", json_string(trigger));
     json_object_set_new(args, "trigger_id", trigger_id != NULL ? json_string(trigger_id) : json_null());
     json_object_set_new(args, "detach", json_boolean(detach));
-    json_t *request = json_object();
-    json_object_set_new(request, "cmd", json_string("run"));
-    json_object_set_new(request, "args", args);
-    void *reply_v = NULL;
-    char err[512];
-    int rc = ops_client_call(fd, request, &reply_v, -1, err, sizeof err);
-    json_decref(request);
-    if (rc != 0) {
-        term_error_line("run", err);
+    json_t *request = cli_ops_request("run", args), *data = NULL;
+    if (request == NULL) {
+        close(fd);
+        term_error_line("run", "out of memory");
         return EXIT_REFUSED;
     }
-    json_t *reply = reply_v;
-    int status;
-    if (!json_is_true(json_object_get(reply, "ok"))) {
-        const char *e = json_string_value(json_object_get(reply, "error"));
-        term_error_line("run", e != NULL ? e : "the serve refused the request");
-        json_int_t code = json_integer_value(json_object_get(reply, "exit"));
-        status = code == EXIT_USAGE ? EXIT_USAGE : EXIT_REFUSED;
-    } else if (detach) {
-        json_t *data = json_object_get(reply, "data");
-        if (g->json) {
-            cli_print_json(json_incref(data));
-        } else {
-            printf("run %" PRId64 " of flow ", (int64_t)json_integer_value(json_object_get(data, "run")));
-            term_puts(stdout, flow, 0);
-            printf(": pending (handed to serve)\n");
-        }
-        status = EXIT_OK;
+    int status = cli_ops_send("run", fd, request, &data);
+    json_decref(request);
+    if (status != EXIT_OK)
+        return status;
+    if (!detach) {
+        status = report_view(g, data);
+    } else if (g->json) {
+        cli_print_json(json_incref(data));
     } else {
-        status = report_view(g, json_object_get(reply, "data"));
+        printf("run %" PRId64 " of flow ", (int64_t)json_integer_value(json_object_get(data, "run")));
+        term_puts(stdout, flow, 0);
+        printf(": pending (handed to serve)\n");
     }
-    json_decref(reply);
+    json_decref(data);
     return status;
 }
 
@@ -207,12 +195,10 @@ int cmd_run(const struct cli_globals *g, int argc, char **argv)
         return bad_argument;
     /* With a serve on the home, the run is its to drive (it queues behind the flow's
      * runs); without one, this process drives it, and --detach has nothing to hand to. */
-    char home[PATH_MAX], err_home[512];
-    int fd = -1, served = 0;
-    if (cli_data_home(g, home, sizeof home, err_home, sizeof err_home) == 0)
-        served = ops_client_connect(home, &fd, err_home, sizeof err_home);
+    char home[PATH_MAX];
+    int fd = -1;
+    int served = cli_ops_connect(g, "run", home, &fd);
     if (served < 0) {
-        term_error_line("run", err_home);
         free(trigger);
         return EXIT_REFUSED;
     }

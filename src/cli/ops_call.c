@@ -43,6 +43,33 @@ static int take_reply(const char *what, json_t *reply, json_t **data)
     return (int)json_integer_value(exit_value);
 }
 
+int cli_ops_connect(const struct cli_globals *g, const char *what, char *home, int *fd)
+{
+    char err[512];
+    if (cli_data_home(g, home, PATH_MAX, err, sizeof err) != 0) {
+        term_error_line(what, err);
+        return -1;
+    }
+    int served = ops_client_connect(home, fd, err, sizeof err);
+    if (served < 0)
+        term_error_line(what, err);
+    return served;
+}
+
+int cli_ops_send(const char *what, int fd, json_t *request, json_t **data)
+{
+    *data = NULL;
+    void *reply = NULL;
+    char err[512];
+    if (ops_client_call(fd, request, &reply, -1, err, sizeof err) != 0) {
+        term_error_line(what, err);
+        return EXIT_REFUSED;
+    }
+    int status = take_reply(what, reply, data);
+    json_decref(reply);
+    return status;
+}
+
 int cli_ops_call(const struct cli_globals *g, const char *what, json_t *request,
                  json_t **data)
 {
@@ -53,27 +80,13 @@ int cli_ops_call(const struct cli_globals *g, const char *what, json_t *request,
     }
     /* A serve on the data home answers (it has the live figures and admits the runs);
      * without one, this process answers on the store, the same way. */
-    char home[PATH_MAX], err[512];
-    if (cli_data_home(g, home, sizeof home, err, sizeof err) != 0) {
-        term_error_line(what, err);
-        return EXIT_REFUSED;
-    }
+    char home[PATH_MAX];
     int fd = -1;
-    int served = ops_client_connect(home, &fd, err, sizeof err);
-    if (served < 0) {
-        term_error_line(what, err);
+    int served = cli_ops_connect(g, what, home, &fd);
+    if (served < 0)
         return EXIT_REFUSED;
-    }
-    if (served == 1) {
-        void *reply = NULL;
-        if (ops_client_call(fd, request, &reply, -1, err, sizeof err) != 0) {
-            term_error_line(what, err);
-            return EXIT_REFUSED;
-        }
-        int status = take_reply(what, reply, data);
-        json_decref(reply);
-        return status;
-    }
+    if (served == 1)
+        return cli_ops_send(what, fd, request, data);
     struct store *st;
     if (cli_open_store(g, what, &st, home) != 0)
         return EXIT_REFUSED;

@@ -16,6 +16,14 @@
 int cli_ops_call(const struct cli_globals *g, const char *what, json_t *request,
                  json_t **data);
 
+/* The two halves of cli_ops_call for a command that does something else when no serve
+ * runs (run drives the run itself). cli_ops_connect: 1 with *fd when a serve answers
+ * on g's data home, 0 when none does, -1 after printing "ck-basal WHAT: why"; home
+ * (PATH_MAX bytes) is the data home's path. cli_ops_send: sends request (borrowed) on
+ * fd, closes it, and takes the reply as cli_ops_call does. */
+int cli_ops_connect(const struct cli_globals *g, const char *what, char *home, int *fd);
+int cli_ops_send(const char *what, int fd, json_t *request, json_t **data);
+
 /* {"cmd": cmd, "args": args} (args stolen); NULL when out of memory. */
 json_t *cli_ops_request(const char *cmd, json_t *args);
 

@@ -257,22 +257,6 @@ static bool cron_valid(const char *s, char *why, size_t why_cap)
     return true;
 }
 
-/* IANA zone names: 1-64 of [A-Za-z0-9_+-/], no empty component, not absolute. */
-static bool tz_valid(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > MANIFEST_TZ_MAX || s[0] == '/' || s[n - 1] == '/')
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char ch = s[i];
-        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                  (ch >= '0' && ch <= '9') || ch == '_' || ch == '+' || ch == '-' || ch == '/';
-        if (!ok || (ch == '/' && s[i + 1] == '/'))
-            return false;
-    }
-    return true;
-}
-
 /* ---- sections ---------------------------------------------------------------------- */
 
 static int want_name(struct field_check *c, json_t *v, const char *path, char **out)
@@ -341,12 +325,12 @@ static int parse_schedule(struct field_check *c, json_t *v, const char *path, st
             return field_fail(c, sub, "only with cron (an interval has no time zone)");
         if (want_string(c, tz, sub, MANIFEST_TZ_MAX, &text) != 0)
             return -1;
-        if (!tz_valid(text))
+        char zone_err[256];
+        if (zoneinfo_name_check(text, zone_err, sizeof zone_err) != 0)
             return field_fail(c, sub, "%s is not a time zone name (like \"UTC\" or \"Europe/Berlin\")",
                         field_show(text, true, shown, sizeof shown));
         /* A zone the system's zoneinfo does not have could never fire: refused now. */
         struct zoneinfo *zone = NULL;
-        char zone_err[256];
         if (zoneinfo_load(text, &zone, zone_err, sizeof zone_err) != 0)
             return field_fail(c, sub, "%s", zone_err);
         zoneinfo_free(zone);

@@ -430,12 +430,18 @@ int flows_set_enabled(struct store *s, const char *id, bool enabled, char *err,
     if (exists == 0)
         error_line(err, err_cap, "unknown flow '%s'", id);
     sqlite3_stmt *st;
-    int rc = exists == 1 ? sql_prepare(store_db(s), "UPDATE flows SET enabled = ?2 WHERE id = ?1",
+    /* Enabling stamps enabled_at (a schedule counts from it) and clears the reason serve
+     * gave when it disabled the flow by itself; disabling by the operator has none. */
+    int rc = exists == 1 ? sql_prepare(store_db(s),
+                                       "UPDATE flows SET enabled = ?2, disabled_reason = NULL,"
+                                       " enabled_at = CASE WHEN ?2 = 1 AND enabled = 0 THEN ?3"
+                                       " ELSE enabled_at END WHERE id = ?1",
                                        &st, err, err_cap)
                          : -1;
     if (rc == 0) {
         sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
         sqlite3_bind_int(st, 2, enabled ? 1 : 0);
+        sqlite3_bind_int64(st, 3, sql_now_ms());
         rc = sql_run(store_db(s), st, err, err_cap);
     }
     return store_end_txn(s, rc, err, err_cap);

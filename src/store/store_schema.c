@@ -218,8 +218,48 @@ static const char MIGRATION_3[] =
     "ALTER TABLE audit ADD COLUMN codemode_run_id INTEGER;"
     "CREATE INDEX audit_by_codemode_run ON audit(codemode_run_id, position);";
 
+/* Triggers under serve (issue 12; docs/triggers.md).
+ *   flows.enabled_at      when the flow was last enabled (NULL: enabled since created);
+ *                         a schedule counts from max(approval, enable), so a flow
+ *                         disabled for a week does not catch that week up.
+ *   flows.disabled_reason why serve disabled the flow by itself (the rate limit), NULL
+ *                         when the operator disabled it or it is enabled.
+ *   schedules             one row per approved, enabled, scheduled flow: the version
+ *                         and schedule (spec, as text) it was computed for, the anchor
+ *                         intervals count from, and the next instant it fires (NULL:
+ *                         never again). A fire admits a run whose trigger id names the
+ *                         instant, so moving next_fire on after a crash never fires twice.
+ *   events                events emitted while no serve ran (and every event emitted),
+ *                         delivered to the flows that listen by the next serve. */
+static const char MIGRATION_4[] =
+    "ALTER TABLE flows ADD COLUMN enabled_at INTEGER;"
+    "ALTER TABLE flows ADD COLUMN disabled_reason TEXT"
+    "  CHECK (disabled_reason IS NULL OR length(disabled_reason) BETWEEN 1 AND 512);"
+    "CREATE TABLE schedules ("
+    "  flow_id TEXT PRIMARY KEY REFERENCES flows(id),"
+    "  version INTEGER NOT NULL CHECK (version >= 1),"
+    "  spec TEXT NOT NULL CHECK (length(spec) BETWEEN 1 AND 512),"
+    "  anchor INTEGER NOT NULL,"
+    "  next_fire INTEGER,"
+    "  updated_at INTEGER NOT NULL"
+    ") STRICT;"
+    "CREATE INDEX schedules_by_next_fire ON schedules(next_fire);"
+    "CREATE TABLE events ("
+    "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  module TEXT NOT NULL CHECK (length(module) BETWEEN 1 AND 128),"
+    "  name TEXT NOT NULL CHECK (length(name) BETWEEN 1 AND 128),"
+    "  version INTEGER NOT NULL CHECK (version >= 1),"
+    "  event_id TEXT NOT NULL CHECK (length(event_id) BETWEEN 1 AND 128),"
+    "  payload TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(payload)),"
+    "  state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered')),"
+    "  emitted_at INTEGER NOT NULL,"
+    "  delivered_at INTEGER,"
+    "  UNIQUE (module, name, version, event_id)"
+    ") STRICT;"
+    "CREATE INDEX events_pending ON events(state, seq);";
+
 static const char *const MIGRATIONS[STORE_SCHEMA_VERSION] = {MIGRATION_1, MIGRATION_2,
-                                                               MIGRATION_3};
+                                                               MIGRATION_3, MIGRATION_4};
 
 const char *store_schema_migration(int version)
 {

@@ -10,6 +10,7 @@
 #include "serve/ops_dispatch.h"
 #include "serve/ops_socket.h"
 #include "serve/run_view.h"
+#include "serve/serve_clock.h"
 #include "serve/sd_notify.h"
 #include "serve/serve_lock.h"
 #include "serve/serve_log.h"
@@ -349,44 +350,57 @@ static json_t *wait_for_end(struct daemon *d, int64_t run_id)
 
 /* Admits a run of flow (its trigger already checked). The reply: at once with the run
  * id when detach, else when the run ended (wait_for_end). */
-static json_t *admit_run(struct daemon *d, const char *flow, const char *trigger,
-                         const char *trigger_id, bool detach)
+/* Every admission of a serve goes through here, whatever fired it (source: "manual",
+ * "schedule", "event"): the stop and drain gates, the preflight (the flow is enabled and
+ * its approval holds), the backlog. Returns 0 with *run_id, 1 when (flow, trigger_id)
+ * was admitted before (*run_id that run; nothing stored), -1 refused with the reason
+ * in err. A runner is woken for a new run. */
+static int daemon_admit(struct daemon *d, struct store *st, const char *source, const char *flow,
+                        const char *trigger, const char *trigger_id, int64_t *run_id, char *err,
+                        size_t err_cap)
 {
     pthread_mutex_lock(&d->mu);
     struct gate *g = gate_of(d, flow, false);
-    bool refused = d->stopping || (g != NULL && g->draining);
-    bool stopping = d->stopping;
+    bool stopping = d->stopping, draining = g != NULL && g->draining;
     pthread_mutex_unlock(&d->mu);
-    char err[1024];
-    if (refused) {
-        snprintf(err, sizeof err, "run: %s", stopping ? "serve is stopping: no new runs"
-                                                        : "the flow is draining: no new runs");
-        return ops_reply_error(1, err);
-    }
-    struct store *st;
-    if (open_store(d, &st, err, sizeof err) != 0)
-        return ops_reply_error(1, err);
+    if (stopping || draining)
+        return error_line(err, err_cap, "%s", stopping ? "run: serve is stopping: no new runs"
+                                                       : "run: the flow is draining: no new runs");
     struct run_driver probe;
     memset(&probe, 0, sizeof probe);
     probe.store = st;
     probe.home = d->o->home;
     probe.pool = d->pool;
-    int64_t version = 0, run_id = 0;
-    if (run_preflight(&probe, flow, &version, err, sizeof err) != 0 ||
-        runs_admit_queued(st, flow, version, trigger, trigger_id, d->o->backlog, &run_id, err,
-                          sizeof err) != 0) {
-        store_close(st);
-        return ops_reply_error(1, err);
-    }
-    store_close(st);
+    int64_t version = 0;
+    if (run_preflight(&probe, flow, &version, err, err_cap) != 0)
+        return -1;
+    int rc = runs_admit_queued(st, flow, version, trigger, trigger_id, d->o->backlog, run_id, err,
+                               err_cap);
+    if (rc != 0)
+        return rc;
     char id_text[24];
-    snprintf(id_text, sizeof id_text, "%" PRId64, run_id);
-    serve_log("run_admitted", "run", id_text, "flow", flow, LOG_END);
+    snprintf(id_text, sizeof id_text, "%" PRId64, *run_id);
+    serve_log("run_admitted", "run", id_text, "flow", flow, "source", source, LOG_END);
+    pthread_mutex_lock(&d->mu);
+    pthread_cond_broadcast(&d->work);
+    pthread_mutex_unlock(&d->mu);
+    return 0;
+}
+
+static json_t *admit_run(struct daemon *d, const char *flow, const char *trigger,
+                         const char *trigger_id, bool detach)
+{
+    char err[1024];
+    struct store *st;
+    if (open_store(d, &st, err, sizeof err) != 0)
+        return ops_reply_error(1, err);
+    int64_t run_id = 0;
+    int rc = daemon_admit(d, st, "manual", flow, trigger, trigger_id, &run_id, err, sizeof err);
+    store_close(st);
+    if (rc != 0)
+        return ops_reply_error(1, err);
 
     if (detach) {
-        pthread_mutex_lock(&d->mu);
-        pthread_cond_broadcast(&d->work);
-        pthread_mutex_unlock(&d->mu);
         json_t *data = json_object();
         json_object_set_new(data, "run", json_integer(run_id));
         json_object_set_new(data, "flow", json_string(flow));
@@ -482,9 +496,28 @@ static void *handle_drain(struct daemon *d, const json_t *args)
     return ops_reply_ok(data);
 }
 
+#ifdef BASAL_TEST_HOOKS
+/* test.clock {"ms": N}: moves the test clock (serve/serve_clock.h). */
+static void *handle_test_clock(struct daemon *d, const json_t *args)
+{
+    (void)d;
+    json_t *ms = json_object_get(args, "ms");
+    if (!serve_clock_fixed() || !json_is_integer(ms) || json_integer_value(ms) < 0)
+        return ops_reply_error(2, "test.clock: needs a fixed test clock and {\"ms\": N >= 0}");
+    serve_clock_set_ms(json_integer_value(ms));
+    json_t *data = json_object();
+    json_object_set_new(data, "ms", json_integer(serve_clock_now_ms()));
+    return ops_reply_ok(data);
+}
+#endif
+
 static void *hook_handle(void *ctx, const char *cmd, const void *args)
 {
     struct daemon *d = ctx;
+#ifdef BASAL_TEST_HOOKS
+    if (strcmp(cmd, "test.clock") == 0)
+        return handle_test_clock(d, args);
+#endif
     if (strcmp(cmd, "run") == 0)
         return handle_run(d, args);
     if (strcmp(cmd, "flow.drain") == 0)
@@ -635,6 +668,10 @@ int serve_main(const struct serve_options *o)
     int sig_fd = signalfd(-1, &stop_set, SFD_CLOEXEC);
     if (sig_fd < 0)
         return start_fail("signalfd failed");
+#ifdef BASAL_TEST_HOOKS
+    if (serve_clock_init_from_env(err, sizeof err) != 0)
+        return start_fail(err);
+#endif
     int lock_fd = serve_lock_take(o->home, err, sizeof err);
     if (lock_fd < 0)
         return start_fail(err);

@@ -229,10 +229,39 @@ static int waiting_runs(sqlite3 *db, const char *flow, int64_t *count, char *err
 
 /* max_waiting 0: refused while any run of the flow is unfinished (a run driven by the
  * admitting process); else refused when max_waiting runs of it already wait (serve). */
-static int admit_in_txn(sqlite3 *db, const char *flow, int64_t version, const char *trigger,
-                        const char *trigger_id, unsigned max_waiting, int64_t *run_id, char *err,
-                        size_t err_cap)
+/* The run of flow admitted with trigger_id: 1 with *run_id, 0 if none, -1 on error. */
+static int admitted_before(sqlite3 *db, const char *flow, const char *trigger_id, int64_t *run_id,
+                           char *err, size_t err_cap)
 {
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "SELECT id FROM runs WHERE flow_id = ?1 AND trigger_id = ?2", &st, err,
+                    err_cap) != 0)
+        return -1;
+    sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, trigger_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *run_id = sqlite3_column_int64(st, 0);
+    sql_release(st);
+    if (rc == SQLITE_ROW)
+        return 1;
+    return rc == SQLITE_DONE ? 0 : sql_fail(db, err, err_cap);
+}
+
+/* A duplicate trigger id is reported before the backlog: a trigger that fires again
+ * (a schedule after a crash, an event sent twice) finds its run, full backlog or not. */
+static int admit_in_txn(sqlite3 *db, const char *flow, int64_t version, const char *trigger,
+                        const char *trigger_id, unsigned max_waiting, int64_t *run_id,
+                        bool *duplicate, char *err, size_t err_cap)
+{
+    int before = admitted_before(db, flow, trigger_id, run_id, err, err_cap);
+    if (before != 0) {
+        *duplicate = before == 1;
+        return before == 1 ? error_line(err, err_cap,
+                                        "flow '%s': trigger id '%s' was already admitted", flow,
+                                        trigger_id)
+                           : -1;
+    }
     if (max_waiting > 0) {
         int64_t waiting;
         if (waiting_runs(db, flow, &waiting, err, err_cap) != 0)
@@ -276,8 +305,9 @@ static int claim_in_txn(struct store *s, int64_t id, int64_t *generation, int64_
 /* Admits, and claims too when claim is not NULL, in one transaction. */
 static int admit(struct store *s, const char *flow, int64_t version, const char *trigger,
                  const char *trigger_id, unsigned max_waiting, int64_t *run_id,
-                 struct run_claim *claim, char *err, size_t err_cap)
+                 struct run_claim *claim, bool *duplicate, char *err, size_t err_cap)
 {
+    *duplicate = false;
     char generated[RUN_TRIGGER_ID_MAX + 1];
     if (trigger_id == NULL) {
         if (random_trigger_id(generated) != 0)
@@ -287,7 +317,7 @@ static int admit(struct store *s, const char *flow, int64_t version, const char 
     if (store_begin_txn(s, err, err_cap) != 0)
         return -1;
     int rc = admit_in_txn(store_db(s), flow, version, trigger, trigger_id, max_waiting, run_id,
-                          err, err_cap);
+                          duplicate, err, err_cap);
     if (rc == 0 && claim != NULL)
         rc = claim_in_txn(s, *run_id, &claim->generation, &claim->activation_seq, err, err_cap);
     return store_end_txn(s, rc, err, err_cap);
@@ -296,15 +326,18 @@ static int admit(struct store *s, const char *flow, int64_t version, const char 
 int runs_admit(struct store *s, const char *flow, int64_t version, const char *trigger,
                const char *trigger_id, int64_t *run_id, char *err, size_t err_cap)
 {
-    return admit(s, flow, version, trigger, trigger_id, 0, run_id, NULL, err, err_cap);
+    bool duplicate;
+    return admit(s, flow, version, trigger, trigger_id, 0, run_id, NULL, &duplicate, err, err_cap);
 }
 
 int runs_admit_queued(struct store *s, const char *flow, int64_t version, const char *trigger,
                       const char *trigger_id, unsigned max_waiting, int64_t *run_id, char *err,
                       size_t err_cap)
 {
-    return admit(s, flow, version, trigger, trigger_id, max_waiting > 0 ? max_waiting : 1, run_id,
-                 NULL, err, err_cap);
+    bool duplicate;
+    int rc = admit(s, flow, version, trigger, trigger_id, max_waiting > 0 ? max_waiting : 1,
+                   run_id, NULL, &duplicate, err, err_cap);
+    return rc != 0 && duplicate ? 1 : rc;
 }
 
 static int head_read(sqlite3_stmt *st, void *elem)
@@ -339,7 +372,8 @@ int runs_admit_claimed(struct store *s, const char *flow, int64_t version, const
                        const char *trigger_id, int64_t *run_id, struct run_claim *claim,
                        char *err, size_t err_cap)
 {
-    return admit(s, flow, version, trigger, trigger_id, 0, run_id, claim, err, err_cap);
+    bool duplicate;
+    return admit(s, flow, version, trigger, trigger_id, 0, run_id, claim, &duplicate, err, err_cap);
 }
 
 /* ---- claims and fenced writes ----------------------------------------------------- */

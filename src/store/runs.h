@@ -71,8 +71,9 @@ int runs_admit(struct store *s, const char *flow, int64_t version, const char *t
                const char *trigger_id, int64_t *run_id, char *err, size_t err_cap);
 
 /* runs_admit for a serve: the new run waits (pending) behind the flow's unfinished
- * runs, and is refused only when max_waiting runs of the flow already wait (or the
- * trigger id was admitted before). */
+ * runs, and is refused (-1) only when max_waiting runs of the flow already wait.
+ * Returns 1 when (flow, trigger_id) was admitted before, whatever the backlog: *run_id
+ * is that run, nothing is stored, err says so. */
 int runs_admit_queued(struct store *s, const char *flow, int64_t version, const char *trigger,
                       const char *trigger_id, unsigned max_waiting, int64_t *run_id, char *err,
                       size_t err_cap);

@@ -465,22 +465,22 @@ static void test_triggers(void)
     static const struct {
         const char *cron, *want, *name;
     } bad_cron[] = {
-        {"* * * *", "not a cron expression", "cron with 4 fields refused"},
-        {"* * * * * *", "not a cron expression", "cron with 6 fields refused"},
-        {"*  * * * *", "not a cron expression", "cron with a double space refused"},
-        {" * * * * *", "not a cron expression", "cron with a leading space refused"},
-        {"60 * * * *", "minute value out of range 0-59", "cron minute 60 refused"},
-        {"* 24 * * *", "hour value out of range 0-23", "cron hour 24 refused"},
-        {"* * 0 * *", "day of month value out of range 1-31", "cron day 0 refused"},
-        {"* * * 13 *", "month value out of range 1-12", "cron month 13 refused"},
-        {"* * * * 8", "day of week value out of range 0-7", "cron day of week 8 refused"},
-        {"*/0 * * * *", "minute step out of range", "cron step 0 refused"},
-        {"5/15 * * * *", "minute field is not", "cron N/STEP refused"},
-        {"10-5 * * * *", "minute range 10-5 runs backwards", "cron backwards range refused"},
-        {"1,,2 * * * *", "minute field has an empty list entry", "cron empty list entry refused"},
-        {"@daily", "not a cron expression", "cron macro refused"},
-        {"* * * JAN *", "month field is not", "cron month name refused"},
-        {"001 * * * *", "minute field is not", "cron three-digit number refused"},
+        {"* * * *", "'* * * *': needs five fields", "cron with 4 fields refused"},
+        {"* * * * * *", "'* * * * * *': needs five fields", "cron with 6 fields refused"},
+        {"*  * * * *", "'*  * * * *': needs five fields", "cron with a double space refused"},
+        {" * * * * *", "' * * * * *': needs five fields", "cron with a leading space refused"},
+        {"60 * * * *", "minute field '60': out of range 0-59", "cron minute 60 refused"},
+        {"* 24 * * *", "hour field '24': out of range 0-23", "cron hour 24 refused"},
+        {"* * 0 * *", "day-of-month field '0': out of range 1-31", "cron day 0 refused"},
+        {"* * * 13 *", "month field '13': out of range 1-12", "cron month 13 refused"},
+        {"* * * * 8", "day-of-week field '8': out of range 0-7", "cron day of week 8 refused"},
+        {"*/0 * * * *", "minute field '*/0': step must be 1-59", "cron step 0 refused"},
+        {"5/15 * * * *", "minute field '5/15': a step needs '*' or a range", "cron N/STEP refused"},
+        {"10-5 * * * *", "minute field '10-5': range start 10 is after its end 5", "cron backwards range refused"},
+        {"1,,2 * * * *", "minute field '1,,2': empty list entry", "cron empty list entry refused"},
+        {"@daily", "'@daily': needs five fields", "cron macro refused"},
+        {"* * * JANUARY *", "month field 'JANUARY'", "cron month name misspelt refused"},
+        {"001 * * * *", "minute field '001': expected a number", "cron three-digit number refused"},
     };
     char buf[512];
     for (size_t i = 0; i < sizeof bad_cron / sizeof bad_cron[0]; i++) {
@@ -491,6 +491,8 @@ static void test_triggers(void)
     }
     accept_trigger("{\"schedule\":{\"cron\":\"0,30 0-23/2 1-31 1-12 0-7\"}}",
                    "cron with lists, ranges and steps accepted");
+    accept_trigger("{\"schedule\":{\"cron\":\"0 9 * jan-mar,Dec MON-fri\"}}",
+                   "cron with month and weekday names accepted (the scheduler's parser)");
     refuse_trigger("{\"schedule\":{\"interval\":\"5x\"}}",
                    "manifest.trigger.schedule.interval: \"5x\" is not a duration",
                    "interval with a bad unit refused");
@@ -498,7 +500,7 @@ static void test_triggers(void)
                    "manifest.trigger.schedule.interval: \"* * * * *\" is not a duration",
                    "interval given a cron expression refused");
     refuse_trigger("{\"schedule\":{\"cron\":\"1h\"}}",
-                   "manifest.trigger.schedule.cron: not a cron expression",
+                   "manifest.trigger.schedule.cron: '1h': needs five fields",
                    "cron given an interval refused");
     refuse_trigger("{\"schedule\":{\"interval\":\"5s\"}}",
                    "manifest.trigger.schedule.interval: \"5s\" is outside 10s..7d",

@@ -1,6 +1,7 @@
 /* Manifest parsing and validation (basal.md section 6; docs/manifest.md). */
 #include "flows/manifest.h"
 
+#include "flows/schedule.h"
 #include "flows/zoneinfo.h"
 
 #include "base/bounded_file.h"
@@ -153,109 +154,6 @@ const char *manifest_method_name(unsigned method)
     return NULL;
 }
 
-/* ---- cron -------------------------------------------------------------------------- */
-
-static const struct {
-    const char *name;
-    unsigned lo, hi;
-} CRON_FIELDS[5] = {
-    {"minute", 0, 59}, {"hour", 0, 23}, {"day of month", 1, 31}, {"month", 1, 12},
-    {"day of week", 0, 7},
-};
-
-/* A number of 1-2 digits at *p, advancing it. */
-static bool cron_number(const char **p, const char *end, unsigned *v)
-{
-    const char *s = *p;
-    unsigned x = 0;
-    size_t k = 0;
-    while (s + k < end && s[k] >= '0' && s[k] <= '9' && k < 3) {
-        x = x * 10 + (unsigned)(s[k] - '0');
-        k++;
-    }
-    if (k == 0 || k > 2)
-        return false;
-    *p = s + k;
-    *v = x;
-    return true;
-}
-
-/* One item: a star, a star and a step (star slash STEP), N, N-M or N-M/STEP. */
-static bool cron_item(const char *p, const char *end, unsigned lo, unsigned hi, char *why,
-                      size_t why_cap, const char *fname)
-{
-    unsigned a = lo, b = hi;
-    bool range = false;
-    if (p < end && *p == '*') {
-        p++;
-        range = true;
-    } else {
-        if (!cron_number(&p, end, &a))
-            goto bad;
-        b = a;
-        if (p < end && *p == '-') {
-            p++;
-            if (!cron_number(&p, end, &b))
-                goto bad;
-            range = true;
-        }
-        if (a < lo || a > hi || b < lo || b > hi) {
-            snprintf(why, why_cap, "%s value out of range %u-%u", fname, lo, hi);
-            return false;
-        }
-        if (a > b) {
-            snprintf(why, why_cap, "%s range %u-%u runs backwards", fname, a, b);
-            return false;
-        }
-    }
-    if (p < end && *p == '/') {
-        unsigned step;
-        p++;
-        if (!range || !cron_number(&p, end, &step))
-            goto bad;
-        if (step == 0 || step > hi) {
-            snprintf(why, why_cap, "%s step out of range 1-%u", fname, hi);
-            return false;
-        }
-    }
-    if (p == end)
-        return true;
-bad:
-    snprintf(why, why_cap,
-             "%s field is not *, */STEP, N, N-M or N-M/STEP (or a comma list of them)", fname);
-    return false;
-}
-
-static bool cron_valid(const char *s, char *why, size_t why_cap)
-{
-    const char *p = s;
-    for (size_t f = 0; f < 5; f++) {
-        const char *end = strchr(p, ' ');
-        if (end == NULL)
-            end = p + strlen(p);
-        if (end == p || (f == 4) != (*end == '\0')) {
-            snprintf(why, why_cap,
-                     "not a cron expression: want 5 fields (minute hour day-of-month month "
-                     "day-of-week) separated by single spaces");
-            return false;
-        }
-        const char *item = p;
-        while (item <= end) {
-            const char *comma = memchr(item, ',', (size_t)(end - item));
-            const char *item_end = comma != NULL ? comma : end;
-            if (item_end == item) {
-                snprintf(why, why_cap, "%s field has an empty list entry", CRON_FIELDS[f].name);
-                return false;
-            }
-            if (!cron_item(item, item_end, CRON_FIELDS[f].lo, CRON_FIELDS[f].hi, why, why_cap,
-                           CRON_FIELDS[f].name))
-                return false;
-            item = item_end + 1;
-        }
-        p = *end == '\0' ? end : end + 1;
-    }
-    return true;
-}
 
 /* ---- sections ---------------------------------------------------------------------- */
 
@@ -310,8 +208,11 @@ static int parse_schedule(struct field_check *c, json_t *v, const char *path, st
         field_key_path(sub, sizeof sub, path, "cron");
         if (want_string(c, cron, sub, MANIFEST_CRON_MAX, &text) != 0)
             return -1;
-        if (!cron_valid(text, why, sizeof why))
-            return field_fail(c, sub, "%s", why);
+        /* The scheduler's own parser: what it accepts here is what fires. */
+        struct schedule parsed;
+        if (schedule_parse_cron(text, NULL, &parsed, why, sizeof why) != 0)
+            return field_fail(c, sub, "%s", strncmp(why, "cron: ", 6) == 0 ? why + 6 : why);
+        schedule_free(&parsed);
         if ((s->cron = field_dup(c, sub, text)) == NULL)
             return -1;
     } else {

@@ -10,6 +10,7 @@
 #include "serve/ops_dispatch.h"
 #include "serve/ops_socket.h"
 #include "serve/run_view.h"
+#include "serve/scheduler.h"
 #include "serve/serve_clock.h"
 #include "serve/sd_notify.h"
 #include "serve/serve_lock.h"
@@ -89,6 +90,7 @@ struct daemon {
     struct health_mark mark; /* shared by the runners' drivers */
     struct health logged;    /* pool counters already logged (guarded by the pool lock) */
     struct ops_daemon_hooks hooks;
+    struct scheduler *scheduler; /* set before any runner starts */
 };
 
 /* A connection for the calling thread (a connection is used and closed only by the
@@ -249,6 +251,7 @@ static void drive_one(struct daemon *d, struct runner *r, struct run_driver *dri
     else if (rep.state == RUN_PENDING)
         hold_flow(d, r->flow, RETRY_NO_WORKER_MS);
     notify_waiters(d, r->run_id, reply);
+    scheduler_poke(d->scheduler); /* a flow held by this run may fire now */
     r->flow[0] = '\0';
     r->run_id = 0;
     d->busy--;
@@ -500,11 +503,11 @@ static void *handle_drain(struct daemon *d, const json_t *args)
 /* test.clock {"ms": N}: moves the test clock (serve/serve_clock.h). */
 static void *handle_test_clock(struct daemon *d, const json_t *args)
 {
-    (void)d;
     json_t *ms = json_object_get(args, "ms");
     if (!serve_clock_fixed() || !json_is_integer(ms) || json_integer_value(ms) < 0)
         return ops_reply_error(2, "test.clock: needs a fixed test clock and {\"ms\": N >= 0}");
     serve_clock_set_ms(json_integer_value(ms));
+    scheduler_look_now(d->scheduler);
     json_t *data = json_object();
     json_object_set_new(data, "ms", json_integer(serve_clock_now_ms()));
     return ops_reply_ok(data);
@@ -564,6 +567,10 @@ static void *handle_request(void *ctx, const void *request)
     struct ops_context c = {st, d->o->home, &d->hooks};
     void *reply = ops_dispatch(&c, request);
     store_close(st);
+    /* An install, approval, enable or disable may change what is scheduled. */
+    const char *cmd = json_string_value(json_object_get(request, "cmd"));
+    if (cmd != NULL && strncmp(cmd, "flow.", 5) == 0)
+        scheduler_flows_changed(d->scheduler);
     return reply;
 }
 
@@ -632,6 +639,17 @@ static bool wait_runs(struct daemon *d, long long grace_ms)
     bool idle = d->busy == 0;
     pthread_mutex_unlock(&d->mu);
     return idle;
+}
+
+static int scheduler_open_store(void *ctx, struct store **st, char *err, size_t err_cap)
+{
+    return open_store(ctx, st, err, err_cap);
+}
+
+static int scheduler_admit(void *ctx, struct store *st, const char *flow, const char *trigger,
+                           const char *trigger_id, int64_t *run_id, char *err, size_t err_cap)
+{
+    return daemon_admit(ctx, st, "schedule", flow, trigger, trigger_id, run_id, err, err_cap);
 }
 
 static int start_fail(const char *reason)
@@ -733,6 +751,14 @@ int serve_main(const struct serve_options *o)
         serve_log("metrics_listening", "listen", o->metrics_listen, "port", port, LOG_END);
     }
     pool_maintain(d.pool);
+    struct scheduler_hooks sched_hooks = {&d, scheduler_open_store, scheduler_admit};
+    d.scheduler = scheduler_start(&sched_hooks, err, sizeof err);
+    if (d.scheduler == NULL) {
+        metrics_http_stop(metrics);
+        ops_server_stop(ops);
+        pool_free(d.pool);
+        return start_fail(err);
+    }
     for (unsigned i = 0; i < d.runner_count; i++) {
         d.runners[i].d = &d;
         d.runners[i].index = i;
@@ -766,6 +792,7 @@ int serve_main(const struct serve_options *o)
 
     serve_notify_stopping();
     serve_log("stopping", "signal", stop_name, LOG_END);
+    scheduler_stop(d.scheduler); /* no fire after this */
     stop_runners(&d);
     bool idle = wait_runs(&d, o->grace_ms);
     pthread_mutex_lock(&d.mu);
@@ -791,6 +818,7 @@ int serve_main(const struct serve_options *o)
         if (d.runners[i].started)
             pthread_join(d.runners[i].thread, NULL);
     serve_log("stopped", "left_running", "0", LOG_END);
+    scheduler_free(d.scheduler); /* no runner or ops thread is left to call it */
     free(d.gates);
     for (size_t i = 0; i < RECENT_ENDS; i++)
         json_decref(d.recent[i].reply);

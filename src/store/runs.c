@@ -213,6 +213,12 @@ static int unfinished_run(sqlite3 *db, const char *flow, char *what, size_t cap,
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : sql_fail(db, err, err_cap);
 }
 
+int runs_unfinished(struct store *s, const char *flow, char *what, size_t what_cap, char *err,
+                    size_t err_cap)
+{
+    return unfinished_run(store_db(s), flow, what, what_cap, err, err_cap);
+}
+
 /* The runs of flow waiting to start (pending). */
 static int waiting_runs(sqlite3 *db, const char *flow, int64_t *count, char *err, size_t err_cap)
 {

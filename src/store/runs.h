@@ -70,6 +70,10 @@ bool run_state_is_end(enum run_state state);
 int runs_admit(struct store *s, const char *flow, int64_t version, const char *trigger,
                const char *trigger_id, int64_t *run_id, char *err, size_t err_cap);
 
+/* The first unfinished run of flow as "run N is STATE" in what ("" when none). 0 or -1. */
+int runs_unfinished(struct store *s, const char *flow, char *what, size_t what_cap, char *err,
+                    size_t err_cap);
+
 /* runs_admit for a serve: the new run waits (pending) behind the flow's unfinished
  * runs, and is refused (-1) only when max_waiting runs of the flow already wait.
  * Returns 1 when (flow, trigger_id) was admitted before, whatever the backlog: *run_id

@@ -1,0 +1,416 @@
+#include "serve/scheduler.h"
+
+#include "base/clock.h"
+#include "base/error_line.h"
+#include "base/test_hooks.h"
+#include "flows/schedule_plan.h"
+#include "flows/scheduled_flows.h"
+#include "serve/serve_clock.h"
+#include "serve/serve_log.h"
+#include "store/runs.h"
+#include "store/schedules.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* The longest single sleep: a wall clock set forward is noticed within this. */
+#define MAX_SLEEP_MS (5LL * 60 * 1000)
+
+struct entry {
+    struct scheduled_flow flow;
+    struct schedule_row row;
+};
+
+struct scheduler {
+    struct scheduler_hooks hooks;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t wake;      /* CLOCK_MONOTONIC */
+    pthread_cond_t looked;
+    bool stopping, dirty, poked;
+    bool joined;
+    int started; /* 0 starting, 1 running, -1 could not open the store (start_err) */
+    char start_err[512];
+    uint64_t looks_asked, looks_done;
+    /* The thread's own (no lock: only the thread touches them). */
+    struct store *st;
+    struct entry *entries;
+    size_t entry_count;
+    uint32_t admitted; /* scheduled admissions by this process (the test hook's count) */
+};
+
+static void entries_free(struct entry *e, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        scheduled_flow_free(&e[i].flow);
+    free(e);
+}
+
+static void log_instant(const char *event, const char *flow, const char *key, int64_t unix_s,
+                        const char *more_key, const char *more)
+{
+    char at[32];
+    schedule_iso_utc(unix_s, at);
+    serve_log(event, "flow", flow, key, at, more_key, more, LOG_END);
+}
+
+static void skipped_manifest(void *ctx, const char *flow, const char *why)
+{
+    (void)ctx;
+    serve_log("schedule_unusable", "flow", flow, "error", why, LOG_END);
+}
+
+/* ------------------------------------------------------------------ sync */
+
+static const struct schedule_row *row_of(const struct schedule_row *rows, size_t n,
+                                         const char *flow)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(rows[i].flow_id, flow) == 0)
+            return &rows[i];
+    return NULL;
+}
+
+/* The row a scheduled flow should have, given the stored one (NULL if none). */
+static int settle_row(struct scheduler *s, struct scheduled_flow *f,
+                      const struct schedule_row *stored, struct schedule_row *row)
+{
+    char err[512];
+    /* Kept while the schedule is the same and the flow was not enabled since the row
+     * began (a re-enabled flow starts afresh: it does not catch up its disabled time). */
+    if (stored != NULL && strcmp(stored->spec, f->spec) == 0 &&
+        f->enabled_at_ms <= stored->anchor_ms) {
+        *row = *stored;
+        scheduled_flow_anchor(f, stored->anchor_ms);
+        if (stored->version == f->version)
+            return 0;
+        row->version = f->version;
+        return schedules_put(s->st, row, err, sizeof err) == 0
+                   ? 0
+                   : (serve_log("store_error", "what", "updating a schedule", "error", err,
+                                LOG_END), -1);
+    }
+    memset(row, 0, sizeof *row);
+    snprintf(row->flow_id, sizeof row->flow_id, "%s", f->flow_id);
+    row->version = f->version;
+    snprintf(row->spec, sizeof row->spec, "%s", f->spec);
+    row->anchor_ms = f->anchor_ms;
+    int64_t next_s = 0;
+    int rc = schedule_next(&f->schedule, f->anchor_ms / 1000, &next_s);
+    row->has_next = rc == 0;
+    row->next_fire_ms = rc == 0 ? next_s * 1000 : 0;
+    if (schedules_put(s->st, row, err, sizeof err) != 0) {
+        serve_log("store_error", "what", "storing a schedule", "error", err, LOG_END);
+        return -1;
+    }
+    if (row->has_next)
+        log_instant("schedule_set", f->flow_id, "next_fire", next_s, "spec", f->spec);
+    else
+        serve_log("schedule_set", "flow", f->flow_id, "next_fire", "never", "spec", f->spec,
+                  LOG_END);
+    return 0;
+}
+
+static void sync_flows(struct scheduler *s)
+{
+    char err[512];
+    struct scheduled_flow *flows = NULL;
+    size_t n = 0;
+    struct schedule_row *rows = NULL;
+    size_t row_count = 0;
+    if (scheduled_flows_load(s->st, &flows, &n, skipped_manifest, NULL, err, sizeof err) != 0 ||
+        schedules_list(s->st, &rows, &row_count, err, sizeof err) != 0) {
+        serve_log("store_error", "what", "reading the scheduled flows", "error", err, LOG_END);
+        scheduled_flows_free(flows, n);
+        return; /* the old entries stay; the next change retries */
+    }
+    struct entry *entries = calloc(n > 0 ? n : 1, sizeof *entries);
+    if (entries == NULL) {
+        serve_log("scheduler_error", "error", "out of memory", LOG_END);
+        scheduled_flows_free(flows, n);
+        free(rows);
+        return;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct entry *e = &entries[kept];
+        e->flow = flows[i];
+        if (settle_row(s, &e->flow, row_of(rows, row_count, flows[i].flow_id), &e->row) == 0)
+            kept++;
+        else
+            scheduled_flow_free(&e->flow);
+    }
+    /* A row of a flow no longer scheduled goes (the flow ids were copied into entries;
+     * flows[] still names every wanted flow, its schedules now owned by entries). */
+    for (size_t i = 0; i < row_count; i++) {
+        bool still = false;
+        for (size_t k = 0; k < n && !still; k++)
+            still = strcmp(flows[k].flow_id, rows[i].flow_id) == 0;
+        if (still)
+            continue;
+        if (schedules_delete(s->st, rows[i].flow_id, err, sizeof err) != 0)
+            serve_log("store_error", "what", "removing a schedule", "error", err, LOG_END);
+        else
+            serve_log("schedule_removed", "flow", rows[i].flow_id, LOG_END);
+    }
+    free(flows); /* its schedules moved into entries */
+    free(rows);
+    entries_free(s->entries, s->entry_count);
+    s->entries = entries;
+    s->entry_count = kept;
+}
+
+/* ------------------------------------------------------------------ look */
+
+static const char *const FIRE_KINDS[] = {
+    [SCHEDULE_FIRE_ON_TIME] = "on_time",
+    [SCHEDULE_FIRE_ONCE] = "once",
+    [SCHEDULE_FIRE_EACH] = "each",
+};
+
+/* The trigger of a scheduled run: {"scheduled_at": ISO, "fire": KIND[, "missed_since": ISO]}. */
+static char *fire_trigger(const struct schedule_fire *f)
+{
+    char at[32], since[32];
+    schedule_iso_utc(f->at_s, at);
+    json_t *t = json_object();
+    json_object_set_new(t, "scheduled_at", json_string(at));
+    json_object_set_new(t, "fire", json_string(FIRE_KINDS[f->kind]));
+    if (f->kind == SCHEDULE_FIRE_ONCE) {
+        schedule_iso_utc(f->missed_since_s, since);
+        json_object_set_new(t, "missed_since", json_string(since));
+    }
+    char *text = json_dumps(t, JSON_COMPACT);
+    json_decref(t);
+    return text;
+}
+
+/* Fires e's due instants. Returns false when e is held (an unfinished run). */
+static bool fire_due(struct scheduler *s, struct entry *e, int64_t now_ms)
+{
+    char err[1024], what[96];
+    const char *flow = e->flow.flow_id;
+    if (runs_unfinished(s->st, flow, what, sizeof what, err, sizeof err) != 0) {
+        serve_log("store_error", "what", "reading a scheduled flow's runs", "error", err, LOG_END);
+        return false;
+    }
+    if (what[0] != '\0')
+        return false; /* held until that run ends */
+    static struct schedule_plan plan; /* large; only the scheduler's thread uses it */
+    int64_t now_s = now_ms >= 0 ? now_ms / 1000 : (now_ms - 999) / 1000;
+    if (schedule_plan(&e->flow.schedule, e->flow.missed, e->flow.each_cap,
+                      e->row.next_fire_ms / 1000, now_s, &plan) != 0) {
+        serve_log("schedule_unusable", "flow", flow, "error", "the schedule's arithmetic failed",
+                  LOG_END);
+        plan.count = 0;
+        plan.has_next = false;
+    }
+    for (size_t i = 0; i < plan.count; i++) {
+        const struct schedule_fire *f = &plan.fires[i];
+        char at[32], trigger_id[48];
+        schedule_iso_utc(f->at_s, at);
+        snprintf(trigger_id, sizeof trigger_id, "schedule:%s", at);
+        char *trigger = fire_trigger(f);
+        int64_t run_id = 0;
+        int rc = trigger != NULL ? s->hooks.admit(s->hooks.ctx, s->st, flow, trigger, trigger_id,
+                                                  &run_id, err, sizeof err)
+                                 : error_line(err, sizeof err, "out of memory");
+        free(trigger);
+        if (rc < 0) {
+            serve_log("schedule_refused", "flow", flow, "scheduled_at", at, "error", err, LOG_END);
+            continue; /* this instant is lost; the schedule moves on */
+        }
+        log_instant("schedule_fired", flow, "scheduled_at", f->at_s, "fire",
+                    rc == 1 ? "admitted_before" : FIRE_KINDS[f->kind]);
+        if (rc == 0)
+            test_hook_boundary(TEST_BOUNDARY_AFTER_SCHEDULE_ADMIT, ++s->admitted);
+    }
+    if (plan.first_missed_s != 0 && plan.missed_dropped > 0) {
+        char dropped[32];
+        snprintf(dropped, sizeof dropped, "%s%" PRId64, plan.dropped_exact ? "" : ">=",
+                 plan.missed_dropped);
+        log_instant("schedule_missed", flow, "missed_since", plan.first_missed_s, "not_fired",
+                    dropped);
+    }
+    e->row.has_next = plan.has_next;
+    e->row.next_fire_ms = plan.has_next ? plan.next_s * 1000 : 0;
+    if (schedules_set_next(s->st, flow, e->row.has_next, e->row.next_fire_ms, err, sizeof err) != 0)
+        serve_log("store_error", "what", "moving a schedule on", "error", err, LOG_END);
+    return true;
+}
+
+/* One look at every entry. Returns the earliest next fire not yet due (ms), or
+ * INT64_MAX when nothing is (held flows wait for a poke). */
+static int64_t look(struct scheduler *s)
+{
+    int64_t earliest = INT64_MAX;
+    for (size_t i = 0; i < s->entry_count; i++) {
+        struct entry *e = &s->entries[i];
+        if (!e->row.has_next)
+            continue;
+        int64_t now_ms = serve_clock_now_ms();
+        if (e->row.next_fire_ms <= now_ms && !fire_due(s, e, now_ms))
+            continue; /* held */
+        if (e->row.has_next && e->row.next_fire_ms < earliest)
+            earliest = e->row.next_fire_ms;
+    }
+    return earliest;
+}
+
+/* ------------------------------------------------------------------ the thread */
+
+static void *scheduler_main(void *arg)
+{
+    struct scheduler *s = arg;
+    /* The connection is opened, used and closed by this thread only: its statement
+     * cache is the thread's (store/sql.c). */
+    char err[512];
+    int opened = s->hooks.open_store(s->hooks.ctx, &s->st, err, sizeof err);
+    pthread_mutex_lock(&s->mu);
+    s->started = opened == 0 ? 1 : -1;
+    if (opened != 0)
+        snprintf(s->start_err, sizeof s->start_err, "%s", err);
+    pthread_cond_broadcast(&s->looked);
+    while (opened == 0 && !s->stopping) {
+        uint64_t ticket = s->looks_asked;
+        bool resync = s->dirty;
+        s->dirty = false;
+        s->poked = false;
+        pthread_mutex_unlock(&s->mu);
+        if (resync)
+            sync_flows(s);
+        int64_t earliest = look(s);
+        pthread_mutex_lock(&s->mu);
+        s->looks_done = ticket;
+        pthread_cond_broadcast(&s->looked);
+        if (s->stopping || s->dirty || s->poked || s->looks_asked != ticket)
+            continue;
+        if (earliest == INT64_MAX || serve_clock_fixed()) {
+            /* Nothing is due, or time moves only when a test moves it. */
+            pthread_cond_wait(&s->wake, &s->mu);
+            continue;
+        }
+        long long wait_ms = earliest - serve_clock_now_ms();
+        if (wait_ms <= 0)
+            continue;
+        if (wait_ms > MAX_SLEEP_MS)
+            wait_ms = MAX_SLEEP_MS;
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += wait_ms / 1000;
+        until.tv_nsec += (wait_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        (void)pthread_cond_timedwait(&s->wake, &s->mu, &until);
+    }
+    pthread_mutex_unlock(&s->mu);
+    entries_free(s->entries, s->entry_count);
+    s->entries = NULL;
+    s->entry_count = 0;
+    store_close(s->st);
+    s->st = NULL;
+    return NULL;
+}
+
+struct scheduler *scheduler_start(const struct scheduler_hooks *hooks, char *err, size_t err_cap)
+{
+    struct scheduler *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        error_line(err, err_cap, "scheduler: out of memory");
+        return NULL;
+    }
+    s->hooks = *hooks;
+    s->dirty = true;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_condattr_t mono;
+    pthread_condattr_init(&mono);
+    pthread_condattr_setclock(&mono, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->wake, &mono);
+    pthread_condattr_destroy(&mono);
+    pthread_cond_init(&s->looked, NULL);
+    if (pthread_create(&s->thread, NULL, scheduler_main, s) != 0) {
+        free(s);
+        error_line(err, err_cap, "scheduler: cannot start its thread");
+        return NULL;
+    }
+    pthread_mutex_lock(&s->mu);
+    while (s->started == 0)
+        pthread_cond_wait(&s->looked, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    if (s->started < 0) {
+        error_line(err, err_cap, "scheduler: %s", s->start_err);
+        pthread_join(s->thread, NULL); /* it ended at once */
+        s->joined = true;
+        scheduler_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void signal_thread(struct scheduler *s, bool flows_changed)
+{
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&s->mu);
+    if (flows_changed)
+        s->dirty = true;
+    s->poked = true;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void scheduler_flows_changed(struct scheduler *s)
+{
+    signal_thread(s, true);
+}
+
+void scheduler_poke(struct scheduler *s)
+{
+    signal_thread(s, false);
+}
+
+void scheduler_look_now(struct scheduler *s)
+{
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&s->mu);
+    uint64_t ticket = ++s->looks_asked;
+    pthread_cond_signal(&s->wake);
+    while (s->looks_done < ticket && !s->stopping)
+        pthread_cond_wait(&s->looked, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void scheduler_stop(struct scheduler *s)
+{
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&s->mu);
+    bool joined = s->joined;
+    s->joined = true;
+    s->stopping = true;
+    pthread_cond_signal(&s->wake);
+    pthread_cond_broadcast(&s->looked);
+    pthread_mutex_unlock(&s->mu);
+    if (!joined)
+        pthread_join(s->thread, NULL);
+}
+
+void scheduler_free(struct scheduler *s)
+{
+    if (s == NULL)
+        return;
+    scheduler_stop(s);
+    pthread_cond_destroy(&s->wake);
+    pthread_cond_destroy(&s->looked);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}

@@ -1,0 +1,221 @@
+#include "serve_home.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+struct proc_result test_home_cli(const struct test_home *h, bool json, const char *const *args)
+{
+    const char *argv[40];
+    int n = 0;
+    argv[n++] = harness_test_parent();
+    if (json)
+        argv[n++] = "--json";
+    argv[n++] = "--home";
+    argv[n++] = h->home;
+    for (int i = 0; args[i] != NULL && n < 39; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    return proc_run(argv, NULL, 0, SERVE_HOME_TIMEOUT_MS);
+}
+
+void test_home_begin(struct test_home *h, const char *root, const char *name)
+{
+    memset(h, 0, sizeof *h);
+    sfmt(h->dir, sizeof h->dir, "%s/%s", root, name);
+    (void)mkdir(h->dir, 0755);
+    sfmt(h->home, sizeof h->home, "%s/home", h->dir);
+    sfmt(h->db, sizeof h->db, "%s/basal.db", h->home);
+    sfmt(h->sock, sizeof h->sock, "%s/ops.sock", h->home);
+    struct proc_result r = test_home_cli(h, false, HOME_ARGS("setup"));
+    if (!proc_exited_with(&r, 0))
+        fail("test home: setup", "%s: %s", proc_describe(&r), r.err);
+    proc_result_free(&r);
+}
+
+bool test_home_flow(const struct test_home *h, const char *id, int version,
+                    const char *trigger_json, const char *script)
+{
+    char dir[PATH_MAX + 48], path[PATH_MAX + 80], manifest[2048], version_text[16];
+    sfmt(dir, sizeof dir, "%s/flow-%s-v%d", h->dir, id, version);
+    (void)mkdir(dir, 0755);
+    sfmt(manifest, sizeof manifest,
+         "{\"format\":1,\"id\":\"%s\",\"version\":%d,\"purpose\":\"test flow\","
+         "\"trigger\":%s,\"limits\":{\"cpu_ms\":10000}}",
+         id, version, trigger_json);
+    sfmt(path, sizeof path, "%s/flow.js", dir);
+    bool good = write_text_file(path, script, 0644);
+    sfmt(path, sizeof path, "%s/manifest.json", dir);
+    good = good && write_text_file(path, manifest, 0644);
+    struct proc_result r = test_home_cli(h, true, HOME_ARGS("flow", "install", dir));
+    json_t *in = json_loads(r.out, 0, NULL);
+    const char *hash = json_string_value(json_object_get(in, "code_hash"));
+    good = good && proc_exited_with(&r, 0) && hash != NULL;
+    if (!good)
+        fprintf(stderr, "  install %s: %s %s\n", id, proc_describe(&r), r.err);
+    proc_result_free(&r);
+    if (good) {
+        sfmt(version_text, sizeof version_text, "%d", version);
+        r = test_home_cli(h, false,
+                          HOME_ARGS("flow", "approve", id, "--version", version_text,
+                                    "--code-hash", hash));
+        good = proc_exited_with(&r, 0);
+        if (!good)
+            fprintf(stderr, "  approve %s: %s %s\n", id, proc_describe(&r), r.err);
+        proc_result_free(&r);
+    }
+    json_decref(in);
+    return good;
+}
+
+long long test_home_sql(const struct test_home *h, const char *sql)
+{
+    sqlite3 *db = NULL;
+    long long v = -1;
+    if (sqlite3_open_v2(h->db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+        sqlite3_busy_timeout(db, 10000);
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+            if (sqlite3_step(st) == SQLITE_ROW)
+                v = sqlite3_column_int64(st, 0);
+            sqlite3_finalize(st);
+        }
+    }
+    sqlite3_close(db);
+    return v;
+}
+
+bool test_serve_wait_log(struct test_serve *s, const char *needle, int timeout_ms)
+{
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        if (strstr(s->log, needle) != NULL)
+            return true;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long long spent =
+            (now.tv_sec - start.tv_sec) * 1000LL + (now.tv_nsec - start.tv_nsec) / 1000000;
+        if (spent >= timeout_ms || s->p.err_fd < 0)
+            return false;
+        struct pollfd p = {s->p.err_fd, POLLIN, 0};
+        if (poll(&p, 1, (int)(timeout_ms - spent)) <= 0)
+            continue;
+        if (s->len + 1 >= sizeof s->log) /* keep going with a fresh buffer */
+            s->len = 0;
+        ssize_t n = read(s->p.err_fd, s->log + s->len, sizeof s->log - 1 - s->len);
+        if (n <= 0) {
+            close(s->p.err_fd);
+            s->p.err_fd = -1;
+            continue;
+        }
+        s->len += (size_t)n;
+        s->log[s->len] = '\0';
+    }
+}
+
+int test_serve_log_count(const struct test_serve *s, const char *needle)
+{
+    int n = 0;
+    size_t len = strlen(needle);
+    for (const char *p = strstr(s->log, needle); p != NULL; p = strstr(p + len, needle))
+        n++;
+    return n;
+}
+
+bool test_serve_start(struct test_serve *s, const struct test_home *h, const char *const *extra,
+                      const char *const *env)
+{
+    memset(s, 0, sizeof *s);
+    const char *argv[24];
+    int n = 0;
+    argv[n++] = harness_test_parent();
+    argv[n++] = "--home";
+    argv[n++] = h->home;
+    argv[n++] = "serve";
+    for (int i = 0; extra != NULL && extra[i] != NULL && n < 23; i++)
+        argv[n++] = extra[i];
+    argv[n] = NULL;
+    /* The test's environment plus env. */
+    size_t count = 0, add = 0;
+    while (environ[count] != NULL)
+        count++;
+    while (env != NULL && env[add] != NULL)
+        add++;
+    char **envp = calloc(count + add + 1, sizeof *envp);
+    if (envp == NULL)
+        return false;
+    memcpy(envp, environ, count * sizeof *envp);
+    for (size_t i = 0; i < add; i++)
+        envp[count + i] = strdup(env[i]);
+    struct proc_opts opts = {false, PROC_PIPE, PROC_PIPE, PROC_PIPE, envp};
+    int started = proc_start(&s->p, argv, &opts);
+    for (size_t i = 0; i < add; i++)
+        free(envp[count + i]);
+    free(envp);
+    if (started != 0)
+        return false;
+    s->up = test_serve_wait_log(s, "event=ready", SERVE_HOME_TIMEOUT_MS);
+    return s->up;
+}
+
+int test_serve_end(struct test_serve *s, int timeout_ms)
+{
+    (void)test_serve_wait_log(s, "\n\n(never)", timeout_ms > 0 ? 10 : 0); /* what is there */
+    struct proc_result r = proc_finish(&s->p, NULL, 0, timeout_ms);
+    if (r.err != NULL && s->len + strlen(r.err) + 1 < sizeof s->log) {
+        memcpy(s->log + s->len, r.err, strlen(r.err) + 1);
+        s->len += strlen(r.err);
+    }
+    int code = r.started && !r.timed_out && WIFEXITED(r.status) ? WEXITSTATUS(r.status) : -1;
+    proc_result_free(&r);
+    return code;
+}
+
+char *test_ops_request(const struct test_home *h, const char *request_json)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return NULL;
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    sfmt(a.sun_path, sizeof a.sun_path, "%s", h->sock);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return NULL;
+    }
+    size_t len = strlen(request_json);
+    bool sent = send(fd, request_json, len, MSG_NOSIGNAL) == (ssize_t)len &&
+                send(fd, "\n", 1, MSG_NOSIGNAL) == 1;
+    size_t cap = 1 << 16, got = 0;
+    char *reply = sent ? malloc(cap) : NULL;
+    while (reply != NULL && got + 1 < cap) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, SERVE_HOME_TIMEOUT_MS) <= 0)
+            break;
+        ssize_t n = read(fd, reply + got, cap - 1 - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        if (memchr(reply, '\n', got) != NULL)
+            break;
+    }
+    close(fd);
+    if (reply != NULL)
+        reply[got] = '\0';
+    return reply;
+}

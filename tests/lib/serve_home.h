@@ -1,0 +1,58 @@
+/* Scaffolding for tests that drive ck-basal as an operator does: a scratch data home,
+ * the CLI in it, flows installed and approved, a `serve` process read through its log,
+ * and raw requests on its ops socket. */
+#ifndef BASAL_TESTS_SERVE_HOME_H
+#define BASAL_TESTS_SERVE_HOME_H
+
+#include "harness.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define SERVE_HOME_TIMEOUT_MS 120000
+#define HOME_ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+struct test_home {
+    char dir[PATH_MAX];
+    char home[PATH_MAX];
+    char db[PATH_MAX + 16];
+    char sock[PATH_MAX + 16];
+};
+
+/* Makes root/name/home and runs `ck-basal setup` in it (fails the test otherwise). */
+void test_home_begin(struct test_home *h, const char *root, const char *name);
+
+/* ck-basal [--json] --home H args... (the test build). */
+struct proc_result test_home_cli(const struct test_home *h, bool json, const char *const *args);
+
+/* Writes a flow (id, version, trigger JSON such as {"manual":true}, script) into a
+ * directory, installs and approves it. False (with a line on stderr) on failure. */
+bool test_home_flow(const struct test_home *h, const char *id, int version,
+                    const char *trigger_json, const char *script);
+
+/* A number from the store (read-only connection), or -1. */
+long long test_home_sql(const struct test_home *h, const char *sql);
+
+struct test_serve {
+    struct proc p;
+    char log[65536]; /* its stderr so far (the tail, past 64 KiB) */
+    size_t len;
+    bool up;
+};
+
+/* Starts `serve` with extra options and extra environment entries ("K=V", NULL-ended;
+ * may be NULL), and waits for its event=ready line. */
+bool test_serve_start(struct test_serve *s, const struct test_home *h, const char *const *extra,
+                      const char *const *env);
+/* Reads serve's stderr until needle shows; false on EOF or timeout_ms. */
+bool test_serve_wait_log(struct test_serve *s, const char *needle, int timeout_ms);
+/* How many times needle shows in the log read so far. */
+int test_serve_log_count(const struct test_serve *s, const char *needle);
+/* Waits for serve's exit: its status, or -1 (killed, or timeout). */
+int test_serve_end(struct test_serve *s, int timeout_ms);
+
+/* One request on h's ops socket; the reply line (malloc'd) or NULL. */
+char *test_ops_request(const struct test_home *h, const char *request_json);
+
+#endif

@@ -1,0 +1,260 @@
+/* Schedules fire flows under serve (issue 12; serve/scheduler.h, docs/triggers.md),
+ * driven through a downtime by the test clock (BASAL_TEST_CLOCK_MS and the ops command
+ * test.clock, test builds only):
+ *
+ *   1. the test clock and the kill point exist in the test build and not in the release
+ *      binary [guard: test-only clock absent from the release build];
+ *   2. after ten minutes of downtime, "* * * * *" flows fire exactly: skip = the one
+ *      on-time instant; once = one catch-up run for the last missed instant (naming
+ *      since when) plus the on-time one; each with each_cap 3 = the last three missed
+ *      plus the on-time one [guard: missed policies]; an instant 30 s late is on time
+ *      [guard: the 60 s grace]; nothing fires before its instant;
+ *   3. SIGKILL between a fire's admission and moving the schedule on, then a restart at
+ *      the same instant: the admitted run is found again, nothing fires twice
+ *      [guard: the trigger id names the instant];
+ *   4. an interval counts from the approval; a disabled flow's schedule row goes and
+ *      nothing fires for it; `flow schedule ID --count N` and `flow list` show the
+ *      next fires in the flow's zone and in UTC.
+ * The runs are counted in the store once test.clock has returned (it waits for a whole
+ * look of the scheduler), never after a sleep. */
+#include "lib/harness.h"
+#include "lib/serve_home.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TIMEOUT_MS SERVE_HOME_TIMEOUT_MS
+#define EVERY_MINUTE_FLOW "return trigger;\n"
+
+static char g_root[PATH_MAX];
+
+static long long real_now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void iso(long long unix_s, char out[32])
+{
+    time_t t = (time_t)unix_s;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Moves the test clock and waits for the scheduler's look; true if serve said ok. */
+static bool clock_to(const struct test_home *h, long long ms)
+{
+    char req[128];
+    sfmt(req, sizeof req, "{\"cmd\":\"test.clock\",\"args\":{\"ms\":%lld}}", ms);
+    char *reply = test_ops_request(h, req);
+    bool good = reply != NULL && strstr(reply, "\"ok\":true") != NULL;
+    if (!good)
+        fprintf(stderr, "  test.clock: %s\n", reply != NULL ? reply : "(no reply)");
+    free(reply);
+    return good;
+}
+
+static long long runs_of(const struct test_home *h, const char *flow)
+{
+    char sql[256];
+    sfmt(sql, sizeof sql, "SELECT count(*) FROM runs WHERE flow_id = '%s'", flow);
+    return test_home_sql(h, sql);
+}
+
+static bool has_run(const struct test_home *h, const char *flow, long long at_s)
+{
+    char sql[256], at[32];
+    iso(at_s, at);
+    sfmt(sql, sizeof sql,
+         "SELECT count(*) FROM runs WHERE flow_id = '%s' AND trigger_id = 'schedule:%s'", flow,
+         at);
+    return test_home_sql(h, sql) == 1;
+}
+
+static long long next_fire_s(const struct test_home *h, const char *flow)
+{
+    char sql[256];
+    sfmt(sql, sizeof sql, "SELECT next_fire / 1000 FROM schedules WHERE flow_id = '%s'", flow);
+    return test_home_sql(h, sql);
+}
+
+static const char *clock_env(long long ms, char buf[64])
+{
+    sfmt(buf, 64, "BASAL_TEST_CLOCK_MS=%lld", ms);
+    return buf;
+}
+
+/* ---- 1. the release binary -------------------------------------------------------- */
+
+static bool binary_has(const char *path, const char *needle)
+{
+    size_t len = 0;
+    char *bytes = read_text_file(path);
+    if (bytes == NULL)
+        return false;
+    /* read_text_file stops at nothing: search the whole file as bytes. */
+    FILE *f = fopen(path, "rb");
+    bool found = false;
+    if (f != NULL) {
+        fseek(f, 0, SEEK_END);
+        len = (size_t)ftell(f);
+        fseek(f, 0, SEEK_SET);
+        char *all = malloc(len + 1);
+        if (all != NULL && fread(all, 1, len, f) == len)
+            found = memmem(all, len, needle, strlen(needle)) != NULL;
+        free(all);
+        fclose(f);
+    }
+    free(bytes);
+    return found;
+}
+
+static void test_release_has_no_clock(void)
+{
+    static const char *const names[] = {"BASAL_TEST_CLOCK_MS", "test.clock",
+                                        "after_schedule_admit"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char name[160];
+        sfmt(name, sizeof name, "triggers: the test build holds '%s' (control)", names[i]);
+        check(binary_has(harness_test_parent(), names[i]), name, "%s", "not found");
+        sfmt(name, sizeof name,
+             "triggers: the release ck-basal does not hold '%s' [guard: test-only clock "
+             "absent from the release build]",
+             names[i]);
+        check(!binary_has(harness_release_parent(), names[i]), name, "%s", "found");
+    }
+}
+
+/* ---- 2 and 3. a downtime ---------------------------------------------------------- */
+
+static void test_downtime(void)
+{
+    struct test_home h;
+    test_home_begin(&h, g_root, "downtime");
+    bool made =
+        test_home_flow(&h, "skip", 1, "{\"schedule\":{\"cron\":\"* * * * *\",\"missed\":\"skip\"}}",
+                       EVERY_MINUTE_FLOW) &&
+        test_home_flow(&h, "once", 1, "{\"schedule\":{\"cron\":\"* * * * *\",\"missed\":\"once\"}}",
+                       EVERY_MINUTE_FLOW) &&
+        test_home_flow(&h, "each", 1,
+                       "{\"schedule\":{\"cron\":\"* * * * *\",\"missed\":\"each\",\"each_cap\":3}}",
+                       EVERY_MINUTE_FLOW) &&
+        test_home_flow(&h, "a-killed", 1,
+                       "{\"schedule\":{\"cron\":\"* * * * *\",\"missed\":\"once\"}}",
+                       EVERY_MINUTE_FLOW);
+    if (!check(made, "triggers: four scheduled flows installed and approved", "%s", "no"))
+        return;
+    long long approved_ms = real_now_ms();
+    /* The first fire is the first whole minute after the approval. */
+    long long first = (approved_ms / 1000 / 60 + 1) * 60;
+    char env_buf[64];
+
+    /* Up at the approval: nothing is due. */
+    const char *env_kill[] = {clock_env(approved_ms, env_buf),
+                              "BASAL_TEST_KILL_AT=after_schedule_admit:1", NULL};
+    struct test_serve s;
+    const char *env_up[] = {clock_env(approved_ms, env_buf), NULL};
+    if (!check(test_serve_start(&s, &h, NULL, env_up), "triggers: serve starts on a test clock",
+               "%s", s.log))
+        return;
+    check(clock_to(&h, approved_ms), "triggers: test.clock answers", "%s", "no");
+    long long nf = next_fire_s(&h, "once");
+    check(nf == first, "triggers: a schedule's first fire is the first instant after approval",
+          "next_fire %lld, want %lld", nf, first);
+    check(runs_of(&h, "skip") + runs_of(&h, "once") + runs_of(&h, "each") == 0,
+          "triggers: nothing fires before its instant", "%s", "runs found");
+    kill(s.p.pid, SIGTERM);
+    check_int_eq(test_serve_end(&s, TIMEOUT_MS), 0, "triggers: serve stops for the downtime");
+
+    /* Ten and a half minutes later: instants first..first+600 are due; the last is 30 s
+     * late (on time), the ten before it were missed. The first look admits the
+     * "a-killed" flow's first fire and dies there (flows are looked at by id: "a-killed" first). */
+    long long back_ms = (first + 630) * 1000;
+    env_kill[0] = clock_env(back_ms, env_buf);
+    struct test_serve k;
+    bool started = test_serve_start(&k, &h, NULL, env_kill);
+    int code = test_serve_end(&k, TIMEOUT_MS);
+    (void)started;
+    check(code == -1, "triggers: serve dies at the kill point after a scheduled admission",
+          "exit %d; log %s", code, k.log);
+    long long killed_runs = runs_of(&h, "a-killed");
+    check(killed_runs == 1 && next_fire_s(&h, "a-killed") == first,
+          "triggers: killed between admission and schedule update: one run stored, schedule "
+          "not moved on",
+          "runs %lld, next_fire %lld (want %lld)", killed_runs, next_fire_s(&h, "a-killed"), first);
+
+    const char *env_back[] = {clock_env(back_ms, env_buf), NULL};
+    if (!check(test_serve_start(&s, &h, NULL, env_back),
+               "triggers: serve starts again after the downtime", "%s", s.log))
+        return;
+    check(clock_to(&h, back_ms), "triggers: the look after the downtime", "%s", "no");
+
+    check(runs_of(&h, "skip") == 1 && has_run(&h, "skip", first + 600),
+          "triggers: missed skip: only the on-time instant (30 s late) fires [guard: missed "
+          "policies; the 60 s grace]",
+          "%lld runs", runs_of(&h, "skip"));
+    check(runs_of(&h, "once") == 2 && has_run(&h, "once", first + 540) &&
+              has_run(&h, "once", first + 600),
+          "triggers: missed once: one run for the ten missed instants plus the on-time one "
+          "[guard: missed policies]",
+          "%lld runs", runs_of(&h, "once"));
+    char since[32], sql[512];
+    iso(first, since);
+    sfmt(sql, sizeof sql,
+         "SELECT count(*) FROM runs WHERE flow_id = 'once' AND json_extract(trigger, "
+         "'$.missed_since') = '%s' AND json_extract(trigger, '$.fire') = 'once'",
+         since);
+    check(test_home_sql(&h, sql) == 1,
+          "triggers: the catch-up run's trigger says since when instants were missed", "%s",
+          "no such run");
+    check(runs_of(&h, "each") == 4 && has_run(&h, "each", first + 420) &&
+              has_run(&h, "each", first + 480) && has_run(&h, "each", first + 540) &&
+              has_run(&h, "each", first + 600),
+          "triggers: missed each, each_cap 3: the last three missed instants plus the on-time "
+          "one [guard: missed policies]",
+          "%lld runs", runs_of(&h, "each"));
+    check(runs_of(&h, "a-killed") == 2 && has_run(&h, "a-killed", first + 540) &&
+              has_run(&h, "a-killed", first + 600),
+          "triggers: after the SIGKILL the same instants are planned again and nothing fires "
+          "twice [guard: the trigger id names the instant]",
+          "%lld runs", runs_of(&h, "a-killed"));
+    check(test_serve_wait_log(&s, "fire=admitted_before", 1000),
+          "triggers: the restarted serve logs the instant it found admitted", "%s", s.log);
+    check(next_fire_s(&h, "each") == first + 660,
+          "triggers: the schedule moved on to the first instant after now", "next %lld want %lld",
+          next_fire_s(&h, "each"), first + 660);
+
+    /* Disabling a flow removes its row; nothing fires for it any more. */
+    struct proc_result r = test_home_cli(&h, false, HOME_ARGS("flow", "disable", "skip"));
+    check(proc_exited_with(&r, 0), "triggers: flow disable through the socket", "%s", r.err);
+    proc_result_free(&r);
+    check(clock_to(&h, (first + 700) * 1000), "triggers: the clock moves on", "%s", "no");
+    check(test_home_sql(&h, "SELECT count(*) FROM schedules WHERE flow_id = 'skip'") == 0 &&
+              runs_of(&h, "skip") == 1,
+          "triggers: a disabled flow has no schedule and fires nothing", "rows %lld runs %lld",
+          test_home_sql(&h, "SELECT count(*) FROM schedules WHERE flow_id = 'skip'"),
+          runs_of(&h, "skip"));
+    kill(s.p.pid, SIGTERM);
+    check_int_eq(test_serve_end(&s, TIMEOUT_MS), 0, "triggers: serve stops");
+}
+
+int main(void)
+{
+    if (!require_binary(harness_test_parent(), "triggers: the test build") ||
+        !require_binary(harness_release_parent(), "triggers: the release build"))
+        return harness_finish();
+    sfmt(g_root, sizeof g_root, "%s", harness_tmpdir("triggers"));
+    test_release_has_no_clock();
+    test_downtime();
+    harness_remove_tmpdir();
+    return harness_finish();
+}

@@ -247,6 +247,109 @@ static void test_downtime(void)
     check_int_eq(test_serve_end(&s, TIMEOUT_MS), 0, "triggers: serve stops");
 }
 
+/* ---- 4. flow schedule and flow list ---------------------------------------------- */
+
+static void test_schedule_listing(void)
+{
+    struct test_home h;
+    test_home_begin(&h, g_root, "listing");
+    long long before_ms = real_now_ms();
+    bool made =
+        test_home_flow(&h, "berlin", 1,
+                       "{\"schedule\":{\"cron\":\"30 9 * * mon-fri\",\"tz\":\"Europe/Berlin\"}}",
+                       EVERY_MINUTE_FLOW) &&
+        test_home_flow(&h, "ticker", 1, "{\"schedule\":{\"interval\":\"10m\"}}",
+                       EVERY_MINUTE_FLOW) &&
+        test_home_flow(&h, "by-hand", 1, "{\"manual\":true}", EVERY_MINUTE_FLOW);
+    long long after_ms = real_now_ms();
+    if (!check(made, "triggers: listing flows installed", "%s", "no"))
+        return;
+    struct proc_result r =
+        test_home_cli(&h, true, HOME_ARGS("flow", "schedule", "berlin", "--count", "4"));
+    json_t *o = json_loads(r.out, 0, NULL);
+    json_t *fires = json_object_get(o, "fires");
+    bool shape = proc_exited_with(&r, 0) && json_array_size(fires) == 4;
+    bool all_right = shape;
+    size_t i;
+    json_t *f;
+    json_array_foreach (fires, i, f) {
+        const char *local = json_string_value(json_object_get(f, "local"));
+        const char *utc = json_string_value(json_object_get(f, "utc"));
+        long long unix_s = json_integer_value(json_object_get(f, "unix"));
+        char want_utc[32];
+        iso(unix_s, want_utc);
+        /* Berlin is +01:00 or +02:00; the local wall clock is 09:30 on a weekday. */
+        time_t t = (time_t)unix_s;
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        bool ok_one = local != NULL && utc != NULL && strcmp(utc, want_utc) == 0 &&
+                      strstr(local, "T09:30:00+0") != NULL && tm.tm_min == 30 &&
+                      (tm.tm_hour == 8 || tm.tm_hour == 7) && tm.tm_wday >= 1 && tm.tm_wday <= 5;
+        all_right = all_right && ok_one;
+    }
+    check(all_right, "triggers: flow schedule --count 4 lists weekday 09:30 Berlin fires with UTC",
+          "%s %s", proc_describe(&r), r.out);
+    json_decref(o);
+    proc_result_free(&r);
+
+    r = test_home_cli(&h, true, HOME_ARGS("flow", "schedule", "ticker", "--count", "2"));
+    o = json_loads(r.out, 0, NULL);
+    fires = json_object_get(o, "fires");
+    long long first = json_integer_value(json_object_get(json_array_get(fires, 0), "unix"));
+    long long second = json_integer_value(json_object_get(json_array_get(fires, 1), "unix"));
+    check(proc_exited_with(&r, 0) && first >= before_ms / 1000 + 600 &&
+              first <= after_ms / 1000 + 600 && second == first + 600,
+          "triggers: an interval counts from the approval (first fire approval + 10m)",
+          "%s %s", proc_describe(&r), r.out);
+    json_decref(o);
+    proc_result_free(&r);
+
+    r = test_home_cli(&h, false, HOME_ARGS("flow", "list"));
+    check(proc_exited_with(&r, 0) && strstr(r.out, "NEXT FIRE") != NULL &&
+              strstr(r.out, "Europe/Berlin (") != NULL && strstr(r.out, "+0") != NULL,
+          "triggers: flow list shows the next fire in the flow's zone and in UTC", "%s", r.out);
+    proc_result_free(&r);
+    r = test_home_cli(&h, true, HOME_ARGS("flow", "list"));
+    o = json_loads(r.out, 0, NULL);
+    bool manual_null = false, berlin_set = false;
+    json_array_foreach (o, i, f) {
+        const char *id = json_string_value(json_object_get(f, "id"));
+        json_t *next = json_object_get(f, "next_fire");
+        if (id != NULL && strcmp(id, "by-hand") == 0)
+            manual_null = json_is_null(next);
+        if (id != NULL && strcmp(id, "berlin") == 0)
+            berlin_set = json_is_string(json_object_get(next, "utc")) &&
+                         json_is_string(json_object_get(next, "local"));
+    }
+    check(manual_null && berlin_set,
+          "triggers: flow list --json: next_fire for a schedule, null for a manual flow", "%s",
+          r.out);
+    json_decref(o);
+    proc_result_free(&r);
+
+    static const struct {
+        const char *args[6];
+        int code;
+        const char *want, *name;
+    } bad[] = {
+        {{"flow", "schedule", "by-hand", NULL}, 1, "has no schedule",
+         "triggers: flow schedule of a manual flow says it has no schedule"},
+        {{"flow", "schedule", "nosuch", NULL}, 1, "unknown flow 'nosuch'",
+         "triggers: flow schedule of an unknown flow is refused"},
+        {{"flow", "schedule", "berlin", "--count", "0"}, 2, "--count takes a whole number",
+         "triggers: flow schedule --count 0 is a usage error"},
+        {{"flow", "schedule", NULL}, 2, "schedule needs a flow id",
+         "triggers: flow schedule without an id is a usage error"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        r = test_home_cli(&h, false, bad[k].args);
+        check(proc_exited_with(&r, bad[k].code) && strstr(r.err, bad[k].want) != NULL &&
+                  strchr(r.err, '\n') == strrchr(r.err, '\n'),
+              bad[k].name, "%s: %s", proc_describe(&r), r.err);
+        proc_result_free(&r);
+    }
+}
+
 int main(void)
 {
     if (!require_binary(harness_test_parent(), "triggers: the test build") ||
@@ -255,6 +358,7 @@ int main(void)
     sfmt(g_root, sizeof g_root, "%s", harness_tmpdir("triggers"));
     test_release_has_no_clock();
     test_downtime();
+    test_schedule_listing();
     harness_remove_tmpdir();
     return harness_finish();
 }

@@ -1,4 +1,4 @@
-/* ck-basal flow install|approve|list|disable|enable: the flow registry (flows/flows.h)
+/* ck-basal flow install|approve|list|schedule|disable|enable|drain: the flow registry (flows/flows.h)
  * from the command line, asked as the ops commands "flow.*" (serve/ops_dispatch.h) and
  * rendered from the reply's data (reconcile and dry-run have files of their own).
  * Every refusal is one line on stderr and changes nothing. */
@@ -17,7 +17,8 @@
 #include <string.h>
 
 #define FLOW_USAGE "usage: ck-basal flow install DIR | approve ID --version N --code-hash HEX | " \
-                   "list | disable ID | enable ID | drain ID | reconcile RUN POSITION " \
+                   "list | schedule ID [--count N] | disable ID | enable ID | drain ID | " \
+                   "reconcile RUN POSITION " \
                    "--observed JSON | " \
                    "--not-applied | --cancel | dry-run DIR | ID --version N [options]"
 
@@ -152,6 +153,19 @@ static int flow_approve(const struct cli_globals *g, int argc, char **argv)
     return EXIT_OK;
 }
 
+/* "2026-12-03T02:00:00+01:00 Europe/Berlin (2026-12-03T01:00:00Z)", or "-". */
+static const char *next_fire_text(const json_t *fire, char *out, size_t cap)
+{
+    const char *local = json_string_value(json_object_get(fire, "local"));
+    const char *utc = json_string_value(json_object_get(fire, "utc"));
+    const char *tz = json_string_value(json_object_get(fire, "tz"));
+    if (local == NULL || utc == NULL || tz == NULL)
+        return "-";
+    char line[160];
+    snprintf(line, sizeof line, "%s %s (%s)", local, tz, utc);
+    return term_show(out, cap, line, 0);
+}
+
 static int flow_list(const struct cli_globals *g, int argc, char **argv)
 {
     (void)argv;
@@ -165,8 +179,8 @@ static int flow_list(const struct cli_globals *g, int argc, char **argv)
         cli_print_json(flows);
         return EXIT_OK;
     }
-    printf("%-24s %-8s %-7s %-8s %s\n", "ID", "ENABLED", "LATEST", "APPROVED",
-           "APPROVED CODE HASH");
+    printf("%-24s %-8s %-7s %-8s %-64s %s\n", "ID", "ENABLED", "LATEST", "APPROVED",
+           "APPROVED CODE HASH", "NEXT FIRE");
     size_t i;
     const json_t *f;
     json_array_foreach (flows, i, f) {
@@ -177,13 +191,64 @@ static int flow_list(const struct cli_globals *g, int argc, char **argv)
                      json_integer_value(approved_version));
         const char *approved_hash = json_string_value(json_object_get(f, "approved_code_hash"));
         char id[TERM_SHOWN_CAP(FLOW_ID_MAX)], hash[TERM_SHOWN_CAP(CODE_HASH_HEX_LEN)];
-        printf("%-24s %-8s %-7" JSON_INTEGER_FORMAT " %-8s %s\n",
+        char next[TERM_SHOWN_CAP(160)];
+        printf("%-24s %-8s %-7" JSON_INTEGER_FORMAT " %-8s %-64s %s\n",
                term_show(id, sizeof id, json_string_value(json_object_get(f, "id")), 0),
                json_is_true(json_object_get(f, "enabled")) ? "yes" : "no",
                json_integer_value(json_object_get(f, "latest_version")), approved,
-               term_show(hash, sizeof hash, approved_hash != NULL ? approved_hash : "-", 0));
+               term_show(hash, sizeof hash, approved_hash != NULL ? approved_hash : "-", 0),
+               next_fire_text(json_object_get(f, "next_fire"), next, sizeof next));
     }
     json_decref(flows);
+    return EXIT_OK;
+}
+
+/* flow schedule ID [--count N]: the next N fire times, in the flow's zone and in UTC. */
+static int flow_schedule(const struct cli_globals *g, int argc, char **argv)
+{
+    if (argc < 1 || argv[0][0] == '-')
+        return usage("schedule needs a flow id");
+    json_t *args = json_object();
+    json_object_set_new(args, "id", json_string(argv[0]));
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
+            char *end;
+            errno = 0;
+            long long n = strtoll(argv[++i], &end, 10);
+            if (errno != 0 || end == argv[i] || *end != '\0' || n < 1 || n > 1000) {
+                json_decref(args);
+                return usage("--count takes a whole number 1-1000");
+            }
+            json_object_set_new(args, "count", json_integer(n));
+        } else {
+            json_decref(args);
+            return usage(strcmp(argv[i], "--count") == 0 ? "--count needs a number"
+                                                         : "schedule takes ID [--count N]");
+        }
+    }
+    json_t *sched;
+    int status = call(g, "schedule", args, &sched);
+    if (status != EXIT_OK)
+        return status;
+    if (g->json) {
+        cli_print_json(sched);
+        return EXIT_OK;
+    }
+    char id[TERM_SHOWN_CAP(FLOW_ID_MAX)], spec[TERM_SHOWN_CAP(256)];
+    printf("flow %s version %" JSON_INTEGER_FORMAT ": %s, missed %s\n",
+           term_show(id, sizeof id, json_string_value(json_object_get(sched, "id")), 0),
+           json_integer_value(json_object_get(sched, "version")),
+           term_show(spec, sizeof spec, json_string_value(json_object_get(sched, "schedule")), 0),
+           json_string_value(json_object_get(sched, "missed")));
+    size_t i;
+    const json_t *fire;
+    const json_t *fires = json_object_get(sched, "fires");
+    json_array_foreach (fires, i, fire)
+        printf("  %s  %s\n", json_string_value(json_object_get(fire, "local")),
+               json_string_value(json_object_get(fire, "utc")));
+    if (json_array_size(fires) == 0)
+        printf("  (it never fires again)\n");
+    json_decref(sched);
     return EXIT_OK;
 }
 
@@ -251,6 +316,8 @@ int cmd_flow(const struct cli_globals *globals, int argc, char **argv)
         return flow_toggle(globals, argc - 1, argv + 1, true);
     if (strcmp(sub, "drain") == 0)
         return flow_drain(globals, argc - 1, argv + 1);
+    if (strcmp(sub, "schedule") == 0)
+        return flow_schedule(globals, argc - 1, argv + 1);
     if (strcmp(sub, "reconcile") == 0)
         return cmd_flow_reconcile(globals, argc - 1, argv + 1);
     if (strcmp(sub, "dry-run") == 0)

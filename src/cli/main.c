@@ -9,11 +9,13 @@ static const struct cli_command COMMANDS[] = {
     {"setup", " create or check the data home (owner-only) and the store; report what the "
               "kernel offers",
      cmd_setup},
-    {"flow", "install DIR | approve ID --version N --code-hash HEX | list | disable ID | "
-             "enable ID | drain ID\n       | reconcile RUN POSITION --observed JSON | --not-applied | --cancel\n"
+    {"flow", "install DIR | approve ID --version N --code-hash HEX | list | schedule ID "
+             "[--count N]\n       | disable ID | enable ID | drain ID\n"
+             "       | reconcile RUN POSITION --observed JSON | --not-applied | --cancel\n"
              "       | dry-run DIR | ID --version N [--trigger JSON] [--fixtures FILE] "
              "[--allow-queries]\n"
-             "      install a flow (pending), approve a version by its code hash, list flows,\n"
+             "      install a flow (pending), approve a version by its code hash, list flows\n"
+             "      (with each one's next fire), show a schedule's next fire times,\n"
              "      switch one off or on, drain one (a running serve admits no more runs of it\n"
              "      and answers when its runs ended), settle a mutation in doubt (then resume),\n"
              "      show what a version would do before approving it (reads real, no effect)",
@@ -21,8 +23,9 @@ static const struct cli_command COMMANDS[] = {
     {"serve", "[--max-runs N] [--backlog N] [--grace-seconds N] [--spares N] [--log-json]\n"
               "       [--metrics 127.0.0.1:PORT] [--landlock=required|optional]\n"
               "      the engine as a service on the data home: runs flows (different flows at\n"
-              "      once, a flow's runs in order), recovers what a dead process left, answers\n"
-              "      the other commands over the ops socket; logs one line per event on stderr",
+              "      once, a flow's runs in order), fires scheduled flows, recovers what a dead\n"
+              "      process left, answers the other commands over the ops socket; logs one\n"
+              "      line per event on stderr",
      cmd_serve},
     {"run", "ID [--trigger JSON] [--trigger-id TEXT] [--detach] [--landlock=required|optional]\n"
             "      admit a manual run of flow ID and drive it to its end here (a running serve\n"

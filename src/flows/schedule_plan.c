@@ -113,3 +113,15 @@ void schedule_iso_utc(int64_t unix_s, char out[32])
     snprintf(out, 32, "%04lld-%02u-%02uT%02d:%02d:%02dZ", (long long)year, month, day,
              (int)(secs / 3600), (int)(secs / 60 % 60), (int)(secs % 60));
 }
+
+void schedule_iso_local(const struct schedule *s, int64_t unix_s, char out[40])
+{
+    int32_t offset = s->kind == SCHEDULE_CRON && s->zone != NULL ? zoneinfo_offset(s->zone, unix_s)
+                                                                 : 0;
+    char utc[32];
+    schedule_iso_utc(unix_s + offset, utc);
+    int32_t mag = offset < 0 ? -offset : offset;
+    /* The UTC text of the shifted instant, its 'Z' replaced by the offset. */
+    snprintf(out, 40, "%.19s%c%02d:%02d", utc, offset < 0 ? '-' : '+', (int)(mag / 3600),
+             (int)(mag / 60 % 60));
+}

@@ -57,7 +57,11 @@ struct schedule_plan {
 int schedule_plan(const struct schedule *s, enum manifest_missed missed, uint32_t each_cap,
                   int64_t next_fire_s, int64_t now_s, struct schedule_plan *out);
 
-/* "2026-12-02T07:00:00Z" for unix_s (UTC). out holds at least 21 bytes. */
+/* "2026-12-02T07:00:00Z" for unix_s (UTC). */
 void schedule_iso_utc(int64_t unix_s, char out[32]);
+
+/* unix_s as the wall clock of s's zone with its offset, "2026-12-02T08:00:00+01:00"
+ * ("+00:00" for an interval, which has no zone). */
+void schedule_iso_local(const struct schedule *s, int64_t unix_s, char out[40]);
 
 #endif

@@ -145,6 +145,27 @@ void scheduled_flow_anchor(struct scheduled_flow *f, int64_t anchor_ms)
         f->schedule.anchor_unix_s = anchor_ms / 1000;
 }
 
+bool scheduled_flow_row(struct scheduled_flow *f, const struct schedule_row *stored,
+                        struct schedule_row *out)
+{
+    if (stored != NULL && strcmp(stored->spec, f->spec) == 0 &&
+        f->enabled_at_ms <= stored->anchor_ms) {
+        *out = *stored;
+        out->version = f->version;
+        scheduled_flow_anchor(f, stored->anchor_ms);
+        return true;
+    }
+    memset(out, 0, sizeof *out);
+    snprintf(out->flow_id, sizeof out->flow_id, "%s", f->flow_id);
+    out->version = f->version;
+    snprintf(out->spec, sizeof out->spec, "%s", f->spec);
+    out->anchor_ms = f->anchor_ms;
+    int64_t next_s = 0;
+    out->has_next = schedule_next(&f->schedule, f->anchor_ms / 1000, &next_s) == 0;
+    out->next_fire_ms = out->has_next ? next_s * 1000 : 0;
+    return false;
+}
+
 void scheduled_flow_free(struct scheduled_flow *f)
 {
     if (f != NULL)

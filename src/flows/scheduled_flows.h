@@ -43,6 +43,15 @@ int scheduled_flow_of(struct store *s, const char *id, struct scheduled_flow *ou
 /* Re-anchors an interval schedule (the scheduler keeps a stored anchor). */
 void scheduled_flow_anchor(struct scheduled_flow *f, int64_t anchor_ms);
 
+/* The schedules row f should have, given the stored one (NULL if none): the stored row
+ * is KEPT (true; its anchor and next fire, f re-anchored to it, the version brought up
+ * to f's) while its schedule is the same and the flow was not enabled since the row
+ * began: a new version with the same schedule does not restart it, a re-enabled flow
+ * does not catch up its disabled time. Otherwise (false) a new row: anchored at f's
+ * anchor, first fire the first instant after it (has_next false: never). */
+bool scheduled_flow_row(struct scheduled_flow *f, const struct schedule_row *stored,
+                        struct schedule_row *out);
+
 void scheduled_flow_free(struct scheduled_flow *f);
 void scheduled_flows_free(struct scheduled_flow *flows, size_t count);
 

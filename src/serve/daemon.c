@@ -569,8 +569,11 @@ static void *handle_request(void *ctx, const void *request)
     store_close(st);
     /* An install, approval, enable or disable may change what is scheduled. */
     const char *cmd = json_string_value(json_object_get(request, "cmd"));
-    if (cmd != NULL && strncmp(cmd, "flow.", 5) == 0)
-        scheduler_flows_changed(d->scheduler);
+    static const char *const CHANGES[] = {"flow.install", "flow.approve", "flow.enable",
+                                           "flow.disable", NULL};
+    for (size_t i = 0; cmd != NULL && CHANGES[i] != NULL; i++)
+        if (strcmp(cmd, CHANGES[i]) == 0)
+            scheduler_flows_changed(d->scheduler);
     return reply;
 }
 

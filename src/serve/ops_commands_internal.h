@@ -23,6 +23,11 @@ json_t *ops_cmd_flow_install(struct store *st, json_t *args);
 json_t *ops_cmd_flow_approve(struct store *st, json_t *args);
 json_t *ops_cmd_flow_toggle(struct store *st, json_t *args, bool enable);
 
+/* ops_schedules.c: flow.schedule {id, count?}; and the next fire flow.list shows for a
+ * flow ({local, utc, unix, tz}, or null when it does not fire). */
+json_t *ops_cmd_flow_schedule(struct store *st, json_t *args);
+json_t *ops_flow_next_fire(struct store *st, const char *id);
+
 /* ops_args.c: each check returns 0 with its result, or -1 with an error reply (exit 2,
  * naming the argument) in *reply. */
 

@@ -87,6 +87,8 @@ void *ops_dispatch(const struct ops_context *ctx, const void *request_)
         reply = health(ctx, args);
     else if (strcmp(cmd, "flow.list") == 0)
         reply = ops_cmd_flow_list(ctx->store, args);
+    else if (strcmp(cmd, "flow.schedule") == 0)
+        reply = ops_cmd_flow_schedule(ctx->store, args);
     else if (strcmp(cmd, "flow.install") == 0)
         reply = ops_cmd_flow_install(ctx->store, args);
     else if (strcmp(cmd, "flow.approve") == 0)

@@ -77,40 +77,23 @@ static const struct schedule_row *row_of(const struct schedule_row *rows, size_t
     return NULL;
 }
 
-/* The row a scheduled flow should have, given the stored one (NULL if none). */
+/* Settles f's row (flows/scheduled_flows.h: kept or new) and stores what changed. */
 static int settle_row(struct scheduler *s, struct scheduled_flow *f,
                       const struct schedule_row *stored, struct schedule_row *row)
 {
     char err[512];
-    /* Kept while the schedule is the same and the flow was not enabled since the row
-     * began (a re-enabled flow starts afresh: it does not catch up its disabled time). */
-    if (stored != NULL && strcmp(stored->spec, f->spec) == 0 &&
-        f->enabled_at_ms <= stored->anchor_ms) {
-        *row = *stored;
-        scheduled_flow_anchor(f, stored->anchor_ms);
-        if (stored->version == f->version)
-            return 0;
-        row->version = f->version;
-        return schedules_put(s->st, row, err, sizeof err) == 0
-                   ? 0
-                   : (serve_log("store_error", "what", "updating a schedule", "error", err,
-                                LOG_END), -1);
-    }
-    memset(row, 0, sizeof *row);
-    snprintf(row->flow_id, sizeof row->flow_id, "%s", f->flow_id);
-    row->version = f->version;
-    snprintf(row->spec, sizeof row->spec, "%s", f->spec);
-    row->anchor_ms = f->anchor_ms;
-    int64_t next_s = 0;
-    int rc = schedule_next(&f->schedule, f->anchor_ms / 1000, &next_s);
-    row->has_next = rc == 0;
-    row->next_fire_ms = rc == 0 ? next_s * 1000 : 0;
+    bool kept = scheduled_flow_row(f, stored, row);
+    if (kept && stored->version == row->version)
+        return 0;
     if (schedules_put(s->st, row, err, sizeof err) != 0) {
         serve_log("store_error", "what", "storing a schedule", "error", err, LOG_END);
         return -1;
     }
+    if (kept)
+        return 0;
     if (row->has_next)
-        log_instant("schedule_set", f->flow_id, "next_fire", next_s, "spec", f->spec);
+        log_instant("schedule_set", f->flow_id, "next_fire", row->next_fire_ms / 1000, "spec",
+                    f->spec);
     else
         serve_log("schedule_set", "flow", f->flow_id, "next_fire", "never", "spec", f->spec,
                   LOG_END);

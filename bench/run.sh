@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench: builds the release binaries and the benchmark programs, runs every
-# benchmark (basal_bench, flow_bench, then fetch_bench; about 90 s), prints the tables and writes them into
+# benchmark (basal_bench, flow_bench, fetch_bench, serve_bench, scheduler_bench; about 3 min), prints the tables and writes them into
 # docs/benchmarks.md between the "bench:begin" and "bench:end" markers (the
 # hand-written text around them is kept).
 #
@@ -34,6 +34,9 @@ bench/fetch_bench.sh "$@" >>"$table"
 # serve (issue 11): runs per second through the daemon, and durable kv.set with 16 flows.
 { echo; echo "### serve: runs and durable calls at once (\`bench/serve_bench.py\`)"; echo; } >>"$table"
 python3 bench/serve_bench.py "$@" >>"$table"
+# The scheduler (issue 12): CPU of an idle serve with 1000 scheduled flows.
+{ echo; echo "### serve's scheduler while nothing is due (\`bench/scheduler_bench.py\`)"; echo; } >>"$table"
+python3 bench/scheduler_bench.py "$@" >>"$table"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 cat "$table"
 

@@ -55,6 +55,30 @@ int scheduled_flows_load(struct store *s, struct scheduled_flow **out, size_t *c
                          void (*skipped)(void *ctx, const char *flow, const char *why),
                          void *ctx, char *err, size_t err_cap)
 {
+    return scheduled_flows_reload(s, NULL, 0, out, count, skipped, ctx, err, err_cap);
+}
+
+/* The reuse slot holding the flow of this row unchanged, or NULL. */
+static struct scheduled_flow *reusable(sqlite3_stmt *st, struct scheduled_flow *reuse,
+                                       size_t reuse_count)
+{
+    const char *id = (const char *)sqlite3_column_text(st, 0);
+    for (size_t i = 0; i < reuse_count; i++) {
+        struct scheduled_flow *r = &reuse[i];
+        if (r->flow_id[0] != '\0' && strcmp(r->flow_id, id) == 0 &&
+            r->version == sqlite3_column_int64(st, 1) &&
+            r->approved_at_ms == sqlite3_column_int64(st, 2) &&
+            r->enabled_at_ms == sqlite3_column_int64(st, 3))
+            return r;
+    }
+    return NULL;
+}
+
+int scheduled_flows_reload(struct store *s, struct scheduled_flow *reuse, size_t reuse_count,
+                           struct scheduled_flow **out, size_t *count,
+                           void (*skipped)(void *ctx, const char *flow, const char *why),
+                           void *ctx, char *err, size_t err_cap)
+{
     *out = NULL;
     *count = 0;
     sqlite3_stmt *st;
@@ -77,6 +101,12 @@ int scheduled_flows_load(struct store *s, struct scheduled_flow **out, size_t *c
             cap = grown_cap;
         }
         char why[600];
+        struct scheduled_flow *same = reusable(st, reuse, reuse_count);
+        if (same != NULL) {
+            flows[n++] = *same;
+            memset(same, 0, sizeof *same); /* moved */
+            continue;
+        }
         int got = from_row(st, &flows[n], why, sizeof why);
         if (got == 1)
             n++;

@@ -34,6 +34,15 @@ int scheduled_flows_load(struct store *s, struct scheduled_flow **out, size_t *c
                          void (*skipped)(void *ctx, const char *flow, const char *why),
                          void *ctx, char *err, size_t err_cap);
 
+/* scheduled_flows_load that takes a flow from reuse[0..reuse_count) instead of parsing
+ * its manifest again when its id, version, approval and enable times are the same (the
+ * scheduler syncs after every change: with 1000 flows it parses one manifest, not
+ * 1000). A flow taken is moved out (its reuse slot zeroed); the rest stay the caller's. */
+int scheduled_flows_reload(struct store *s, struct scheduled_flow *reuse, size_t reuse_count,
+                           struct scheduled_flow **out, size_t *count,
+                           void (*skipped)(void *ctx, const char *flow, const char *why),
+                           void *ctx, char *err, size_t err_cap);
+
 /* One flow: 1 with *out (release with scheduled_flow_free), 0 when it is not scheduled
  * (err says why: unknown, disabled, no approved version, not a schedule trigger), -1 on
  * a store error or an unusable manifest. */

@@ -21,6 +21,8 @@
 
 /* The longest single sleep: a wall clock set forward is noticed within this. */
 #define MAX_SLEEP_MS (5LL * 60 * 1000)
+/* After a store error while syncing. */
+#define SYNC_RETRY_S 1
 
 struct entry {
     struct scheduled_flow flow;
@@ -100,25 +102,43 @@ static int settle_row(struct scheduler *s, struct scheduled_flow *f,
     return 0;
 }
 
-static void sync_flows(struct scheduler *s)
+/* Makes the entries and rows match the flows. False on a store error: the entries are
+ * then empty (their schedules were handed to the reload) and the caller retries. */
+static bool sync_flows(struct scheduler *s)
 {
     char err[512];
     struct scheduled_flow *flows = NULL;
     size_t n = 0;
     struct schedule_row *rows = NULL;
     size_t row_count = 0;
-    if (scheduled_flows_load(s->st, &flows, &n, skipped_manifest, NULL, err, sizeof err) != 0 ||
+    /* The parsed schedules of the current entries are reused for unchanged flows. */
+    struct scheduled_flow *reuse = calloc(s->entry_count > 0 ? s->entry_count : 1, sizeof *reuse);
+    for (size_t i = 0; reuse != NULL && i < s->entry_count; i++) {
+        reuse[i] = s->entries[i].flow;
+        memset(&s->entries[i].flow, 0, sizeof s->entries[i].flow);
+    }
+    int loaded = scheduled_flows_reload(s->st, reuse, reuse != NULL ? s->entry_count : 0, &flows,
+                                        &n, skipped_manifest, NULL, err, sizeof err);
+    scheduled_flows_free(reuse, reuse != NULL ? s->entry_count : 0);
+    if (loaded != 0 ||
         schedules_list(s->st, &rows, &row_count, err, sizeof err) != 0) {
         serve_log("store_error", "what", "reading the scheduled flows", "error", err, LOG_END);
         scheduled_flows_free(flows, n);
-        return; /* the old entries stay; the next change retries */
+        free(rows);
+        entries_free(s->entries, s->entry_count);
+        s->entries = NULL;
+        s->entry_count = 0;
+        return false;
     }
     struct entry *entries = calloc(n > 0 ? n : 1, sizeof *entries);
     if (entries == NULL) {
         serve_log("scheduler_error", "error", "out of memory", LOG_END);
         scheduled_flows_free(flows, n);
         free(rows);
-        return;
+        entries_free(s->entries, s->entry_count);
+        s->entries = NULL;
+        s->entry_count = 0;
+        return false;
     }
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
@@ -147,6 +167,7 @@ static void sync_flows(struct scheduler *s)
     entries_free(s->entries, s->entry_count);
     s->entries = entries;
     s->entry_count = kept;
+    return true;
 }
 
 /* ------------------------------------------------------------------ look */
@@ -266,12 +287,20 @@ static void *scheduler_main(void *arg)
         s->dirty = false;
         s->poked = false;
         pthread_mutex_unlock(&s->mu);
-        if (resync)
-            sync_flows(s);
+        bool synced = !resync || sync_flows(s);
         int64_t earliest = look(s);
         pthread_mutex_lock(&s->mu);
         s->looks_done = ticket;
         pthread_cond_broadcast(&s->looked);
+        if (!synced) {
+            /* The store failed: try again in a second (or at the next change). */
+            s->dirty = true;
+            struct timespec until;
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_sec += SYNC_RETRY_S;
+            (void)pthread_cond_timedwait(&s->wake, &s->mu, &until);
+            continue;
+        }
         if (s->stopping || s->dirty || s->poked || s->looks_asked != ticket)
             continue;
         if (earliest == INT64_MAX || serve_clock_fixed()) {
@@ -324,6 +353,7 @@ struct scheduler *scheduler_start(const struct scheduler_hooks *hooks, char *err
         error_line(err, err_cap, "scheduler: cannot start its thread");
         return NULL;
     }
+    (void)pthread_setname_np(s->thread, "scheduler"); /* top -H, /proc/PID/task/N/comm */
     pthread_mutex_lock(&s->mu);
     while (s->started == 0)
         pthread_cond_wait(&s->looked, &s->mu);

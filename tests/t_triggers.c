@@ -20,8 +20,12 @@
 #include "lib/harness.h"
 #include "lib/serve_home.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <poll.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -247,6 +251,85 @@ static void test_downtime(void)
     check_int_eq(test_serve_end(&s, TIMEOUT_MS), 0, "triggers: serve stops");
 }
 
+/* ---- a busy flow ---------------------------------------------------------------------- */
+
+/* One line from fd (the module's "hold ..."), within TIMEOUT_MS. */
+static bool read_hold_line(int fd)
+{
+    char line[128];
+    size_t n = 0;
+    while (n + 1 < sizeof line) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, TIMEOUT_MS) <= 0)
+            return false;
+        ssize_t got = read(fd, line + n, 1);
+        if (got <= 0) {
+            if (got < 0 && errno == EAGAIN)
+                continue;
+            return false;
+        }
+        if (line[n] == '\n')
+            break;
+        n++;
+    }
+    line[n] = '\0';
+    return strncmp(line, "hold ", 5) == 0;
+}
+
+static void test_busy_flow(void)
+{
+    struct test_home h;
+    test_home_begin(&h, g_root, "busy");
+    char catalog[2048], path[PATH_MAX + 32], fifo[PATH_MAX + 32], log[PATH_MAX + 32];
+    sfmt(fifo, sizeof fifo, "%s/hold.fifo", h.dir);
+    sfmt(log, sizeof log, "%s/effects.log", h.dir);
+    sfmt(catalog, sizeof catalog,
+         "{\"modules\": {\"hold\": {\"program\": \"%s\", \"args\": [\"--log\", \"%s\"],"
+         " \"timeout_ms\": 120000, \"ops\": {\"hold_query\": {\"kind\": \"query\"}}}}}",
+         harness_path("test/tools/test_module"), log);
+    sfmt(path, sizeof path, "%s/modules.json", h.home);
+    char script[PATH_MAX + 128];
+    sfmt(script, sizeof script,
+         "await ops.call('hold', 'hold_query', {fifo: '%s'});\nreturn trigger;\n", fifo);
+    bool made = write_text_file(path, catalog, 0600) && mkfifo(fifo, 0600) == 0 &&
+                test_home_flow(&h, "busy", 1,
+                               "{\"schedule\":{\"cron\":\"* * * * *\",\"missed\":\"once\"}},"
+                               "\"ops\":[{\"module\":\"hold\",\"op\":\"hold_query\"}]",
+                               script);
+    if (!check(made, "triggers: a flow whose run holds until the test lets it go", "%s", "no"))
+        return;
+    long long first = (real_now_ms() / 1000 / 60 + 1) * 60;
+    int fifo_fd = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    char env_buf[64];
+    const char *env[] = {clock_env(first * 1000, env_buf), NULL};
+    struct test_serve s;
+    if (!check(fifo_fd >= 0 && test_serve_start(&s, &h, NULL, env),
+               "triggers: serve starts at the first instant", "%s", s.log))
+        return;
+    check(clock_to(&h, first * 1000) && read_hold_line(fifo_fd),
+          "triggers: the on-time fire's run is running (holding)", "%s", s.log);
+    check(clock_to(&h, (first + 60) * 1000) && runs_of(&h, "busy") == 1,
+          "triggers: a fire due while the flow's run is unfinished waits [guard: a busy flow is "
+          "held]",
+          "%lld runs", runs_of(&h, "busy"));
+    check(clock_to(&h, (first + 200) * 1000) && runs_of(&h, "busy") == 1,
+          "triggers: still held three instants later", "%lld runs", runs_of(&h, "busy"));
+    /* Letting the run end: the held instants fire by the rule, at the same clock. */
+    close(fifo_fd);
+    char want[96], at[32];
+    iso(first + 180, at);
+    sfmt(want, sizeof want, "scheduled_at=%s fire=on_time", at);
+    check(test_serve_wait_log(&s, want, TIMEOUT_MS),
+          "triggers: the held flow fires when its run ends", "%s", s.log);
+    check(clock_to(&h, (first + 200) * 1000) && runs_of(&h, "busy") == 3 &&
+              has_run(&h, "busy", first + 120) && has_run(&h, "busy", first + 180),
+          "triggers: after the wait, the missed instants fire once (the last, 1st+120) and "
+          "the on-time one (1st+180)",
+          "%lld runs", runs_of(&h, "busy"));
+    kill(s.p.pid, SIGTERM);
+    check_int_eq(test_serve_end(&s, TIMEOUT_MS), 0, "triggers: serve stops");
+}
+
 /* ---- 4. flow schedule and flow list ---------------------------------------------- */
 
 static void test_schedule_listing(void)
@@ -358,6 +441,7 @@ int main(void)
     sfmt(g_root, sizeof g_root, "%s", harness_tmpdir("triggers"));
     test_release_has_no_clock();
     test_downtime();
+    test_busy_flow();
     test_schedule_listing();
     harness_remove_tmpdir();
     return harness_finish();

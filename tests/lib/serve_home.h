@@ -27,7 +27,9 @@ void test_home_begin(struct test_home *h, const char *root, const char *name);
 struct proc_result test_home_cli(const struct test_home *h, bool json, const char *const *args);
 
 /* Writes a flow (id, version, trigger JSON such as {"manual":true}, script) into a
- * directory, installs and approves it. False (with a line on stderr) on failure. */
+ * directory, installs and approves it. trigger_json is spliced in after "trigger": and
+ * may go on with more manifest members (`{"manual":true},"ops":[...]`). False (with a
+ * line on stderr) on failure. */
 bool test_home_flow(const struct test_home *h, const char *id, int version,
                     const char *trigger_json, const char *script);
 

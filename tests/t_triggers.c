@@ -101,24 +101,19 @@ static const char *clock_env(long long ms, char buf[64])
 
 static bool binary_has(const char *path, const char *needle)
 {
-    size_t len = 0;
-    char *bytes = read_text_file(path);
-    if (bytes == NULL)
-        return false;
-    /* read_text_file stops at nothing: search the whole file as bytes. */
     FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return false;
     bool found = false;
-    if (f != NULL) {
-        fseek(f, 0, SEEK_END);
-        len = (size_t)ftell(f);
-        fseek(f, 0, SEEK_SET);
-        char *all = malloc(len + 1);
-        if (all != NULL && fread(all, 1, len, f) == len)
-            found = memmem(all, len, needle, strlen(needle)) != NULL;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long size = ftell(f);
+        char *all = size > 0 ? malloc((size_t)size) : NULL;
+        if (all != NULL && fseek(f, 0, SEEK_SET) == 0 &&
+            fread(all, 1, (size_t)size, f) == (size_t)size)
+            found = memmem(all, (size_t)size, needle, strlen(needle)) != NULL;
         free(all);
-        fclose(f);
     }
-    free(bytes);
+    fclose(f);
     return found;
 }
 

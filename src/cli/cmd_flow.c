@@ -243,9 +243,10 @@ static int flow_schedule(const struct cli_globals *g, int argc, char **argv)
     size_t i;
     const json_t *fire;
     const json_t *fires = json_object_get(sched, "fires");
-    json_array_foreach (fires, i, fire)
+    json_array_foreach (fires, i, fire) {
         printf("  %s  %s\n", json_string_value(json_object_get(fire, "local")),
                json_string_value(json_object_get(fire, "utc")));
+    }
     if (json_array_size(fires) == 0)
         printf("  (it never fires again)\n");
     json_decref(sched);

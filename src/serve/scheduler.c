@@ -181,12 +181,13 @@ static const char *const FIRE_KINDS[] = {
 /* The trigger of a scheduled run: {"scheduled_at": ISO, "fire": KIND[, "missed_since": ISO]}. */
 static char *fire_trigger(const struct schedule_fire *f)
 {
-    char at[32], since[32];
+    char at[32];
     schedule_iso_utc(f->at_s, at);
     json_t *t = json_object();
     json_object_set_new(t, "scheduled_at", json_string(at));
     json_object_set_new(t, "fire", json_string(FIRE_KINDS[f->kind]));
     if (f->kind == SCHEDULE_FIRE_ONCE) {
+        char since[32];
         schedule_iso_utc(f->missed_since_s, since);
         json_object_set_new(t, "missed_since", json_string(since));
     }

@@ -49,7 +49,7 @@ void test_home_begin(struct test_home *h, const char *root, const char *name)
 bool test_home_flow(const struct test_home *h, const char *id, int version,
                     const char *trigger_json, const char *script)
 {
-    char dir[PATH_MAX + 48], path[PATH_MAX + 80], manifest[2048], version_text[16];
+    char dir[PATH_MAX + 48], path[PATH_MAX + 80], manifest[2048];
     sfmt(dir, sizeof dir, "%s/flow-%s-v%d", h->dir, id, version);
     (void)mkdir(dir, 0755);
     sfmt(manifest, sizeof manifest,
@@ -68,6 +68,7 @@ bool test_home_flow(const struct test_home *h, const char *id, int version,
         fprintf(stderr, "  install %s: %s %s\n", id, proc_describe(&r), r.err);
     proc_result_free(&r);
     if (good) {
+        char version_text[16];
         sfmt(version_text, sizeof version_text, "%d", version);
         r = test_home_cli(h, false,
                           HOME_ARGS("flow", "approve", id, "--version", version_text,

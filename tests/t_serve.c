@@ -23,6 +23,7 @@
  *      beyond the flow's backlog is refused with the reason and nothing stored.
  * Readiness is read from serve's own log line (event=ready), never waited for by time. */
 #include "lib/harness.h"
+#include "lib/serve_home.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,45 +50,26 @@
 static char g_root[PATH_MAX];
 
 struct home {
-    char dir[PATH_MAX];
-    char home[PATH_MAX];
-    char db[PATH_MAX + 16];
+    struct test_home t;
     char keyed_log[PATH_MAX + 16];
 };
 
 static struct proc_result cli_in(const struct home *h, bool json, const char *const *args)
 {
-    const char *argv[32];
-    int n = 0;
-    argv[n++] = harness_test_parent();
-    if (json)
-        argv[n++] = "--json";
-    argv[n++] = "--home";
-    argv[n++] = h->home;
-    for (int i = 0; args[i] != NULL && n < 31; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    return proc_run(argv, NULL, 0, TIMEOUT_MS);
+    return test_home_cli(&h->t, json, args);
 }
 
 static void home_begin(struct home *h, const char *name)
 {
     memset(h, 0, sizeof *h);
-    sfmt(h->dir, sizeof h->dir, "%s/%s", g_root, name);
-    (void)mkdir(h->dir, 0755);
-    sfmt(h->home, sizeof h->home, "%s/home", h->dir);
-    sfmt(h->db, sizeof h->db, "%s/basal.db", h->home);
-    sfmt(h->keyed_log, sizeof h->keyed_log, "%s/keyed.log", h->dir);
-    struct proc_result r = cli_in(h, false, ARGS("setup"));
-    if (!proc_exited_with(&r, 0))
-        fail("serve: setup", "%s: %s", proc_describe(&r), r.err);
-    proc_result_free(&r);
+    test_home_begin(&h->t, g_root, name);
+    sfmt(h->keyed_log, sizeof h->keyed_log, "%s/keyed.log", h->t.dir);
     char catalog[2048], path[PATH_MAX + 32];
     sfmt(catalog, sizeof catalog,
          "{\"modules\": {\"keyed\": {\"program\": \"%s\", \"args\": [\"--log\", \"%s\"],"
          " \"ops\": {\"echo\": {\"kind\": \"mutate\", \"idempotent\": true}}}}}",
          harness_path("test/tools/test_module"), h->keyed_log);
-    sfmt(path, sizeof path, "%s/modules.json", h->home);
+    sfmt(path, sizeof path, "%s/modules.json", h->t.home);
     if (!write_text_file(path, catalog, 0600))
         fail("serve: catalog", "%s", path);
 }
@@ -103,120 +85,21 @@ static const char *WORK_FLOW =
 
 static bool flow_add(const struct home *h, const char *id, const char *script)
 {
-    char dir[PATH_MAX + 32], path[PATH_MAX + 64], manifest[1024];
-    sfmt(dir, sizeof dir, "%s/flow-%s", h->dir, id);
-    (void)mkdir(dir, 0755);
-    sfmt(manifest, sizeof manifest,
-         "{\"format\":1,\"id\":\"%s\",\"version\":1,\"purpose\":\"serve test\","
-         "\"trigger\":{\"manual\":true},\"ops\":[{\"module\":\"keyed\",\"op\":\"echo\"}],"
-         "\"limits\":{\"cpu_ms\":10000}}",
-         id);
-    sfmt(path, sizeof path, "%s/flow.js", dir);
-    bool good = write_text_file(path, script, 0644);
-    sfmt(path, sizeof path, "%s/manifest.json", dir);
-    good = good && write_text_file(path, manifest, 0644);
-    struct proc_result r = cli_in(h, true, ARGS("flow", "install", dir));
-    json_t *in = json_loads(r.out, 0, NULL);
-    const char *hash = json_string_value(json_object_get(in, "code_hash"));
-    good = good && proc_exited_with(&r, 0) && hash != NULL;
-    if (!good)
-        fprintf(stderr, "  install %s: %s %s\n", id, proc_describe(&r), r.err);
-    proc_result_free(&r);
-    if (good) {
-        r = cli_in(h, false, ARGS("flow", "approve", id, "--version", "1", "--code-hash", hash));
-        good = proc_exited_with(&r, 0);
-        proc_result_free(&r);
-    }
-    json_decref(in);
-    return good;
+    return test_home_flow(&h->t, id, 1,
+                          "{\"manual\":true},\"ops\":[{\"module\":\"keyed\",\"op\":\"echo\"}]",
+                          script);
 }
 
 static long long sql_number(const struct home *h, const char *sql)
 {
-    sqlite3 *db = NULL;
-    long long v = -1;
-    if (sqlite3_open_v2(h->db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-        sqlite3_busy_timeout(db, 10000);
-        sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
-            if (sqlite3_step(st) == SQLITE_ROW)
-                v = sqlite3_column_int64(st, 0);
-            sqlite3_finalize(st);
-        }
-    }
-    sqlite3_close(db);
-    return v;
+    return test_home_sql(&h->t, sql);
 }
 
-/* ---- a serve process ------------------------------------------------------------ */
+/* ---- a serve process (tests/lib/serve_home.h) ------------------------------------- */
 
-struct serve {
-    struct proc p;
-    char log[65536]; /* its stderr so far */
-    size_t len;
-    bool up;
-};
-
-/* Reads serve's stderr until a line contains needle; false on EOF or the safety bound. */
-static bool serve_wait_log(struct serve *s, const char *needle, int timeout_ms)
+static bool serve_start(struct test_serve *s, const struct home *h, const char *const *extra)
 {
-    struct timespec start;
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    for (;;) {
-        if (strstr(s->log, needle) != NULL)
-            return true;
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        long long spent = (now.tv_sec - start.tv_sec) * 1000LL + (now.tv_nsec - start.tv_nsec) / 1000000;
-        if (spent >= timeout_ms || s->p.err_fd < 0)
-            return false;
-        struct pollfd p = {s->p.err_fd, POLLIN, 0};
-        if (poll(&p, 1, (int)(timeout_ms - spent)) <= 0)
-            continue;
-        if (s->len + 1 >= sizeof s->log) /* keep the tail */
-            s->len = 0;
-        ssize_t n = read(s->p.err_fd, s->log + s->len, sizeof s->log - 1 - s->len);
-        if (n <= 0) {
-            close(s->p.err_fd);
-            s->p.err_fd = -1;
-            continue;
-        }
-        s->len += (size_t)n;
-        s->log[s->len] = '\0';
-    }
-}
-
-static bool serve_start(struct serve *s, const struct home *h, const char *const *extra)
-{
-    memset(s, 0, sizeof *s);
-    const char *argv[24];
-    int n = 0;
-    argv[n++] = harness_test_parent();
-    argv[n++] = "--home";
-    argv[n++] = h->home;
-    argv[n++] = "serve";
-    for (int i = 0; extra != NULL && extra[i] != NULL && n < 23; i++)
-        argv[n++] = extra[i];
-    argv[n] = NULL;
-    struct proc_opts opts = {false, PROC_PIPE, PROC_PIPE, PROC_PIPE, NULL};
-    if (proc_start(&s->p, argv, &opts) != 0)
-        return false;
-    s->up = serve_wait_log(s, "event=ready", TIMEOUT_MS);
-    return s->up;
-}
-
-/* Waits for serve to exit; its exit status, or -1 (killed, or the safety bound). */
-static int serve_end(struct serve *s, int timeout_ms)
-{
-    (void)serve_wait_log(s, "\n\n(never)", timeout_ms > 0 ? 10 : 0); /* drain what is there */
-    struct proc_result r = proc_finish(&s->p, NULL, 0, timeout_ms);
-    if (r.err != NULL && s->len + strlen(r.err) + 1 < sizeof s->log) {
-        memcpy(s->log + s->len, r.err, strlen(r.err) + 1);
-        s->len += strlen(r.err);
-    }
-    int code = r.started && !r.timed_out && WIFEXITED(r.status) ? WEXITSTATUS(r.status) : -1;
-    proc_result_free(&r);
-    return code;
+    return test_serve_start(s, &h->t, extra, NULL);
 }
 
 /* ---- the checks ------------------------------------------------------------------ */
@@ -225,7 +108,7 @@ static void test_one_per_home(void)
 {
     struct home h;
     home_begin(&h, "lock");
-    struct serve s;
+    struct test_serve s;
     bool up = serve_start(&s, &h, NULL);
     ok(up, "serve: starts on a data home and logs event=ready");
     struct proc_result second = cli_in(&h, false, ARGS("serve"));
@@ -238,7 +121,7 @@ static void test_one_per_home(void)
           "%s: %s", proc_describe(&second), second.err);
     proc_result_free(&second);
     kill(s.p.pid, SIGTERM);
-    int code = serve_end(&s, TIMEOUT_MS);
+    int code = test_serve_end(&s, TIMEOUT_MS);
     check(code == 0 && strstr(s.log, "event=stopped") != NULL,
           "serve: SIGTERM with nothing running: exit 0 after event=stopped", "exit %d; log %.400s",
           code, s.log);
@@ -263,7 +146,7 @@ static void test_same_output_both_ways(void)
     home_begin(&b, "both-b");
     bool flows = flow_add(&a, "hello", WORK_FLOW) && flow_add(&b, "hello", WORK_FLOW);
     ok(flows, "serve: two homes built the same way");
-    struct serve s;
+    struct test_serve s;
     if (!serve_start(&s, &a, NULL)) {
         fail("serve: starts for the output comparison", "%.400s", s.log);
         return;
@@ -300,7 +183,7 @@ static void test_same_output_both_ways(void)
         for (int j = 0; j < 2; j++)
             up[v][j] = cli_in(&a, j == 1, VIEWS[v]);
     kill(s.p.pid, SIGTERM);
-    int code = serve_end(&s, TIMEOUT_MS);
+    int code = test_serve_end(&s, TIMEOUT_MS);
     ok(code == 0, "serve: stops with exit 0 on SIGTERM");
     for (int v = 0; v < 3; v++) {
         for (int j = 0; j < 2; j++) {
@@ -333,7 +216,7 @@ static void admit_many(const struct home *h, int base, int spin)
         sfmt(flows[f], sizeof flows[f], "f%d", f);
     for (int i = 0; i < FLOWS * RUNS_PER_FLOW; i++) {
         sfmt(triggers[i], sizeof triggers[i], "{\"n\":%d,\"spin\":%d}", base + i, spin);
-        const char *argv[] = {harness_test_parent(), "--home", h->home, "run", flows[i % FLOWS],
+        const char *argv[] = {harness_test_parent(), "--home", h->t.home, "run", flows[i % FLOWS],
                               "--trigger", triggers[i], "--detach", NULL};
         struct proc_opts opts = {false, PROC_PIPE, PROC_PIPE, PROC_PIPE, NULL};
         if (proc_start(&procs[i], argv, &opts) == 0)
@@ -389,7 +272,7 @@ static void test_concurrency(void)
         flows = flows && flow_add(&h, id, WORK_FLOW);
     }
     ok(flows, "serve: 10 flows installed and approved");
-    struct serve s;
+    struct test_serve s;
     if (!serve_start(&s, &h, ARGS("--max-runs", "4"))) {
         fail("serve: starts for the concurrency check", "%.400s", s.log);
         return;
@@ -427,7 +310,7 @@ static void test_concurrency(void)
     /* Health the daemon reports, then what the store says once it stopped. */
     struct proc_result live = cli_in(&h, true, ARGS("health"));
     kill(s.p.pid, SIGTERM);
-    int code = serve_end(&s, TIMEOUT_MS);
+    int code = test_serve_end(&s, TIMEOUT_MS);
     ok(code == 0, "serve: exit 0 on SIGTERM after the concurrency check");
     struct proc_result after = cli_in(&h, true, ARGS("health"));
     json_t *a = json_loads(live.out, 0, NULL), *b = json_loads(after.out, 0, NULL);
@@ -500,23 +383,23 @@ static void test_sigkill_and_restart(void)
         flows = flows && flow_add(&h, id, WORK_FLOW);
     }
     ok(flows, "serve: 10 flows for the SIGKILL check");
-    struct serve s;
+    struct test_serve s;
     if (!serve_start(&s, &h, ARGS("--max-runs", "4"))) {
         fail("serve: starts for the SIGKILL check", "%.400s", s.log);
         return;
     }
     admit_many(&h, 1000, 3000000);
     /* In the middle of runs: several have started, not all have ended. */
-    bool mid = serve_wait_log(&s, "event=run_started", TIMEOUT_MS);
+    bool mid = test_serve_wait_log(&s, "event=run_started", TIMEOUT_MS);
     kill(s.p.pid, SIGKILL);
-    (void)serve_end(&s, TIMEOUT_MS);
+    (void)test_serve_end(&s, TIMEOUT_MS);
     long long ended_before =
         sql_number(&h, "SELECT count(*) FROM runs WHERE state = 'succeeded'");
     long long running = sql_number(&h, "SELECT count(*) FROM runs WHERE state = 'running'");
     check(mid && ended_before < (long long)FLOWS * RUNS_PER_FLOW && running > 0,
           "serve: SIGKILLed while runs of several flows were running",
           "%lld succeeded, %lld running at the kill", ended_before, running);
-    struct serve again;
+    struct test_serve again;
     if (!serve_start(&again, &h, ARGS("--max-runs", "4"))) {
         fail("serve: a new serve starts after the SIGKILL", "%.400s", again.log);
         return;
@@ -534,7 +417,7 @@ static void test_sigkill_and_restart(void)
     check(kv_ok == FLOWS, "serve: kv holds each flow's last value after the restart",
           "%lld flows with kv 'last'", kv_ok);
     kill(again.p.pid, SIGTERM);
-    ok(serve_end(&again, TIMEOUT_MS) == 0, "serve: the restarted serve stops with exit 0");
+    ok(test_serve_end(&again, TIMEOUT_MS) == 0, "serve: the restarted serve stops with exit 0");
 }
 
 static void test_sigterm(void)
@@ -543,7 +426,7 @@ static void test_sigterm(void)
     home_begin(&h, "term");
     ok(flow_add(&h, "slow", WORK_FLOW), "serve: a slow flow for the SIGTERM check");
     /* Grace 0: the run in flight is left to the next start. */
-    struct serve s;
+    struct test_serve s;
     if (!serve_start(&s, &h, ARGS("--grace-seconds", "0"))) {
         fail("serve: starts for the SIGTERM check", "%.400s", s.log);
         return;
@@ -552,9 +435,9 @@ static void test_sigterm(void)
         cli_in(&h, false, ARGS("run", "slow", "--trigger", "{\"n\":1,\"spin\":30000000}", "--detach"));
     ok(proc_exited_with(&r, 0), "serve: run --detach admits the run and returns");
     proc_result_free(&r);
-    bool in_flight = serve_wait_log(&s, "event=run_started", TIMEOUT_MS);
+    bool in_flight = test_serve_wait_log(&s, "event=run_started", TIMEOUT_MS);
     kill(s.p.pid, SIGTERM);
-    int code = serve_end(&s, TIMEOUT_MS);
+    int code = test_serve_end(&s, TIMEOUT_MS);
     /* Running, or still pending if the stop came before its claim was committed. */
     long long running =
         sql_number(&h, "SELECT count(*) FROM runs WHERE state IN ('running', 'pending')");
@@ -563,14 +446,14 @@ static void test_sigterm(void)
           "unfinished for the next start [guard: SIGTERM grace]",
           "exit %d, %lld unfinished; log %.500s", code, running, s.log);
     /* The next start finishes it; this time the grace is long enough. */
-    struct serve again;
+    struct test_serve again;
     if (!serve_start(&again, &h, ARGS("--grace-seconds", "120"))) {
         fail("serve: restarts after SIGTERM", "%.400s", again.log);
         return;
     }
-    bool resumed = serve_wait_log(&again, "event=run_started", TIMEOUT_MS);
+    bool resumed = test_serve_wait_log(&again, "event=run_started", TIMEOUT_MS);
     kill(again.p.pid, SIGTERM);
-    code = serve_end(&again, TIMEOUT_MS);
+    code = test_serve_end(&again, TIMEOUT_MS);
     long long succeeded = sql_number(&h, "SELECT count(*) FROM runs WHERE state = 'succeeded'");
     check(resumed && code == 0 && succeeded == 1 && strstr(again.log, "left_running=0") != NULL,
           "serve: the next start resumes the run; SIGTERM within the grace waits for it and "
@@ -592,7 +475,7 @@ static void test_sigterm_busy(void)
     int clean = 0, rounds = 0;
     char detail[600] = "";
     for (int round = 0; round < 3; round++) {
-        struct serve s;
+        struct test_serve s;
         if (!serve_start(&s, &h, ARGS("--max-runs", "8", "--spares", "0", "--grace-seconds", "120")))
             break;
         rounds++;
@@ -610,9 +493,9 @@ static void test_sigterm_busy(void)
              (long long)json_integer_value(json_object_get(d, "run")));
         json_decref(d);
         proc_result_free(&r);
-        bool in_flight = serve_wait_log(&s, started, TIMEOUT_MS);
+        bool in_flight = test_serve_wait_log(&s, started, TIMEOUT_MS);
         kill(s.p.pid, SIGTERM);
-        int code = serve_end(&s, TIMEOUT_MS);
+        int code = test_serve_end(&s, TIMEOUT_MS);
         long long bad = sql_number(&h, "SELECT count(*) FROM activations WHERE outcome <> 'completed'");
         if (in_flight && code == 0 && bad == 0 && strstr(s.log, "left_running=0") != NULL)
             clean++;
@@ -708,10 +591,10 @@ static void test_notify_metrics_peer(void)
     home_begin(&h, "notify");
     ok(flow_add(&h, "m", WORK_FLOW), "serve: a flow for the notify and metrics checks");
     char notify_path[PATH_MAX + 16], seen[2048] = "";
-    sfmt(notify_path, sizeof notify_path, "%s/notify.sock", h.dir);
+    sfmt(notify_path, sizeof notify_path, "%s/notify.sock", h.t.dir);
     int nfd = notify_socket(notify_path);
     setenv("NOTIFY_SOCKET", notify_path, 1);
-    struct serve s;
+    struct test_serve s;
     bool up = serve_start(&s, &h, ARGS("--metrics", "127.0.0.1:0"));
     unsetenv("NOTIFY_SOCKET");
     if (!up) {
@@ -749,15 +632,15 @@ static void test_notify_metrics_peer(void)
     proc_result_free(&page);
 
     char sock[PATH_MAX + 16], reply[512];
-    sfmt(sock, sizeof sock, "%s/ops.sock", h.home);
+    sfmt(sock, sizeof sock, "%s/ops.sock", h.t.home);
     struct stat root_st;
     bool opened = stat(g_root, &root_st) == 0 && chmod(g_root, 0711) == 0 &&
-                  chmod(h.dir, 0711) == 0 && chmod(h.home, 0711) == 0 && chmod(sock, 0666) == 0;
+                  chmod(h.t.dir, 0711) == 0 && chmod(h.t.home, 0711) == 0 && chmod(sock, 0666) == 0;
     bool ran = opened && other_uid_request(sock, reply, sizeof reply);
     (void)chmod(sock, 0600);
-    (void)chmod(h.home, 0700);
+    (void)chmod(h.t.home, 0700);
     (void)chmod(g_root, root_st.st_mode & 07777);
-    bool logged = serve_wait_log(&s, "event=ops_refused peer_uid=65534", TIMEOUT_MS);
+    bool logged = test_serve_wait_log(&s, "event=ops_refused peer_uid=65534", TIMEOUT_MS);
     long long audited = sql_number(&h, "SELECT count(*) FROM audit WHERE kind = 'ops_refused'"
                                        " AND decision = 'refused' AND reason LIKE '%65534%'");
     check(geteuid() == 0 && ran && strstr(reply, "\"ok\":true") == NULL && logged && audited == 1,
@@ -796,7 +679,7 @@ static void test_notify_metrics_peer(void)
             big_reply[n > 0 ? n : 0] = '\0';
         }
     }
-    bool big_logged = serve_wait_log(&s, "reason=\"request over 262144 bytes\"", TIMEOUT_MS);
+    bool big_logged = test_serve_wait_log(&s, "reason=\"request over 262144 bytes\"", TIMEOUT_MS);
     check(strstr(big_reply, "\"ok\":true") == NULL && big_logged,
           "serve: a request over the size bound (300 KiB) is refused and logged [guard: request "
           "size bound]",
@@ -838,7 +721,7 @@ static void test_notify_metrics_peer(void)
 
     kill(s.p.pid, SIGTERM);
     bool stopping = nfd >= 0 && notify_wait(nfd, "STOPPING=1", seen, sizeof seen);
-    int code = serve_end(&s, TIMEOUT_MS);
+    int code = test_serve_end(&s, TIMEOUT_MS);
     check(stopping && code == 0, "serve: tells systemd STOPPING=1 on SIGTERM, then exits 0",
           "seen %s; exit %d", seen, code);
     if (nfd >= 0)
@@ -872,14 +755,14 @@ static void test_bad_input(void)
     proc_result_free(&r);
 
     /* Backlog 1: a running run, one waiting, the third refused. */
-    struct serve s;
+    struct test_serve s;
     if (!serve_start(&s, &h, ARGS("--backlog", "1", "--max-runs", "1"))) {
         fail("serve: starts for the backlog check", "%.400s", s.log);
         return;
     }
     r = cli_in(&h, false, ARGS("run", "one", "--trigger", "{\"n\":1,\"spin\":30000000}", "--detach"));
     proc_result_free(&r);
-    (void)serve_wait_log(&s, "event=run_started", TIMEOUT_MS);
+    (void)test_serve_wait_log(&s, "event=run_started", TIMEOUT_MS);
     r = cli_in(&h, false, ARGS("run", "one", "--trigger", "{\"n\":2,\"spin\":10}", "--detach"));
     bool second = proc_exited_with(&r, 0);
     proc_result_free(&r);
@@ -892,7 +775,7 @@ static void test_bad_input(void)
           stored);
     proc_result_free(&r);
     kill(s.p.pid, SIGTERM);
-    ok(serve_end(&s, TIMEOUT_MS) == 0, "serve: exit 0 after the backlog check");
+    ok(test_serve_end(&s, TIMEOUT_MS) == 0, "serve: exit 0 after the backlog check");
 }
 
 int main(void)

@@ -203,9 +203,9 @@ int ck_upgrade(const struct ck_options *o)
         }
         printf("  the new build migrates the store from schema %d to %d; snapshot first:\n"
                "    %s (0600, SQLite online backup)\n"
-               "  to restore it: stop any serve, put the previous binaries back (ck setup "
-               "--from THEIR_DIR), then\n"
-               "    rm -f '%s/%s-wal' '%s/%s-shm' && cp '%s' '%s/%s'\n",
+               "  to restore it: stop any serve, then\n"
+               "    rm -f '%s/%s-wal' '%s/%s-shm' && cp '%s' '%s/%s'\n"
+               "  and put the previous binaries back (ck setup --from THEIR_DIR)\n",
                u.store_schema, u.next.store_schema, snapshot, u.p.home, STORE_FILE, u.p.home,
                STORE_FILE, snapshot, u.p.home, STORE_FILE);
     }

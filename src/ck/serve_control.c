@@ -24,6 +24,7 @@
 static int lock_open(const char *home, int *fd, char *err, size_t err_cap)
 {
     char path[PATH_MAX];
+    *fd = -1;
     int n = snprintf(path, sizeof path, "%s/%s", home, SERVE_LOCK_NAME);
     if (n <= 0 || (size_t)n >= sizeof path)
         return error_line(err, err_cap, "%s: path too long", home);
@@ -49,7 +50,7 @@ int serve_lock_try(const char *home, int *lock_fd, long *holder, char *err, size
     struct stat st;
     if (lstat(home, &st) != 0 && errno == ENOENT)
         return 1;
-    int fd;
+    int fd = -1;
     if (lock_open(home, &fd, err, err_cap) != 0)
         return -1;
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -133,7 +134,7 @@ static void on_alarm(int sig)
 int serve_wait_gone(const char *home, unsigned timeout_s, int *lock_fd, char *err,
                     size_t err_cap)
 {
-    int fd;
+    int fd = -1;
     if (lock_open(home, &fd, err, err_cap) != 0)
         return -1;
     struct sigaction sa, old;

@@ -33,6 +33,7 @@ static int read_user_version(sqlite3 *db, int *version)
 static int open_store_readonly(const char *home, sqlite3 **db, char *err, size_t err_cap)
 {
     char path[PATH_MAX];
+    *db = NULL;
     int n = snprintf(path, sizeof path, "%s/%s", home, STORE_FILE);
     if (n <= 0 || (size_t)n >= sizeof path)
         return error_line(err, err_cap, "%s: path too long", home);
@@ -62,7 +63,7 @@ int store_snapshot_schema(const char *home, int *version, char *err, size_t err_
     }
     if (!S_ISREG(st.st_mode))
         return error_line(err, err_cap, "%s is not a regular file", path);
-    sqlite3 *db;
+    sqlite3 *db = NULL;
     if (open_store_readonly(home, &db, err, err_cap) != 0)
         return -1;
     int rc = read_user_version(db, version);

@@ -12,7 +12,8 @@
 #       journal and kv all still there, and the printed restore command brings back a
 #       store the old build reads;
 #   - a downgrade refused, the installed bytes and the store unchanged [guard
-#     upgrade-refuses-downgrade]; a lower VERSION refused too; the same build again is
+#     upgrade-refuses-downgrade]; a lower VERSION refused too; a store newer than the
+#     new build refused [guard upgrade-refuses-newer-store]; the same build again is
 #     "nothing to do";
 #   - --stop on a serve of this build goes through the ops socket (serve.stop), and a
 #     serve that systemd's unit runs (a stub systemctl claims it: there is no user
@@ -278,6 +279,27 @@ if [ $rc = 1 ] && printf '%s' "$out" | grep -q '0.0.9 .* is older than the insta
 else
     echo "not ok - ck upgrade: a lower VERSION: exit $rc: $(one_line "$out")"
 fi
+# A store newer than the new build knows: the old build installed over a store a
+# later build left at schema 5 (user_version set by hand). Refused whatever the
+# binaries' order [guard upgrade-refuses-newer-store].
+p5=$scratch/prefix5
+h5=$scratch/data5
+if "$NEW/ck" setup --from "$OLD" --prefix "$p5" --home "$h5" >/dev/null 2>&1 &&
+    sqlite3 "$h5/basal.db" 'PRAGMA user_version = 5'; then
+    before=$(fingerprint "$p5/bin")
+    out=$("$NEW/ck" upgrade --reinstall --from "$NEW" --prefix "$p5" --home "$h5" 2>&1)
+    rc=$?
+    if [ $rc = 1 ] && printf '%s' "$out" | grep -q 'is at schema 5, newer than the new build knows (4): refused' &&
+        [ "$(fingerprint "$p5/bin")" = "$before" ] && [ "$(store_version "$h5")" = 5 ] &&
+        [ -z "$(find "$h5" -name 'basal.db.pre-upgrade-*')" ]; then
+        echo "ok - ck upgrade: a store at schema 5 with a schema-4 build is refused even with --reinstall, nothing changed [guard upgrade-refuses-newer-store]"
+    else
+        echo "not ok - ck upgrade: a store newer than the new build: exit $rc: $(one_line "$out") [guard upgrade-refuses-newer-store]"
+    fi
+else
+    echo "not ok - ck: could not prepare a store at schema 5"
+fi
+
 out=$("$NEW/ck" upgrade --from "$NEW" --prefix "$p" --home "$h" 2>&1)
 rc=$?
 if [ $rc = 0 ] && printf '%s' "$out" | grep -q '^ck upgrade: nothing to do'; then

@@ -37,7 +37,7 @@ trap cleanup EXIT
 export HOME=$scratch/home
 unset XDG_DATA_HOME
 mkdir -p "$HOME"
-one_line() { printf '%s' "$1" | tr '\n' ' ' | cut -c1-${2:-300}; }
+one_line() { printf '%s' "$1" | tr '\n' ' ' | cut -c1-"${2:-300}"; }
 
 # --- the previous build ---------------------------------------------------------------
 # Release binaries of PREV_COMMIT, from `git archive` (no worktree, nothing in the
@@ -156,6 +156,7 @@ fi
 # start_serve BIN: a serve on $h, waited for until its "ready" line (a pipe, no sleep).
 start_serve() {
     coproc SERVE { exec "$1/ck-basal" --home "$h" serve 2>&1; }
+    # shellcheck disable=SC2153 # SERVE_PID is set by coproc
     serve_pid=$SERVE_PID
     # A descriptor of our own: bash drops SERVE[] when the coprocess ends.
     exec {serve_out}<&"${SERVE[0]}"

@@ -311,6 +311,20 @@ fi
 
 # --- --stop through the ops socket, under a (stub) systemd unit ------------------------
 if start_serve "$pbin"; then
+    # serve.stop checks its request like every ops command: an argument is exit 2 and
+    # the serve keeps running.
+    reply=$(python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"{\"cmd\":\"serve.stop\",\"args\":{\"now\":true}}\n")
+print(s.makefile().readline().strip())' "$h/ops.sock" 2>&1)
+    if [ "$reply" = '{"ok":false,"exit":2,"error":"serve.stop takes no arguments"}' ] &&
+        kill -0 "$serve_pid"; then
+        echo "ok - serve.stop with an argument: exit 2, and the serve runs on"
+    else
+        echo "not ok - serve.stop with an argument: '$reply'"
+    fi
     : >"$STUB_LOG"
     out=$(PATH=$stub:$PATH STUB_MAINPID=$serve_pid "$NEW/ck" upgrade --reinstall --from "$NEW" \
         --prefix "$p" --home "$h" --stop 2>&1)

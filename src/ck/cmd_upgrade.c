@@ -84,8 +84,12 @@ static int check_builds(struct upgrade *u)
     build_version_text(&u->installed, a, sizeof a);
     build_version_text(&u->next, b, sizeof b);
     if (order == BUILD_DOWNGRADE) {
-        fprintf(stderr, "ck upgrade: %s is older than the installed %s: a downgrade, refused "
-                        "(nothing changed)\n", b, a);
+        const char *why = strcmp(u->installed.version, u->next.version) != 0
+                              ? "a lower version"
+                          : u->next.store_schema < 0 ? "a build that states no store schema"
+                                                     : "a lower store schema";
+        fprintf(stderr, "ck upgrade: %s is older than the installed %s (%s): a downgrade, "
+                        "refused (nothing changed)\n", b, a, why);
         return -1;
     }
     if (store_snapshot_schema(u->p.home, &u->store_schema, err, sizeof err) != 0) {

@@ -39,6 +39,14 @@ unset XDG_DATA_HOME
 mkdir -p "$HOME"
 one_line() { printf '%s' "$1" | tr '\n' ' ' | cut -c1-"${2:-300}"; }
 
+# What ck compares builds by: ck-basal --version --json, --json before or after.
+want="{\"program\":\"ck-basal\",\"version\":\"$(cat VERSION)\",\"git\":\"$("$NEW/ck-basal" --version | sed -n 's/.*(git \(.*\))$/\1/p')\",\"store_schema\":$(sed -n 's/^#define STORE_SCHEMA_VERSION \([0-9]*\)$/\1/p' src/store/store_schema.h)}"
+if [ "$("$NEW/ck-basal" --version --json)" = "$want" ] && [ "$("$NEW/ck-basal" --json --version)" = "$want" ]; then
+    echo "ok - ck-basal --version --json: $want"
+else
+    echo "not ok - ck-basal --version --json: '$("$NEW/ck-basal" --version --json)', wanted '$want'"
+fi
+
 # --- the previous build ---------------------------------------------------------------
 # Release binaries of PREV_COMMIT, from `git archive` (no worktree, nothing in the
 # repository changes) with this tree's QuickJS (the same pinned tarball and patches),

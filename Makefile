@@ -31,6 +31,13 @@ SERVE_SRC  := $(wildcard src/serve/*.c)
 CORE_SRC   := $(BASE_SRC) $(SUPERVISOR_SRC) $(STORE_SRC) $(FLOWS_SRC) $(SERVE_SRC)
 HOST_SRC   := $(wildcard src/host/*.c)
 CLI_SRC    := $(wildcard src/cli/*.c)
+CK_SRC     := $(wildcard src/ck/*.c)
+# ck (setup, upgrade) links only what it uses of the parent: the data home's default,
+# the serve lock, the ops client and their helpers; SQLite for the store's schema and
+# its snapshot, jansson for the ops replies and ck-basal --version --json.
+CK_MODULES := src/base/error_line.c src/base/clock.c src/store/datahome.c \
+              src/serve/serve_lock.c src/serve/ops_client.c
+CK_LIBS    := -lsqlite3 -ljansson
 TEST_SRC   := $(wildcard tests/t_*.c)
 TESTLIB_SRC := $(wildcard tests/lib/*.c)
 TOOL_SRC   := $(wildcard tests/tools/*.c)
@@ -73,6 +80,9 @@ TEST_WORKER    := build/test/bin/ck-basal-worker
 TEST_PARENT    := build/test/bin/ck-basal
 ASAN_PARENT    := build/asan/bin/ck-basal
 ASAN_WORKER    := build/asan/bin/ck-basal-worker
+RELEASE_CK     := build/bin/ck
+TEST_CK        := build/test/bin/ck
+ASAN_CK        := build/asan/bin/ck
 
 TEST_BINS  := $(patsubst tests/%.c,build/test/tests/%,$(TEST_SRC))
 ASAN_TESTS := $(patsubst tests/%.c,build/asan/tests/%,$(TEST_SRC))
@@ -83,7 +93,7 @@ TOOL_BINS  := $(patsubst tests/tools/%.c,build/test/tools/%,$(TOOL_SRC))
 .DEFAULT_GOAL := all
 .PHONY: FORCE all test-build check test bench bench-build lint fuzz clean quickjs \
         install uninstall man-check dist
-all: $(RELEASE_WORKER) $(RELEASE_PARENT)
+all: $(RELEASE_WORKER) $(RELEASE_PARENT) $(RELEASE_CK)
 
 build/gen/version.h: | $(Q)/.fetched
 
@@ -120,7 +130,7 @@ $(QLIB): $(Q)/.fetched
 
 # Our objects include quickjs.h, as a system header (-isystem) that -MMD does not
 # track, so a new extraction (another patch series) rebuilds them all.
-$(foreach v,release test asan,$(call objs,$(v),$(PROTO_SRC) $(WORKER_SRC) $(CORE_SRC) $(HOST_SRC) $(CLI_SRC) $(TEST_SRC) $(TESTLIB_SRC) $(TOOL_SRC))): $(Q)/.fetched | build/gen/version.h
+$(foreach v,release test asan,$(call objs,$(v),$(PROTO_SRC) $(WORKER_SRC) $(CORE_SRC) $(HOST_SRC) $(CLI_SRC) $(CK_SRC) $(TEST_SRC) $(TESTLIB_SRC) $(TOOL_SRC))): $(Q)/.fetched | build/gen/version.h
 
 $(RELEASE_WORKER): $(call objs,release,$(WORKER_SRC) $(PROTO_SRC)) $(QLIB)
 	@mkdir -p $(dir $@)
@@ -141,6 +151,15 @@ $(ASAN_PARENT): $(call objs,asan,$(CLI_SRC) $(CORE_SRC) $(HOST_SRC) $(PROTO_SRC)
 $(ASAN_WORKER): $(TEST_WORKER)
 	@mkdir -p $(dir $@)
 	cp $< $@.tmp && mv -f $@.tmp $@
+$(RELEASE_CK): $(call objs,release,$(CK_SRC) $(CK_MODULES))
+	@mkdir -p $(dir $@)
+	$(CC) $(release_LDFLAGS) $^ -o $@ $(CK_LIBS)
+$(TEST_CK): $(call objs,test,$(CK_SRC) $(CK_MODULES))
+	@mkdir -p $(dir $@)
+	$(CC) $(test_LDFLAGS) $^ -o $@ $(CK_LIBS)
+$(ASAN_CK): $(call objs,asan,$(CK_SRC) $(CK_MODULES))
+	@mkdir -p $(dir $@)
+	$(CC) $(asan_LDFLAGS) $^ -o $@ $(CK_LIBS)
 
 # Each test program links the parent's modules (not its main) and the test library.
 PARENT_MODULES = $(CORE_SRC) $(HOST_SRC) $(PROTO_SRC) $(filter-out src/cli/main.c,$(CLI_SRC))
@@ -164,7 +183,7 @@ build/test/tools/evil_worker: build/test/obj/tests/tools/evil_worker.o $(call ob
 	@mkdir -p $(dir $@)
 	$(CC) $(test_LDFLAGS) $^ -o $@ -lseccomp
 
-test-build: all $(TEST_WORKER) $(TEST_PARENT) $(ASAN_PARENT) $(ASAN_WORKER) $(TEST_BINS) $(ASAN_TESTS) $(TOOL_BINS)
+test-build: all $(TEST_WORKER) $(TEST_PARENT) $(TEST_CK) $(ASAN_PARENT) $(ASAN_WORKER) $(ASAN_CK) $(TEST_BINS) $(ASAN_TESTS) $(TOOL_BINS)
 
 # The whole suite: builds every variant, runs every test, lint and the fuzz smoke run.
 check: test-build
@@ -210,12 +229,12 @@ BINDIR   ?= $(PREFIX)/bin
 MANDIR   ?= $(PREFIX)/share/man
 UNITDIR  ?= $(PREFIX)/lib/systemd/user
 COMPDIR  ?= $(PREFIX)/share/bash-completion/completions
-MAN_PAGES := man/ck-basal.1 man/ck-basal-worker.8
+MAN_PAGES := man/ck-basal.1 man/ck-basal-worker.8 man/ck.1
 # Every file install writes, as installed; uninstall removes exactly these, in this
 # order (the parent before the worker it needs).
-INSTALLED := $(BINDIR)/ck-basal $(BINDIR)/ck-basal-worker \
-             $(MANDIR)/man1/ck-basal.1 $(MANDIR)/man8/ck-basal-worker.8 \
-             $(UNITDIR)/ck-basal.service $(COMPDIR)/ck-basal
+INSTALLED := $(BINDIR)/ck $(BINDIR)/ck-basal $(BINDIR)/ck-basal-worker \
+             $(MANDIR)/man1/ck.1 $(MANDIR)/man1/ck-basal.1 $(MANDIR)/man8/ck-basal-worker.8 \
+             $(UNITDIR)/ck-basal.service $(COMPDIR)/ck-basal $(COMPDIR)/ck
 
 # The user unit with ExecStart pointed at $(BINDIR). Rewritten only when that changes;
 # a unit whose ExecStart line no longer has the form we rewrite fails the build rather
@@ -233,10 +252,13 @@ install: all build/gen/ck-basal.service
 	    "$(DESTDIR)$(UNITDIR)" "$(DESTDIR)$(COMPDIR)"
 	install -m 0755 $(RELEASE_WORKER) "$(DESTDIR)$(BINDIR)/ck-basal-worker"
 	install -m 0755 $(RELEASE_PARENT) "$(DESTDIR)$(BINDIR)/ck-basal"
+	install -m 0755 $(RELEASE_CK) "$(DESTDIR)$(BINDIR)/ck"
+	install -m 0644 man/ck.1 "$(DESTDIR)$(MANDIR)/man1/ck.1"
 	install -m 0644 man/ck-basal.1 "$(DESTDIR)$(MANDIR)/man1/ck-basal.1"
 	install -m 0644 man/ck-basal-worker.8 "$(DESTDIR)$(MANDIR)/man8/ck-basal-worker.8"
 	install -m 0644 build/gen/ck-basal.service "$(DESTDIR)$(UNITDIR)/ck-basal.service"
 	install -m 0644 contrib/bash-completion/ck-basal "$(DESTDIR)$(COMPDIR)/ck-basal"
+	install -m 0644 contrib/bash-completion/ck "$(DESTDIR)$(COMPDIR)/ck"
 
 # Directories stay: they may hold other packages' files.
 uninstall:

@@ -30,6 +30,7 @@ MAY_INCLUDE = {
     "flows": {"store", "supervisor", "host", "base", "proto"},
     "serve": {"flows", "store", "supervisor", "host", "base", "proto"},
     "cli": {"serve", "flows", "store", "supervisor", "host", "base", "proto"},
+    "ck": {"serve", "flows", "store", "supervisor", "host", "base", "proto"},
     "worker": {"base", "proto"},
 }
 CONSUMERS = ("tests", "bench", "fuzz")  # above every part of src/

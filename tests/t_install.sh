@@ -13,7 +13,7 @@ trap 'rm -rf "$scratch"' EXIT
 dest=$scratch/dest
 bin=$dest/usr/bin
 
-for b in build/bin/ck-basal build/bin/ck-basal-worker; do
+for b in build/bin/ck build/bin/ck-basal build/bin/ck-basal-worker; do
     [ -x "$b" ] || { echo "not ok - install: $b is missing (make)"; exit 1; }
 done
 
@@ -43,13 +43,16 @@ expect_file() {
     fi
 }
 expect_file usr/bin/ck-basal 755
+expect_file usr/bin/ck 755
+expect_file usr/share/man/man1/ck.1 644
+expect_file usr/share/bash-completion/completions/ck 644
 expect_file usr/bin/ck-basal-worker 755
 expect_file usr/share/man/man1/ck-basal.1 644
 expect_file usr/share/man/man8/ck-basal-worker.8 644
 expect_file usr/lib/systemd/user/ck-basal.service 644
 expect_file usr/share/bash-completion/completions/ck-basal 644
 
-for b in ck-basal ck-basal-worker; do
+for b in ck ck-basal ck-basal-worker; do
     if cmp -s "build/bin/$b" "$bin/$b"; then
         echo "ok - install: /usr/bin/$b is the release build"
     else
@@ -71,6 +74,14 @@ if [ "$reply" = "--spares" ]; then
     echo "ok - install: the bash completion completes 'ck-basal --home /x serve --sp' to --spares"
 else
     echo "not ok - install: the bash completion offered '$reply' for 'serve --sp'"
+fi
+
+completion=$dest/usr/share/bash-completion/completions/ck
+reply=$(bash -c 'source "$1"; COMP_WORDS=(ck upgrade --st); COMP_CWORD=2; _ck; echo "${COMPREPLY[*]}"' _ "$completion" 2>&1)
+if [ "$reply" = "--stop" ]; then
+    echo "ok - install: the bash completion of ck completes 'ck upgrade --st' to --stop"
+else
+    echo "not ok - install: the ck completion offered '$reply' for 'upgrade --st'"
 fi
 
 # From the installed tree. The build tree's binaries are not on any path it uses: the

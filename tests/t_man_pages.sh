@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The man pages: every command, subcommand and --option that `ck-basal --help` prints
-# is in ck-basal(1) [guard man-page-covers-help], both pages render without a groff
+# is in ck-basal(1) [guard man-page-covers-help], every page renders without a groff
 # warning through the Makefile's own check (make man-check) [guard man-pages-render],
 # and a scratch page with a mistake makes that check fail (so it can turn red).
-# ck-basal(1) names the exit statuses and the files an operator meets.
+# ck-basal(1) names the exit statuses and the files an operator meets. ck(1) has every
+# command and option of `ck --help` [guard man-page-covers-ck-help].
 set -u
 cd "$(dirname "$0")/.." || exit 2
 parent=build/bin/ck-basal
@@ -96,7 +97,7 @@ fi
 # Rendering, through the Makefile's check, then the same check on a scratch page with
 # an unknown macro, which must fail.
 if out=$(make -s man-check 2>&1); then
-    echo "ok - man pages: make man-check renders both pages without a groff warning [guard man-pages-render]"
+    echo "ok - man pages: make man-check renders every page without a groff warning [guard man-pages-render]"
 else
     echo "not ok - man pages: make man-check: $(printf '%s' "$out" | tr '\n' ' ' | cut -c1-300)"
 fi
@@ -106,8 +107,34 @@ if out=$(make -s man-check MAN_PAGES="$scratch/bad.1" 2>&1); then
 else
     echo "ok - man pages: make man-check fails on a page with an unknown macro ($(printf '%s' "$out" | head -1 | cut -c1-80))"
 fi
+# ck(1): the commands (two-space entries under "commands:") and every --option of
+# `ck --help`, each command with a section of its own.
+if [ -x build/bin/ck ] && ck_help=$(build/bin/ck --help); then
+    ck_text=$(sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' -e 's/\\(..//g' -e '/^\.\\"/d' -e 's/^\.[A-Z][A-Z]* *//' man/ck.1)
+    ck_commands=$(printf '%s\n' "$ck_help" | sed -n '/^commands:/,/^options:/p' | grep -E '^  [a-z]' | awk '{print $1}')
+    ck_options=$(printf '%s\n' "$ck_help" | grep -oE -- '--[a-z][a-z-]*' | sort -u)
+    count=0
+    missing=""
+    for w in $ck_commands $ck_options; do
+        count=$((count + 1))
+        printf '%s\n' "$ck_text" | grep -qE -- "(^|[^A-Za-z0-9_-])$w([^A-Za-z0-9_-]|$)" || missing="$missing $w"
+    done
+    for c in $ck_commands; do
+        grep -qx "\.SS $c" man/ck.1 || missing="$missing (no .SS $c)"
+    done
+    if [ "$count" -lt 9 ]; then
+        echo "not ok - man pages: read only $count names from ck --help (parse broken?)"
+    elif [ -n "$missing" ]; then
+        echo "not ok - man pages: ck(1) lacks what ck --help prints:$missing [guard man-page-covers-ck-help]"
+    else
+        echo "ok - man pages: ck(1) has all $count commands and options of ck --help, a section per command [guard man-page-covers-ck-help]"
+    fi
+else
+    echo "not ok - man pages: build/bin/ck --help failed (make)"
+fi
+
 # man(1) itself, the way a reader opens it, warns about nothing either.
-for p in $page man/ck-basal-worker.8; do
+for p in $page man/ck-basal-worker.8 man/ck.1; do
     out=$(MANWIDTH=80 man --warnings -l "$p" 2>&1 >/dev/null)
     if [ -z "$out" ]; then
         echo "ok - man pages: man --warnings -l $p is silent"

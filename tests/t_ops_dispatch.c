@@ -189,6 +189,8 @@ static void request_shape(void)
                  "needs a running serve", "{\"cmd\":\"run\",\"args\":{\"flow\":\"alpha\"}}");
     expect_error("\"flow.drain\" without a serve: refused, naming what it needs", 1,
                  "needs a running serve", "{\"cmd\":\"flow.drain\",\"args\":{\"id\":\"alpha\"}}");
+    expect_error("\"serve.stop\" without a serve: refused, naming what it needs", 1,
+                 "needs a running serve", "{\"cmd\":\"serve.stop\"}");
 }
 
 static void flow_commands(void)

@@ -1,6 +1,7 @@
 /* ck-basal: the parent. Dispatches to one subcommand per file in src/cli. */
 #include "version.h"
 #include "cli/commands.h"
+#include "store/store_schema.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -67,7 +68,7 @@ static const struct cli_command COMMANDS[] = {
 static void print_help(FILE *out)
 {
     fprintf(out, "usage: ck-basal [--json] [--home DIR] COMMAND [ARGS]\n"
-                 "       ck-basal --version | --help\n\ncommands:\n");
+                 "       ck-basal --version [--json] | --help\n\ncommands:\n");
     for (size_t i = 0; i < COMMAND_COUNT; i++)
         fprintf(out, "  %s %s\n", COMMANDS[i].name, COMMANDS[i].synopsis);
     fprintf(out, "\noptions:\n  --json     machine-readable output\n"
@@ -93,7 +94,14 @@ int main(int argc, char **argv)
             print_help(stdout);
             return EXIT_OK;
         } else if (strcmp(argv[i], "--version") == 0) {
-            printf("ck-basal %s (git %s)\n", BASAL_VERSION, BASAL_GIT_REV);
+            /* --json before or after it: the form ck upgrade compares builds by. */
+            bool json = globals.json || (i + 1 < argc && strcmp(argv[i + 1], "--json") == 0);
+            if (json)
+                printf("{\"program\":\"ck-basal\",\"version\":\"%s\",\"git\":\"%s\","
+                       "\"store_schema\":%d}\n",
+                       BASAL_VERSION, BASAL_GIT_REV, STORE_SCHEMA_VERSION);
+            else
+                printf("ck-basal %s (git %s)\n", BASAL_VERSION, BASAL_GIT_REV);
             return EXIT_OK;
         } else {
             fprintf(stderr, "ck-basal: unknown option '%s' (see ck-basal --help)\n", argv[i]);

@@ -514,6 +514,22 @@ static void *handle_test_clock(struct daemon *d, const json_t *args)
 }
 #endif
 
+/* "serve.stop" (ck upgrade --stop): the same stop as SIGTERM, by sending it. Every
+ * thread blocks SIGTERM, so it waits for the main loop's signalfd, which then stops
+ * the serve exactly as for an operator's kill. The reply goes out first: the ops
+ * server answers every waiting client before it closes. */
+static void *handle_stop(const json_t *args)
+{
+    if (json_object_size(args) != 0)
+        return ops_reply_error(2, "serve.stop takes no arguments");
+    if (kill(getpid(), SIGTERM) != 0)
+        return ops_reply_error(1, "serve.stop: cannot signal the serve itself");
+    json_t *data = json_object();
+    json_object_set_new(data, "stopping", json_true());
+    json_object_set_new(data, "pid", json_integer((json_int_t)getpid()));
+    return ops_reply_ok(data);
+}
+
 static void *hook_handle(void *ctx, const char *cmd, const void *args)
 {
     struct daemon *d = ctx;
@@ -521,6 +537,8 @@ static void *hook_handle(void *ctx, const char *cmd, const void *args)
     if (strcmp(cmd, "test.clock") == 0)
         return handle_test_clock(d, args);
 #endif
+    if (strcmp(cmd, "serve.stop") == 0)
+        return handle_stop(args);
     if (strcmp(cmd, "run") == 0)
         return handle_run(d, args);
     if (strcmp(cmd, "flow.drain") == 0)

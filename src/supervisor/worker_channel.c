@@ -99,6 +99,8 @@ bool channel_spin(struct worker_channel *ch)
 {
     spin_wait_begin(&ch->spin);
     ch->waiting = true;
+    if (ch->spin.bound_ns == 0)
+        return false; /* off: no read that would only find nothing */
     for (;;) {
         if (!wire_buf_reserve(&ch->in, ch->in.len + CHANNEL_READ_CHUNK))
             return false; /* the blocking path reports it */

@@ -31,6 +31,10 @@ bool stdin_spin_until_readable(void)
         spin_ready = true;
     }
     spin_wait_begin(&spin);
+    if (spin.bound_ns == 0) { /* off: no system call, straight to the blocking read */
+        gave_up = true;
+        return false;
+    }
     for (;;) {
         if (stdin_ready_now()) {
             spin_wait_end(&spin, true);

@@ -54,7 +54,11 @@ static int64_t clamp_bound(int64_t ns)
 
 void spin_wait_end(struct spin_wait *s, bool while_spinning)
 {
-    int64_t waited = spin_wait_now_ns() - s->began_ns;
+    spin_wait_end_after(s, while_spinning, spin_wait_now_ns() - s->began_ns);
+}
+
+void spin_wait_end_after(struct spin_wait *s, bool while_spinning, int64_t waited)
+{
     /* Caught only within the bound: a spinner that was preempted (its peer shares the
      * CPU and was woken) finds the answer late, and that spin did not pay. */
     if (while_spinning && waited <= s->bound_ns) {

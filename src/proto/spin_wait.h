@@ -57,5 +57,7 @@ void spin_wait_relax(void);
 /* The wait ended: `while_spinning` if the data came before the spin gave up, false if
  * a blocking wait was needed. Adapts the bound. */
 void spin_wait_end(struct spin_wait *s, bool while_spinning);
+/* The same, for a wait that lasted waited_ns (spin_wait_end measures it). */
+void spin_wait_end_after(struct spin_wait *s, bool while_spinning, int64_t waited_ns);
 
 #endif

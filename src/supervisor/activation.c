@@ -1068,6 +1068,12 @@ void activation_run(struct worker_conn *w, const struct activation_request *req,
             if (due < wait)
                 wait = due;
         }
+        /* While the worker runs, its next frame usually comes within microseconds:
+         * spin for it (bounded, adaptive) before letting this CPU go idle. */
+        if (!r.blocked && channel_spin(&w->channel)) {
+            running = read_frames(&r);
+            continue;
+        }
         struct pollfd p[2] = {{w->proc.from_worker, POLLIN, 0}, {w->proc.worker_log, POLLIN, 0}};
         int nfds = w->proc.worker_log >= 0 ? 2 : 1;
         int rc = poll(p, (nfds_t)nfds, (int)wait);
@@ -1079,8 +1085,10 @@ void activation_run(struct worker_conn *w, const struct activation_request *req,
             continue;
         if (nfds == 2 && (p[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0)
             worker_conn_drain_log(w);
-        if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0)
+        if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+            channel_blocked_wait_ended(&w->channel);
             running = read_frames(&r);
+        }
     }
     run_free(&r);
     out->wall_ms = monotonic_ms() - r.started_ms;

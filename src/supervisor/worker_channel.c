@@ -16,6 +16,8 @@ void channel_init(struct worker_channel *ch, int fd)
     ch->fd = fd;
     wire_buf_init(&ch->in);
     ch->start = 0;
+    spin_wait_init(&ch->spin);
+    ch->waiting = false;
     int flags = fcntl(fd, F_GETFL);
     if (flags >= 0)
         (void)fcntl(fd, F_SETFL, flags | O_NONBLOCK);
@@ -91,4 +93,40 @@ enum channel_result channel_read_frame(struct worker_channel *ch, int timeout_ms
         if (rc < 0 && errno != EINTR)
             return CHANNEL_IO_ERROR;
     }
+}
+
+bool channel_spin(struct worker_channel *ch)
+{
+    spin_wait_begin(&ch->spin);
+    ch->waiting = true;
+    if (ch->spin.bound_ns == 0)
+        return false; /* off: no read that would only find nothing */
+    for (;;) {
+        if (!wire_buf_reserve(&ch->in, ch->in.len + CHANNEL_READ_CHUNK))
+            return false; /* the blocking path reports it */
+        ssize_t n = read(ch->fd, ch->in.data + ch->in.len, CHANNEL_READ_CHUNK);
+        if (n > 0) {
+            ch->in.len += (size_t)n;
+            spin_wait_end(&ch->spin, true);
+            ch->waiting = false;
+            return true;
+        }
+        if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+            ch->waiting = false; /* not an answer: the bound stays as it is */
+            return true;
+        }
+        if (errno == EAGAIN) {
+            if (!spin_wait_more(&ch->spin))
+                return false;
+            spin_wait_relax();
+        }
+    }
+}
+
+void channel_blocked_wait_ended(struct worker_channel *ch)
+{
+    if (!ch->waiting)
+        return;
+    spin_wait_end(&ch->spin, false);
+    ch->waiting = false;
 }

@@ -7,6 +7,7 @@
 #define BASAL_SUPERVISOR_WORKER_CHANNEL_H
 
 #include "proto/frame.h"
+#include "proto/spin_wait.h"
 #include "proto/wire.h"
 
 #include <stdbool.h>
@@ -15,6 +16,8 @@ struct worker_channel {
     int fd;
     struct wire_buf in; /* bytes read but not yet consumed, from `start` */
     size_t start;
+    struct spin_wait spin; /* how long to spin for the worker's next bytes */
+    bool waiting;          /* a wait channel_spin began has not ended yet */
 };
 
 enum channel_result {
@@ -33,6 +36,16 @@ void channel_free(struct worker_channel *ch);
 /* Waits up to timeout_ms (monotonic) for one whole frame. */
 enum channel_result channel_read_frame(struct worker_channel *ch, int timeout_ms,
                                        const uint8_t **payload, size_t *len);
+
+/* For a caller about to block (poll) for bytes the worker should send within
+ * microseconds (during an activation, while the worker runs): first spins on the
+ * non-blocking read for the adaptive bound of proto/spin_wait.h, gathering what comes
+ * into the channel. True if bytes came (or the stream ended, or the read failed: the
+ * next channel_read_frame says which); false if the caller should block now, and then
+ * call channel_blocked_wait_ended once the worker's stdout is readable, so the bound
+ * learns how long the wait was. */
+bool channel_spin(struct worker_channel *ch);
+void channel_blocked_wait_ended(struct worker_channel *ch);
 
 const char *channel_result_name(enum channel_result result);
 

@@ -17,6 +17,7 @@ const struct syscall_admission SYSCALL_ADMISSIONS[] = {
     {"readv", ARG_FD_STDIN, "glibc may gather reads on stdin"},
     {"write", ARG_FD_STDOUT_STDERR, "frames to the parent on stdout, logs on stderr"},
     {"writev", ARG_FD_STDOUT_STDERR, "header and payload of a frame in one call"},
+    {"ppoll", ARG_ANY, "waits for stdin once the short spin on it gave up"},
     {"mmap", ARG_MMAP_PRIVATE_ANON, "malloc of large blocks and arena growth"},
     {"munmap", ARG_ANY, "free of large blocks"},
     {"mprotect", ARG_PROT_NO_EXEC, "malloc commits arena pages; never executable"},

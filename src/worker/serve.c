@@ -11,6 +11,7 @@
 #include "worker/cpu_timer.h"
 #include "worker/engine.h"
 #include "worker/refuse.h"
+#include "worker/stdin_spin.h"
 
 enum serve_state { AWAITING_HELLO, READY, RUNNING };
 
@@ -93,7 +94,11 @@ static void refuse_unexpected(unsigned tag)
 static bool read_msg(struct proto_msg *msg)
 {
     flush_pending();
+    /* A frame expected within microseconds (a Deliver) is read without going idle. */
+    bool readable = stdin_spin_until_readable();
     enum frame_result got = frame_read(0, &in_buf);
+    if (!readable)
+        stdin_spin_blocked_read_done();
     if (got == FRAME_EOF)
         _exit(0);
     if (got != FRAME_OK)

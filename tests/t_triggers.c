@@ -226,7 +226,7 @@ static void test_downtime(void)
           "triggers: after the SIGKILL the same instants are planned again and nothing fires "
           "twice [guard: the trigger id names the instant]",
           "%lld runs", runs_of(&h, "a-killed"));
-    check(test_serve_wait_log(&s, "fire=admitted_before", 1000),
+    check(test_serve_wait_log(&s, "fire=admitted_before", TIMEOUT_MS),
           "triggers: the restarted serve logs the instant it found admitted", "%s", s.log);
     check(next_fire_s(&h, "each") == first + 660,
           "triggers: the schedule moved on to the first instant after now", "next %lld want %lld",

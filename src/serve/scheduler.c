@@ -102,6 +102,20 @@ static int settle_row(struct scheduler *s, struct scheduled_flow *f,
     return 0;
 }
 
+/* A sync that could not finish: logged, and every entry dropped (their schedules were
+ * handed to the reload); the caller retries. */
+static bool sync_failed(struct scheduler *s, struct scheduled_flow *flows, size_t n,
+                        struct schedule_row *rows, const char *event, const char *why)
+{
+    serve_log(event, "what", "reading the scheduled flows", "error", why, LOG_END);
+    scheduled_flows_free(flows, n);
+    free(rows);
+    entries_free(s->entries, s->entry_count);
+    s->entries = NULL;
+    s->entry_count = 0;
+    return false;
+}
+
 /* Makes the entries and rows match the flows. False on a store error: the entries are
  * then empty (their schedules were handed to the reload) and the caller retries. */
 static bool sync_flows(struct scheduler *s)
@@ -120,26 +134,11 @@ static bool sync_flows(struct scheduler *s)
     int loaded = scheduled_flows_reload(s->st, reuse, reuse != NULL ? s->entry_count : 0, &flows,
                                         &n, skipped_manifest, NULL, err, sizeof err);
     scheduled_flows_free(reuse, reuse != NULL ? s->entry_count : 0);
-    if (loaded != 0 ||
-        schedules_list(s->st, &rows, &row_count, err, sizeof err) != 0) {
-        serve_log("store_error", "what", "reading the scheduled flows", "error", err, LOG_END);
-        scheduled_flows_free(flows, n);
-        free(rows);
-        entries_free(s->entries, s->entry_count);
-        s->entries = NULL;
-        s->entry_count = 0;
-        return false;
-    }
+    if (loaded != 0 || schedules_list(s->st, &rows, &row_count, err, sizeof err) != 0)
+        return sync_failed(s, flows, n, rows, "store_error", err);
     struct entry *entries = calloc(n > 0 ? n : 1, sizeof *entries);
-    if (entries == NULL) {
-        serve_log("scheduler_error", "error", "out of memory", LOG_END);
-        scheduled_flows_free(flows, n);
-        free(rows);
-        entries_free(s->entries, s->entry_count);
-        s->entries = NULL;
-        s->entry_count = 0;
-        return false;
-    }
+    if (entries == NULL)
+        return sync_failed(s, flows, n, rows, "scheduler_error", "out of memory");
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
         struct entry *e = &entries[kept];

@@ -8,6 +8,8 @@
  *   after_outcome_commit    the outcome is in the mailbox; not yet delivered
  *   after_delivery          the worker was sent the outcome (its delivery order is
  *                           committed with the next transaction)
+ *   event_admitted          (POSITION: an event's seq) serve offered the event to every
+ *                           listening flow; the event is not yet marked delivered
  *
  * BASAL_TEST_STOP_AT=BOUNDARY:POSITION stops the parent there (SIGSTOP) instead, so a
  * test can act while it holds its claim (take the run over, run recover) and then let
@@ -26,6 +28,7 @@ enum test_boundary {
     TEST_BOUNDARY_AFTER_DISPATCH,
     TEST_BOUNDARY_AFTER_OUTCOME_COMMIT,
     TEST_BOUNDARY_AFTER_DELIVERY,
+    TEST_BOUNDARY_EVENT_ADMITTED,
 };
 
 #ifdef BASAL_TEST_HOOKS

@@ -95,13 +95,14 @@ int events_record(struct store *s, const char *module, const char *name, int64_t
             rc = error_line(err, err_cap, "store: the event just recorded is not there");
     }
     rc = store_end_txn(s, rc, err, err_cap);
-    if (rc == 0)
-        *row = rows[0];
-    else
+    if (rc != 0 || rows == NULL || count != 1) {
         events_rows_free(rows, count);
-    if (rc == 0)
-        free(rows);
-    return rc;
+        return rc != 0 ? rc
+                       : error_line(err, err_cap, "store: the event just recorded is not there");
+    }
+    *row = rows[0]; /* its payload moves to the caller */
+    free(rows);
+    return 0;
 }
 
 int events_pending(struct store *s, struct event_row **rows, size_t *count, char *err,

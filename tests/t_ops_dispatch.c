@@ -297,7 +297,7 @@ static void flow_commands(void)
     got = text_of(data);
     sfmt(want, sizeof want, "[{\"id\":\"alpha\",\"enabled\":true,\"latest_version\":1,"
          "\"latest_state\":\"approved\",\"latest_code_hash\":\"%s\",\"approved_version\":1,"
-         "\"approved_code_hash\":\"%s\",\"next_fire\":null}]", g_hash, g_hash);
+         "\"approved_code_hash\":\"%s\",\"disabled_reason\":null,\"next_fire\":null}]", g_hash, g_hash);
     check(got != NULL && strcmp(got, want) == 0, "flow.list: the data --json prints", "%s",
           got != NULL ? got : "(none)");
     free(got);

@@ -14,6 +14,7 @@ static const char *const BOUNDARY_NAMES[] = {
     [TEST_BOUNDARY_AFTER_OUTCOME_COMMIT] = "after_outcome_commit",
     [TEST_BOUNDARY_AFTER_DELIVERY] = "after_delivery",
     [TEST_BOUNDARY_AFTER_SCHEDULE_ADMIT] = "after_schedule_admit",
+    [TEST_BOUNDARY_EVENT_ADMITTED] = "event_admitted",
 };
 
 /* True if the variable var names this boundary and position. */

@@ -10,6 +10,8 @@
  *                           committed with the next transaction)
  *   after_schedule_admit    serve's scheduler admitted its POSITION-th run (counted
  *                           from 1 in the process) and has not moved the schedule on
+ *   event_admitted          (POSITION: an event's seq) serve offered the event to every
+ *                           listening flow; the event is not yet marked delivered
  *
  * BASAL_TEST_STOP_AT=BOUNDARY:POSITION stops the parent there (SIGSTOP) instead, so a
  * test can act while it holds its claim (take the run over, run recover) and then let
@@ -29,6 +31,7 @@ enum test_boundary {
     TEST_BOUNDARY_AFTER_OUTCOME_COMMIT,
     TEST_BOUNDARY_AFTER_DELIVERY,
     TEST_BOUNDARY_AFTER_SCHEDULE_ADMIT,
+    TEST_BOUNDARY_EVENT_ADMITTED,
 };
 
 #ifdef BASAL_TEST_HOOKS

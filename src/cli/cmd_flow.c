@@ -198,6 +198,12 @@ static int flow_list(const struct cli_globals *g, int argc, char **argv)
                json_integer_value(json_object_get(f, "latest_version")), approved,
                term_show(hash, sizeof hash, approved_hash != NULL ? approved_hash : "-", 0),
                next_fire_text(json_object_get(f, "next_fire"), next, sizeof next));
+        /* serve's own reason for disabling it (a rate limit), until `flow enable`. */
+        const char *reason = json_string_value(json_object_get(f, "disabled_reason"));
+        if (reason != NULL) {
+            char shown[TERM_SHOWN_CAP(512)];
+            printf("  disabled by serve: %s\n", term_show(shown, sizeof shown, reason, 0));
+        }
     }
     json_decref(flows);
     return EXIT_OK;

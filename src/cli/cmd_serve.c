@@ -1,5 +1,6 @@
 /* ck-basal serve: the daemon on one data home (serve/daemon.h). */
 #include "cli/commands.h"
+#include "serve/admission_rate.h"
 #include "serve/daemon.h"
 #include "store/datahome.h"
 
@@ -10,7 +11,7 @@
 #include <unistd.h>
 
 #define SERVE_USAGE "usage: ck-basal serve [--max-runs N] [--backlog N] [--grace-seconds N] " \
-                    "[--spares N] [--log-json] [--metrics 127.0.0.1:PORT] "                  \
+                    "[--spares N] [--rate-limit N] [--log-json] [--metrics 127.0.0.1:PORT] " \
                     "[--landlock=required|optional]"
 
 static bool number_option(const char *flag, const char *text, long long min, long long max,
@@ -30,7 +31,8 @@ int cmd_serve(const struct cli_globals *g, int argc, char **argv)
     o.landlock = LANDLOCK_POLICY_REQUIRED;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     long long max_runs = 2 * (cpus > 0 ? cpus : 1), backlog = SERVE_BACKLOG_DEFAULT,
-              grace_s = SERVE_GRACE_MS_DEFAULT / 1000, spares = 2;
+              grace_s = SERVE_GRACE_MS_DEFAULT / 1000, spares = 2,
+              rate_limit = ADMISSION_RATE_LIMIT_DEFAULT;
     if (max_runs > SERVE_RUNNERS_MAX)
         max_runs = SERVE_RUNNERS_MAX;
     for (int i = 0; i < argc; i++) {
@@ -47,6 +49,9 @@ int cmd_serve(const struct cli_globals *g, int argc, char **argv)
                 return EXIT_USAGE;
         } else if (strcmp(a, "--spares") == 0 && has_value) {
             if (!number_option(a, argv[++i], 0, 16, &spares))
+                return EXIT_USAGE;
+        } else if (strcmp(a, "--rate-limit") == 0 && has_value) {
+            if (!number_option(a, argv[++i], 1, ADMISSION_RATE_LIMIT_MAX, &rate_limit))
                 return EXIT_USAGE;
         } else if (strcmp(a, "--metrics") == 0 && has_value) {
             o.metrics_listen = argv[++i];
@@ -72,5 +77,6 @@ int cmd_serve(const struct cli_globals *g, int argc, char **argv)
     o.backlog = (unsigned)backlog;
     o.grace_ms = grace_s * 1000;
     o.spares = (unsigned)spares;
+    o.rate_limit = (unsigned)rate_limit;
     return serve_main(&o) == 0 ? EXIT_OK : EXIT_REFUSED;
 }

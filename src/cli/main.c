@@ -21,13 +21,19 @@ static const struct cli_command COMMANDS[] = {
              "      and answers when its runs ended), settle a mutation in doubt (then resume),\n"
              "      show what a version would do before approving it (reads real, no effect)",
      cmd_flow},
-    {"serve", "[--max-runs N] [--backlog N] [--grace-seconds N] [--spares N] [--log-json]\n"
-              "       [--metrics 127.0.0.1:PORT] [--landlock=required|optional]\n"
+    {"serve", "[--max-runs N] [--backlog N] [--grace-seconds N] [--spares N] [--rate-limit N]\n"
+              "       [--log-json] [--metrics 127.0.0.1:PORT] [--landlock=required|optional]\n"
               "      the engine as a service on the data home: runs flows (different flows at\n"
               "      once, a flow's runs in order), fires scheduled flows, recovers what a dead\n"
               "      process left, answers the other commands over the ops socket; logs one\n"
-              "      line per event on stderr",
+              "      line per event on stderr; --rate-limit: admissions per flow per minute\n"
+              "      (default 60; a flow refused in 3 minutes in a row is disabled)",
      cmd_serve},
+    {"event", "emit MODULE NAME VERSION [--payload JSON] [--id ID]\n"
+              "      emit an event: a running serve admits one run of every enabled flow that\n"
+              "      listens to it (the payload its trigger; one per flow per id); without a\n"
+              "      serve it is recorded and the next serve delivers it",
+     cmd_event},
     {"run", "ID [--trigger JSON] [--trigger-id TEXT] [--detach] [--landlock=required|optional]\n"
             "      admit a manual run of flow ID and drive it to its end here (a running serve\n"
             "      drives it instead; --detach then returns at once); print its result",

@@ -3,6 +3,7 @@
 #include "base/bounded_file.h"
 #include "base/error_line.h"
 
+#include "store/audit.h"
 #include "store/sql.h"
 #include "store/store.h"
 #include "proto/message.h"
@@ -447,6 +448,31 @@ int flows_set_enabled(struct store *s, const char *id, bool enabled, char *err,
     return store_end_txn(s, rc, err, err_cap);
 }
 
+int flows_disable_auto(struct store *s, const char *id, const char *reason, bool *disabled,
+                       char *err, size_t err_cap)
+{
+    *disabled = false;
+    if (store_begin_txn(s, err, err_cap) != 0)
+        return -1;
+    sqlite3_stmt *st;
+    int rc = sql_prepare(store_db(s),
+                         "UPDATE flows SET enabled = 0, disabled_reason = ?2"
+                         " WHERE id = ?1 AND enabled = 1",
+                         &st, err, err_cap);
+    if (rc == 0) {
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, reason, -1, SQLITE_STATIC);
+        rc = sql_run(store_db(s), st, err, err_cap);
+        *disabled = rc == 0 && sqlite3_changes(store_db(s)) == 1;
+    }
+    if (rc == 0 && *disabled)
+        rc = audit_record(s, id, -1, -1, "flow.auto_disable", false, reason, err, err_cap);
+    rc = store_end_txn(s, rc, err, err_cap);
+    if (rc != 0)
+        *disabled = false;
+    return rc;
+}
+
 /* ---- list ------------------------------------------------------------------------ */
 
 int flows_known(struct store *s, const char *id, char *err, size_t err_cap)
@@ -463,7 +489,8 @@ int flows_list(struct store *s, struct flow_summary **out, size_t *count, char *
     *count = 0;
     sqlite3_stmt *st;
     if (sql_prepare(store_db(s),
-                "SELECT f.id, f.enabled, l.version, l.state, l.code_hash, a.version, a.code_hash"
+                "SELECT f.id, f.enabled, l.version, l.state, l.code_hash, a.version, a.code_hash,"
+                    " f.disabled_reason"
                     " FROM flows f"
                     " LEFT JOIN flow_versions l ON l.flow_id = f.id AND l.version ="
                     "   (SELECT max(version) FROM flow_versions WHERE flow_id = f.id)"
@@ -500,6 +527,8 @@ int flows_list(struct store *s, struct flow_summary **out, size_t *count, char *
         r->approved_version = sqlite3_column_int64(st, 5);
         text = (const char *)sqlite3_column_text(st, 6);
         snprintf(r->approved_hash, sizeof r->approved_hash, "%s", text != NULL ? text : "");
+        text = (const char *)sqlite3_column_text(st, 7);
+        snprintf(r->disabled_reason, sizeof r->disabled_reason, "%s", text != NULL ? text : "");
     }
     sql_release(st);
     if (rc != SQLITE_DONE) {

@@ -81,6 +81,13 @@ int flows_approve(struct store *s, const char *id, int64_t version, const char *
 int flows_set_enabled(struct store *s, const char *id, bool enabled, char *err,
                       size_t err_cap);
 
+/* Disables flow id on serve's own decision (an admission rate limit, docs/triggers.md):
+ * enabled = 0 with reason (one line, 1..512 bytes) in disabled_reason, and an audit row
+ * (kind "flow.auto_disable", refused, the reason) in the same transaction. A flow
+ * already disabled is left as it is (*disabled false). Returns 0 or -1. */
+int flows_disable_auto(struct store *s, const char *id, const char *reason, bool *disabled,
+                       char *err, size_t err_cap);
+
 /* Whether flow id is installed: 1 yes, 0 no (also for a text that is not a flow id),
  * -1 on a store error (reason in err). */
 int flows_known(struct store *s, const char *id, char *err, size_t err_cap);
@@ -94,6 +101,7 @@ struct flow_summary {
     char latest_hash[CODE_HASH_HEX_LEN + 1];
     int64_t approved_version;                     /* the highest approved, 0 if none */
     char approved_hash[CODE_HASH_HEX_LEN + 1];    /* "" if none */
+    char disabled_reason[513];                    /* why serve disabled it; "" if not */
 };
 
 /* Every flow, by id. *out is malloc'd (free it; NULL with *count 0 when there are

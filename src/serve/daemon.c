@@ -3,7 +3,10 @@
 #include "base/clock.h"
 #include "base/error_line.h"
 #include "base/names.h"
+#include "flows/flows.h"
 #include "flows/run_driver.h"
+#include "serve/admission_rate.h"
+#include "serve/event_delivery.h"
 #include "serve/metrics_http.h"
 #include "serve/metrics_text.h"
 #include "serve/ops_commands.h"
@@ -91,6 +94,7 @@ struct daemon {
     struct health logged;    /* pool counters already logged (guarded by the pool lock) */
     struct ops_daemon_hooks hooks;
     struct scheduler *scheduler; /* set before any runner starts */
+    struct admission_rate rate; /* guarded by mu */
 };
 
 /* A connection for the calling thread (a connection is used and closed only by the
@@ -351,8 +355,42 @@ static json_t *wait_for_end(struct daemon *d, int64_t run_id)
     return ops_reply_error(1, err);
 }
 
-/* Admits a run of flow (its trigger already checked). The reply: at once with the run
- * id when detach, else when the run ended (wait_for_end). */
+/* The rate limit's part of daemon_admit (serve/admission_rate.h): 0 with a slot taken,
+ * or -1 refused with the reason; the refusal that completes a streak of saturated
+ * windows also disables the flow (store, audit, log). */
+static int rate_take(struct daemon *d, struct store *st, const char *flow, int64_t now_ms,
+                     char *err, size_t err_cap)
+{
+    pthread_mutex_lock(&d->mu);
+    enum admission_rate_verdict v = admission_rate_take(&d->rate, flow, now_ms);
+    if (v == ADMISSION_RATE_DISABLE)
+        admission_rate_reset(&d->rate, flow);
+    unsigned limit = d->rate.limit;
+    pthread_mutex_unlock(&d->mu);
+    if (v == ADMISSION_RATE_ALLOW)
+        return 0;
+    if (v == ADMISSION_RATE_DISABLE) {
+        char reason[160], why[512];
+        snprintf(reason, sizeof reason,
+                 "rate limit: saturated %u windows in a row (limit %u per %lld s)",
+                 ADMISSION_RATE_SATURATED_WINDOWS, limit, ADMISSION_RATE_WINDOW_MS / 1000);
+        bool disabled = false;
+        if (flows_disable_auto(st, flow, reason, &disabled, why, sizeof why) != 0)
+            serve_log("store_error", "what", "disabling a saturated flow", "flow", flow, "error",
+                      why, LOG_END);
+        else if (disabled) {
+            serve_log("flow_auto_disabled", "flow", flow, "reason", reason, LOG_END);
+            scheduler_flows_changed(d->scheduler); /* a disabled flow has no schedule */
+        }
+    }
+    return error_line(err, err_cap,
+                      "run: rate limit: flow '%s' had its %u admissions of this %lld s window%s",
+                      flow, limit, ADMISSION_RATE_WINDOW_MS / 1000,
+                      v == ADMISSION_RATE_DISABLE ? "; saturated too many windows in a row: "
+                                                    "the flow is disabled"
+                                                  : "");
+}
+
 /* Every admission of a serve goes through here, whatever fired it (source: "manual",
  * "schedule", "event"): the stop and drain gates, the preflight (the flow is enabled and
  * its approval holds), the backlog. Returns 0 with *run_id, 1 when (flow, trigger_id)
@@ -377,10 +415,17 @@ static int daemon_admit(struct daemon *d, struct store *st, const char *source, 
     int64_t version = 0;
     if (run_preflight(&probe, flow, &version, err, err_cap) != 0)
         return -1;
+    int64_t now_ms = serve_clock_now_ms();
+    if (rate_take(d, st, flow, now_ms, err, err_cap) != 0)
+        return -1;
     int rc = runs_admit_queued(st, flow, version, trigger, trigger_id, d->o->backlog, run_id, err,
                                err_cap);
-    if (rc != 0)
+    if (rc != 0) {
+        pthread_mutex_lock(&d->mu); /* only admissions count against the rate */
+        admission_rate_release(&d->rate, flow, now_ms);
+        pthread_mutex_unlock(&d->mu);
         return rc;
+    }
     char id_text[24];
     snprintf(id_text, sizeof id_text, "%" PRId64, *run_id);
     serve_log("run_admitted", "run", id_text, "flow", flow, "source", source, LOG_END);
@@ -390,6 +435,8 @@ static int daemon_admit(struct daemon *d, struct store *st, const char *source, 
     return 0;
 }
 
+/* Admits a run of flow (its trigger already checked). The reply: at once with the run
+ * id when detach, else when the run ended (wait_for_end). */
 static json_t *admit_run(struct daemon *d, const char *flow, const char *trigger,
                          const char *trigger_id, bool detach)
 {
@@ -530,6 +577,24 @@ static void *handle_stop(const json_t *args)
     return ops_reply_ok(data);
 }
 
+static int admit_event_run(void *daemon, struct store *st, const char *flow, const char *trigger,
+                           const char *trigger_id, int64_t *run_id, char *err, size_t err_cap)
+{
+    return daemon_admit(daemon, st, "event", flow, trigger, trigger_id, run_id, err, err_cap);
+}
+
+/* event.emit: recorded and delivered at once (serve/event_delivery.h). */
+static void *handle_event_emit(struct daemon *d, const json_t *args)
+{
+    struct store *st;
+    char err[512];
+    if (open_store(d, &st, err, sizeof err) != 0)
+        return ops_reply_error(1, err);
+    void *reply = event_emit_deliver(st, args, admit_event_run, d);
+    store_close(st);
+    return reply;
+}
+
 static void *hook_handle(void *ctx, const char *cmd, const void *args)
 {
     struct daemon *d = ctx;
@@ -543,6 +608,8 @@ static void *hook_handle(void *ctx, const char *cmd, const void *args)
         return handle_run(d, args);
     if (strcmp(cmd, "flow.drain") == 0)
         return handle_drain(d, args);
+    if (strcmp(cmd, "event.emit") == 0)
+        return handle_event_emit(d, args);
     if (strcmp(cmd, "flow.enable") == 0) {
         /* Reopens admission after a drain; the store's enable follows (not handled). */
         const char *flow = json_string_value(string_arg(args, "id"));
@@ -673,6 +740,19 @@ static int scheduler_admit(void *ctx, struct store *st, const char *flow, const 
     return daemon_admit(ctx, st, "schedule", flow, trigger, trigger_id, run_id, err, err_cap);
 }
 
+static void deliver_pending_events(struct daemon *d)
+{
+    struct store *st;
+    char err[1024];
+    long delivered = -1;
+    if (open_store(d, &st, err, sizeof err) == 0) {
+        delivered = event_deliver_pending(st, admit_event_run, d, err, sizeof err);
+        store_close(st);
+    }
+    if (delivered < 0)
+        serve_log("store_error", "what", "delivering pending events", "error", err, LOG_END);
+}
+
 static int start_fail(const char *reason)
 {
     serve_log("start_failed", "error", reason, LOG_END);
@@ -734,6 +814,7 @@ int serve_main(const struct serve_options *o)
     d.pool_cfg.policy = o->landlock;
     d.pool_cfg.spares = o->spares;
     d.pool = pool_new(&d.pool_cfg);
+    d.rate.limit = o->rate_limit > 0 ? o->rate_limit : ADMISSION_RATE_LIMIT_DEFAULT;
     d.runner_count = o->max_runs < SERVE_RUNNERS_MAX ? o->max_runs : SERVE_RUNNERS_MAX;
     if (d.pool == NULL)
         return start_fail("out of memory");
@@ -748,8 +829,10 @@ int serve_main(const struct serve_options *o)
     snprintf(backlog_text, sizeof backlog_text, "%u", o->backlog);
     snprintf(pid_text, sizeof pid_text, "%ld", (long)getpid());
     snprintf(left_text, sizeof left_text, "%zu", left_behind);
+    char rate_text[16];
+    snprintf(rate_text, sizeof rate_text, "%u", d.rate.limit);
     serve_log("start", "home", o->home, "pid", pid_text, "max_runs", runners_text, "backlog",
-              backlog_text, "landlock",
+              backlog_text, "rate_limit", rate_text, "landlock",
               o->landlock == LANDLOCK_POLICY_OPTIONAL ? "optional" : "required", "recovering",
               left_text, LOG_END);
 
@@ -786,7 +869,10 @@ int serve_main(const struct serve_options *o)
         d.runners[i].started =
             pthread_create(&d.runners[i].thread, NULL, runner_main, &d.runners[i]) == 0;
     }
-    /* Runs left behind are the runners' first work (the store is the queue). */
+    /* Runs left behind are the runners' first work (the store is the queue); events
+     * recorded while no serve ran are delivered once, before the socket takes new ones
+     * from this process's point of view (serve/event_delivery.h). */
+    deliver_pending_events(&d);
     serve_notify_ready("admitting runs");
     serve_log("ready", LOG_END);
 
@@ -841,6 +927,7 @@ int serve_main(const struct serve_options *o)
     serve_log("stopped", "left_running", "0", LOG_END);
     scheduler_free(d.scheduler); /* no runner or ops thread is left to call it */
     free(d.gates);
+    admission_rate_free(&d.rate);
     for (size_t i = 0; i < RECENT_ENDS; i++)
         json_decref(d.recent[i].reply);
     close(lock_fd);

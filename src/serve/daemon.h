@@ -17,6 +17,10 @@
  *   stop      SIGTERM or SIGINT: STOPPING=1, admission refused, waiting clients told;
  *             runners finish their runs for up to grace_ms; then exit 0, leaving any run
  *             still going to the next start (its owner, this process, is then dead).
+ *   events    "event.emit" is recorded and delivered at once; events recorded while no
+ *             serve ran are delivered once at start (serve/event_delivery.h).
+ *   rate      every admission counts against its flow's rate limit; a flow saturated 3
+ *             windows in a row is disabled (serve/admission_rate.h).
  *   log       one line per event on stderr (serve/serve_log.h).
  *
  * Children (workers, module programs) are forked only by threads that live as long as
@@ -42,6 +46,8 @@ struct serve_options {
     unsigned spares;              /* warm spare workers */
     bool log_json;
     const char *metrics_listen;   /* "127.0.0.1:PORT" or NULL */
+    unsigned rate_limit;          /* admissions per flow per minute (serve/admission_rate.h);
+                                     0: ADMISSION_RATE_LIMIT_DEFAULT */
 };
 
 /* Runs the daemon until SIGTERM or SIGINT. Returns the exit status: 0 after a stop, 1

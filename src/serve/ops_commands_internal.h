@@ -28,6 +28,23 @@ json_t *ops_cmd_flow_toggle(struct store *st, json_t *args, bool enable);
 json_t *ops_cmd_flow_schedule(struct store *st, json_t *args);
 json_t *ops_flow_next_fire(struct store *st, const char *id);
 
+/* ops_events.c: "event.emit" (docs/ops-protocol.md). */
+struct ops_event {
+    const char *module; /* borrowed from args */
+    const char *name;
+    long long version;  /* 1..INT32_MAX, as a manifest's trigger.events */
+    const char *id;     /* store/events.h's events_id_valid */
+    char *payload;      /* a JSON object as compact text, malloc'd (free it) */
+};
+/* Checks event.emit's args {module, name, version, id, payload?}: 0 with *ev, or -1
+ * with an error reply (exit 2 for a bad argument, 1 when out of memory). */
+int ops_event_args(json_t *args, struct ops_event *ev, json_t **reply);
+/* The event as the replies show it: {"seq","module","name","version","id","new"}. */
+json_t *ops_event_json(const void *row, bool is_new);
+/* Without a serve: records the event pending for the next serve; data {"event", "delivered":
+ * false}. */
+json_t *ops_cmd_event_emit(struct store *st, json_t *args);
+
 /* ops_args.c: each check returns 0 with its result, or -1 with an error reply (exit 2,
  * naming the argument) in *reply. */
 

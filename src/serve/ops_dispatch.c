@@ -97,6 +97,9 @@ void *ops_dispatch(const struct ops_context *ctx, const void *request_)
         reply = ops_cmd_flow_toggle(ctx->store, args, false);
     else if (strcmp(cmd, "flow.enable") == 0)
         reply = ops_cmd_flow_toggle(ctx->store, args, true);
+    else if (strcmp(cmd, "event.emit") == 0)
+        /* No serve: recorded for the next one (a serve's hooks deliver it at once). */
+        reply = ops_cmd_event_emit(ctx->store, args);
     else if (strcmp(cmd, "run") == 0 || strcmp(cmd, "flow.drain") == 0 ||
              strcmp(cmd, "serve.stop") == 0)
         /* The daemon's own (its hooks answered above when one runs). */

@@ -20,8 +20,9 @@ struct ops_daemon_hooks {
     /* Adds the live figures (pool gauges, per-flow queue depth and last run) to a
      * health object (a json_t *) built from the store. */
     void (*add_live_health)(void *daemon, void *health);
-    /* Commands the daemon answers itself ("run", "flow.drain"): a reply object, or NULL
-     * when cmd is not one of them. May block (a run the client waits for). */
+    /* Commands the daemon answers itself ("run", "flow.drain", "event.emit"): a reply
+     * object, or NULL when cmd is not one of them. May block (a run the client waits
+     * for). */
     void *(*handle)(void *daemon, const char *cmd, const void *args);
 };
 

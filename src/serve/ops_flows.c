@@ -39,6 +39,9 @@ json_t *ops_cmd_flow_list(struct store *st, json_t *args)
                             approved ? json_integer(f->approved_version) : json_null());
         json_object_set_new(o, "approved_code_hash",
                             approved ? ops_json_text(f->approved_hash) : json_null());
+        json_object_set_new(o, "disabled_reason", f->disabled_reason[0] != '\0'
+                                                      ? ops_json_text(f->disabled_reason)
+                                                      : json_null());
         json_object_set_new(o, "next_fire", ops_flow_next_fire(st, f->id));
         json_array_append_new(list, o);
     }

@@ -144,6 +144,30 @@ static int add_run_states(sqlite3 *db, json_t *root, char *err, size_t err_cap)
     return rc == SQLITE_DONE ? 0 : sql_fail(db, err, err_cap);
 }
 
+/* Per installed flow: enabled, and disabled_reason (why serve disabled it, or null). */
+static int add_flow_states(sqlite3 *db, json_t *root, char *err, size_t err_cap)
+{
+    json_t *flows = json_object_get(root, "flows");
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "SELECT id, enabled, disabled_reason FROM flows ORDER BY id", &st, err,
+                    err_cap) != 0)
+        return -1;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *flow = (const char *)sqlite3_column_text(st, 0);
+        const char *reason = (const char *)sqlite3_column_text(st, 2);
+        json_t *f = json_object_get(flows, flow);
+        if (f == NULL) {
+            f = json_object();
+            json_object_set_new(flows, flow, f);
+        }
+        json_object_set_new(f, "enabled", json_boolean(sqlite3_column_int(st, 1) != 0));
+        json_object_set_new(f, "disabled_reason", reason != NULL ? json_string(reason) : json_null());
+    }
+    sql_release(st);
+    return rc == SQLITE_DONE ? 0 : sql_fail(db, err, err_cap);
+}
+
 /* Per flow: queue_depth (its pending runs: the runs waiting, the store being the
  * queue) and last_run (the run that ended last, or null). */
 static int add_queues(sqlite3 *db, json_t *root, char *err, size_t err_cap)
@@ -190,6 +214,7 @@ void *health_store_json(struct store *s, enum landlock_policy landlock, char *er
         if (root == NULL)
             error_line(err, err_cap, "out of memory");
         else if (add_run_states(db, root, err, err_cap) != 0 ||
+                 add_flow_states(db, root, err, err_cap) != 0 ||
                  add_queues(db, root, err, err_cap) != 0) {
             json_decref(root);
             root = NULL;

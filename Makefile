@@ -164,7 +164,8 @@ $(ASAN_CK): $(call objs,asan,$(CK_SRC) $(CK_MODULES))
 # Each test program links the parent's modules (not its main) and the test library.
 PARENT_MODULES = $(CORE_SRC) $(HOST_SRC) $(PROTO_SRC) $(filter-out src/cli/main.c,$(CLI_SRC))
 # Worker tables the tests compare with documents and the worker's behaviour.
-TEST_WORKER_MODULES = src/worker/seccomp_policy.c src/worker/probes.c src/worker/refuse.c
+TEST_WORKER_MODULES = src/worker/seccomp_policy.c src/worker/probes.c src/worker/refuse.c \
+                      src/worker/descriptors.c
 build/test/tests/%: build/test/obj/tests/%.o $(call objs,test,$(PARENT_MODULES) $(TESTLIB_SRC) $(TEST_WORKER_MODULES))
 	@mkdir -p $(dir $@)
 	$(CC) $(test_LDFLAGS) $^ -o $@ $(PARENT_LIBS)

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -56,6 +57,55 @@ static void close_fallback(void)
             refuse_unconfined("close-descriptors");
 }
 
+/* At most this many descriptors per poll: 4 KiB of stack. */
+#define SWEEP_CHUNK 256
+
+/* The slow way, one fcntl per number, for when poll cannot answer. */
+static int first_open_by_fcntl(int from, int end)
+{
+    for (int fd = from; fd < end; fd++)
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+            return fd;
+    return end;
+}
+
+int descriptors_first_open(int from, int end)
+{
+    /* poll refuses more entries than the soft fd limit (16 under the parent), so a
+     * chunk is at most that; each poll still replaces that many fcntl calls. */
+    long chunk = SWEEP_CHUNK;
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+        (long)lim.rlim_cur < chunk)
+        chunk = (long)lim.rlim_cur;
+    if (chunk < 1)
+        chunk = 1; /* poll then refuses, and the fallback asks fcntl */
+    struct pollfd fds[SWEEP_CHUNK];
+    for (int base = from; base < end; base += (int)chunk) {
+        int count = end - base < chunk ? end - base : (int)chunk;
+        for (int i = 0; i < count; i++) {
+            fds[i].fd = base + i;
+            fds[i].events = 0;
+            fds[i].revents = 0;
+        }
+        int ready = count > 0 ? poll(fds, (nfds_t)count, 0) : -1;
+        while (ready < 0 && errno == EINTR)
+            ready = poll(fds, (nfds_t)count, 0);
+        if (ready < 0) {
+            /* poll could not look (a zero fd limit, say): ask number by number. */
+            int open_fd = first_open_by_fcntl(base, base + count);
+            if (open_fd < base + count)
+                return open_fd;
+            continue;
+        }
+        /* A closed number comes back POLLNVAL; an open one never does. */
+        for (int i = 0; i < count; i++)
+            if ((fds[i].revents & POLLNVAL) == 0)
+                return base + i;
+    }
+    return end;
+}
+
 void close_descriptors_or_refuse(void)
 {
     if (syscall(SYS_close_range, 3U, ~0U, 0U) != 0) {
@@ -64,8 +114,6 @@ void close_descriptors_or_refuse(void)
         close_fallback();
     }
     int end = sweep_end();
-    for (int fd = 3; fd < end; fd++) {
-        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
-            refuse_unconfined("descriptor-survived");
-    }
+    if (descriptors_first_open(3, end) != end)
+        refuse_unconfined("descriptor-survived");
 }

@@ -11,4 +11,10 @@
  * closes by number because /proc is no longer readable. */
 void close_descriptors_or_refuse(void);
 
+/* The sweep: the lowest open descriptor in [from, end), or end if none is open. It
+ * asks poll (zero timeout: a closed number comes back POLLNVAL), a chunk of numbers
+ * per call instead of one fcntl per number, and falls back to fcntl for a chunk poll
+ * cannot look at. */
+int descriptors_first_open(int from, int end);
+
 #endif

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -246,6 +247,12 @@ int serve(const struct confinement *state, const struct serve_options *options)
                 send_refused(PROTO_REFUSAL_VERSION_MISMATCH, detail);
             } else {
                 send_welcome(state);
+                /* The parent is waiting for this Welcome, and the pipe's wake-up moves
+                 * it to this CPU expecting the writer to sleep; the worker instead
+                 * builds its first engine (hundreds of microseconds in a fresh
+                 * process). Step aside once so the parent reads the Welcome first;
+                 * with the parent on another CPU this returns at once. */
+                sched_yield();
                 current = READY;
             }
             break;

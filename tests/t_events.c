@@ -20,6 +20,7 @@
  *      applied by serve to a raw request.
  * Readiness and progress are read from serve's log lines, never waited for by time. */
 #include "lib/harness.h"
+#include "lib/serve_home.h"
 #include "serve/admission_rate.h"
 #include "serve/ops_client.h"
 
@@ -45,38 +46,14 @@
 
 static char g_root[PATH_MAX];
 
-struct home {
-    char dir[PATH_MAX];
-    char home[PATH_MAX];
-    char db[PATH_MAX + 16];
-};
-
-static struct proc_result cli_in(const struct home *h, bool json, const char *const *args)
+static struct proc_result cli_in(const struct test_home *h, bool json, const char *const *args)
 {
-    const char *argv[32];
-    int n = 0;
-    argv[n++] = harness_test_parent();
-    if (json)
-        argv[n++] = "--json";
-    argv[n++] = "--home";
-    argv[n++] = h->home;
-    for (int i = 0; args[i] != NULL && n < 31; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    return proc_run(argv, NULL, 0, TIMEOUT_MS);
+    return test_home_cli(h, json, args);
 }
 
-static void home_begin(struct home *h, const char *name)
+static void home_begin(struct test_home *h, const char *name)
 {
-    memset(h, 0, sizeof *h);
-    sfmt(h->dir, sizeof h->dir, "%s/%s", g_root, name);
-    (void)mkdir(h->dir, 0755);
-    sfmt(h->home, sizeof h->home, "%s/home", h->dir);
-    sfmt(h->db, sizeof h->db, "%s/basal.db", h->home);
-    struct proc_result r = cli_in(h, false, ARGS("setup"));
-    if (!proc_exited_with(&r, 0))
-        fail("events: setup", "%s: %s", proc_describe(&r), r.err);
-    proc_result_free(&r);
+    test_home_begin(h, g_root, name);
 }
 
 static const char *ECHO_FLOW = "return trigger;\n";
@@ -85,138 +62,32 @@ static const char *HOG_FLOW = "for (;;) {}\n";
 
 /* Installs and approves flow id with trigger (a JSON object's text); disabled unless
  * enabled. */
-static bool flow_add(const struct home *h, const char *id, const char *trigger,
+static bool flow_add(const struct test_home *h, const char *id, const char *trigger,
                      const char *script, bool enabled)
 {
-    char dir[PATH_MAX + 32], path[PATH_MAX + 64], manifest[1024];
-    sfmt(dir, sizeof dir, "%s/flow-%s", h->dir, id);
-    (void)mkdir(dir, 0755);
-    sfmt(manifest, sizeof manifest,
-         "{\"format\":1,\"id\":\"%s\",\"version\":1,\"purpose\":\"events test\","
-         "\"trigger\":%s,\"limits\":{\"cpu_ms\":10000}}",
-         id, trigger);
-    sfmt(path, sizeof path, "%s/flow.js", dir);
-    bool good = write_text_file(path, script, 0644);
-    sfmt(path, sizeof path, "%s/manifest.json", dir);
-    good = good && write_text_file(path, manifest, 0644);
-    struct proc_result r = cli_in(h, true, ARGS("flow", "install", dir));
-    json_t *in = json_loads(r.out, 0, NULL);
-    const char *hash = json_string_value(json_object_get(in, "code_hash"));
-    good = good && proc_exited_with(&r, 0) && hash != NULL;
-    if (!good)
-        fprintf(stderr, "  install %s: %s %s\n", id, proc_describe(&r), r.err);
-    proc_result_free(&r);
-    if (good) {
-        r = cli_in(h, false, ARGS("flow", "approve", id, "--version", "1", "--code-hash", hash));
-        good = proc_exited_with(&r, 0);
-        proc_result_free(&r);
-    }
+    bool good = test_home_flow(h, id, 1, trigger, script);
     if (good && !enabled) {
-        r = cli_in(h, false, ARGS("flow", "disable", id));
+        struct proc_result r = cli_in(h, false, ARGS("flow", "disable", id));
         good = proc_exited_with(&r, 0);
         proc_result_free(&r);
     }
-    json_decref(in);
     return good;
 }
 
-static long long sql_number(const struct home *h, const char *sql)
+static long long sql_number(const struct test_home *h, const char *sql)
 {
-    sqlite3 *db = NULL;
-    long long v = -1;
-    if (sqlite3_open_v2(h->db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-        sqlite3_busy_timeout(db, 10000);
-        sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
-            if (sqlite3_step(st) == SQLITE_ROW)
-                v = sqlite3_column_int64(st, 0);
-            sqlite3_finalize(st);
-        }
-    }
-    sqlite3_close(db);
-    return v;
+    return test_home_sql(h, sql);
 }
 
-/* ---- a serve process ------------------------------------------------------------ */
+/* ---- a serve process (tests/lib/serve_home.h) ------------------------------------- */
 
-struct serve {
-    struct proc p;
-    char log[65536];
-    size_t len;
-};
-
-static bool serve_wait_log(struct serve *s, const char *needle, int timeout_ms)
+static bool serve_start(struct test_serve *s, const struct test_home *h, const char *const *extra)
 {
-    struct timespec start;
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    for (;;) {
-        if (strstr(s->log, needle) != NULL)
-            return true;
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        long long spent =
-            (now.tv_sec - start.tv_sec) * 1000LL + (now.tv_nsec - start.tv_nsec) / 1000000;
-        if (spent >= timeout_ms || s->p.err_fd < 0)
-            return false;
-        struct pollfd p = {s->p.err_fd, POLLIN, 0};
-        if (poll(&p, 1, (int)(timeout_ms - spent)) <= 0)
-            continue;
-        if (s->len + 1 >= sizeof s->log)
-            s->len = 0;
-        ssize_t n = read(s->p.err_fd, s->log + s->len, sizeof s->log - 1 - s->len);
-        if (n <= 0) {
-            close(s->p.err_fd);
-            s->p.err_fd = -1;
-            continue;
-        }
-        s->len += (size_t)n;
-        s->log[s->len] = '\0';
-    }
-}
-
-static bool serve_start(struct serve *s, const struct home *h, const char *const *extra)
-{
-    memset(s, 0, sizeof *s);
-    const char *argv[24];
-    int n = 0;
-    argv[n++] = harness_test_parent();
-    argv[n++] = "--home";
-    argv[n++] = h->home;
-    argv[n++] = "serve";
-    for (int i = 0; extra != NULL && extra[i] != NULL && n < 23; i++)
-        argv[n++] = extra[i];
-    argv[n] = NULL;
-    struct proc_opts opts = {false, PROC_PIPE, PROC_PIPE, PROC_PIPE, NULL};
-    if (proc_start(&s->p, argv, &opts) != 0)
-        return false;
-    return serve_wait_log(s, "event=ready", TIMEOUT_MS);
-}
-
-static int serve_end(struct serve *s, int timeout_ms)
-{
-    (void)serve_wait_log(s, "\n\n(never)", 10);
-    struct proc_result r = proc_finish(&s->p, NULL, 0, timeout_ms);
-    if (r.err != NULL && s->len + strlen(r.err) + 1 < sizeof s->log) {
-        memcpy(s->log + s->len, r.err, strlen(r.err) + 1);
-        s->len += strlen(r.err);
-    }
-    int code = -1;
-    if (r.started && !r.timed_out && WIFEXITED(r.status))
-        code = WEXITSTATUS(r.status);
-    else if (r.started && !r.timed_out && WIFSIGNALED(r.status))
-        code = 128 + WTERMSIG(r.status);
-    proc_result_free(&r);
-    return code;
-}
-
-static int serve_stop(struct serve *s)
-{
-    kill(s->p.pid, SIGTERM);
-    return serve_end(s, TIMEOUT_MS);
+    return test_serve_start(s, h, extra, NULL);
 }
 
 /* One raw request to h's serve; the reply object (json_decref it) or NULL. */
-static json_t *ops_request(const struct home *h, const char *cmd, json_t *args)
+static json_t *ops_request(const struct test_home *h, const char *cmd, json_t *args)
 {
     int fd;
     char err[256];
@@ -232,7 +103,7 @@ static json_t *ops_request(const struct home *h, const char *cmd, json_t *args)
     return reply;
 }
 
-static bool clock_set(const struct home *h, long long ms)
+static bool clock_set(const struct test_home *h, long long ms)
 {
     json_t *reply = ops_request(h, "test.clock", json_pack("{s:I}", "ms", (json_int_t)ms));
     bool good = json_is_true(json_object_get(reply, "ok"));
@@ -316,7 +187,7 @@ static void test_rate_logic(void)
     "{\"module\":\"git\",\"name\":\"push\",\"version\":1}]}"
 #define MANUAL "{\"manual\":true}"
 
-static bool add_listeners(const struct home *h)
+static bool add_listeners(const struct test_home *h)
 {
     return flow_add(h, "alpha", LISTEN_PUSH_1, ECHO_FLOW, true) &&
            flow_add(h, "beta", LISTEN_TWO, ECHO_FLOW, true) &&
@@ -325,7 +196,7 @@ static bool add_listeners(const struct home *h)
            flow_add(h, "epsilon", MANUAL, ECHO_FLOW, true);
 }
 
-static long long runs_of(const struct home *h, const char *flow)
+static long long runs_of(const struct test_home *h, const char *flow)
 {
     char sql[256];
     sfmt(sql, sizeof sql, "SELECT count(*) FROM runs WHERE flow_id = '%s'", flow);
@@ -334,12 +205,12 @@ static long long runs_of(const struct home *h, const char *flow)
 
 static void test_emit_with_serve(void)
 {
-    struct home h;
+    struct test_home h;
     home_begin(&h, "emit");
     if (!ok(add_listeners(&h), "events: five flows installed (two listening, one to v2, one "
                                "disabled, one manual)"))
         return;
-    struct serve s;
+    struct test_serve s;
     if (!ok(serve_start(&s, &h, NULL), "events: serve starts"))
         return;
     struct proc_result r = cli_in(&h, true, ARGS("event", "emit", "git", "push", "1", "--id",
@@ -389,26 +260,26 @@ static void test_emit_with_serve(void)
           "events: one id under two event names is two events for a flow listening to both",
           "%s: %s %s; beta %lld", proc_describe(&r), r.out, r.err, runs_of(&h, "beta"));
     proc_result_free(&r);
-    check(serve_stop(&s) == 0, "events: serve exits 0 after the emit checks", "log %.400s",
+    check(test_serve_stop(&s) == 0, "events: serve exits 0 after the emit checks", "log %.400s",
           s.log);
 }
 
 static void test_backlog(void)
 {
-    struct home h;
+    struct test_home h;
     home_begin(&h, "backlog");
     if (!ok(flow_add(&h, "hog", MANUAL, HOG_FLOW, true) &&
                 flow_add(&h, "busy", LISTEN_PUSH_1, ECHO_FLOW, true),
             "events: flows for the backlog check"))
         return;
-    struct serve s;
+    struct test_serve s;
     if (!ok(serve_start(&s, &h, ARGS("--backlog", "1", "--max-runs", "1", "--grace-seconds", "0")),
             "events: serve starts with --backlog 1 --max-runs 1"))
         return;
     /* The hog holds the only runner, so busy's runs wait. */
     struct proc_result r = cli_in(&h, false, ARGS("run", "hog", "--detach"));
     proc_result_free(&r);
-    bool hogging = serve_wait_log(&s, "event=run_started run=1 flow=hog", TIMEOUT_MS);
+    bool hogging = test_serve_wait_log(&s, "event=run_started run=1 flow=hog", TIMEOUT_MS);
     r = cli_in(&h, false, ARGS("event", "emit", "git", "push", "1", "--id", "b1"));
     bool first = proc_exited_with(&r, 0);
     proc_result_free(&r);
@@ -420,7 +291,7 @@ static void test_backlog(void)
           "hog running %d, first %d; second %s: %s; busy runs %lld", hogging, first,
           proc_describe(&r), r.err, runs_of(&h, "busy"));
     proc_result_free(&r);
-    int code = serve_stop(&s);
+    int code = test_serve_stop(&s);
     ok(code == 0, "events: serve exits 0 after the backlog check");
 }
 
@@ -428,7 +299,7 @@ static void test_backlog(void)
 
 static void test_emit_without_serve(void)
 {
-    struct home h;
+    struct test_home h;
     home_begin(&h, "offline");
     if (!ok(add_listeners(&h), "events: flows for the offline checks"))
         return;
@@ -446,7 +317,7 @@ static void test_emit_without_serve(void)
           proc_describe(&r), r.err);
     proc_result_free(&r);
 
-    struct serve s;
+    struct test_serve s;
     bool up = serve_start(&s, &h, NULL);
     check(up && strstr(s.log, "event=event_delivered event=1") != NULL &&
               runs_of(&h, "alpha") == 1 && runs_of(&h, "beta") == 1 &&
@@ -456,18 +327,18 @@ static void test_emit_without_serve(void)
           "flow [guard: pending events delivered at start]",
           "up %d; %lld runs; log %.600s", up, sql_number(&h, "SELECT count(*) FROM runs"),
           s.log);
-    ok(up && serve_stop(&s) == 0, "events: serve exits 0 after delivering at start");
+    ok(up && test_serve_stop(&s) == 0, "events: serve exits 0 after delivering at start");
     up = serve_start(&s, &h, NULL);
     check(up && strstr(s.log, "event=event_delivered") == NULL &&
               sql_number(&h, "SELECT count(*) FROM runs") == 2,
           "events: a restart delivers nothing again", "%lld runs; log %.600s",
           sql_number(&h, "SELECT count(*) FROM runs"), s.log);
-    ok(up && serve_stop(&s) == 0, "events: serve exits 0 after the restart");
+    ok(up && test_serve_stop(&s) == 0, "events: serve exits 0 after the restart");
 }
 
 static void test_crash_before_delivered(void)
 {
-    struct home h;
+    struct test_home h;
     home_begin(&h, "crash");
     if (!ok(add_listeners(&h), "events: flows for the crash check"))
         return;
@@ -475,10 +346,10 @@ static void test_crash_before_delivered(void)
                                                   "crash-1"));
     proc_result_free(&r);
     setenv("BASAL_TEST_KILL_AT", "event_admitted:1", 1);
-    struct serve s;
+    struct test_serve s;
     bool up = serve_start(&s, &h, NULL);
     unsetenv("BASAL_TEST_KILL_AT");
-    int code = serve_end(&s, TIMEOUT_MS);
+    int code = test_serve_end(&s, TIMEOUT_MS);
     long long runs = sql_number(&h, "SELECT count(*) FROM runs");
     long long pending = sql_number(&h, "SELECT count(*) FROM events WHERE state = 'pending'");
     check(!up && code == 128 + SIGKILL && runs == 2 && pending == 1,
@@ -486,21 +357,21 @@ static void test_crash_before_delivered(void)
           "both runs stored, the event still pending",
           "up %d exit %d runs %lld pending %lld; log %.400s", up, code, runs, pending, s.log);
     up = serve_start(&s, &h, NULL);
-    bool settled = up && serve_wait_log(&s, "event=event_delivered event=1", TIMEOUT_MS);
+    bool settled = up && test_serve_wait_log(&s, "event=event_delivered event=1", TIMEOUT_MS);
     check(settled && sql_number(&h, "SELECT count(*) FROM runs") == 2 &&
               runs_of(&h, "alpha") == 1 && runs_of(&h, "beta") == 1 &&
               sql_number(&h, "SELECT count(*) FROM events WHERE state = 'delivered'") == 1,
           "events: the next start re-delivers it and admits nothing twice [guard: trigger-id "
           "dedupe makes re-delivery harmless]",
           "%lld runs; log %.600s", sql_number(&h, "SELECT count(*) FROM runs"), s.log);
-    ok(up && serve_stop(&s) == 0, "events: serve exits 0 after the crash check");
+    ok(up && test_serve_stop(&s) == 0, "events: serve exits 0 after the crash check");
 }
 
 /* ---- 5. rate limits with the test clock ------------------------------------------- */
 
 /* Admits `tries` manual runs of flow; returns how many were admitted, and the last
  * refusal's stderr in why. */
-static int burst(const struct home *h, const char *flow, int tries, char *why, size_t cap)
+static int burst(const struct test_home *h, const char *flow, int tries, char *why, size_t cap)
 {
     int admitted = 0;
     if (why != NULL)
@@ -518,7 +389,7 @@ static int burst(const struct home *h, const char *flow, int tries, char *why, s
 
 static void test_rate_limit(void)
 {
-    struct home h;
+    struct test_home h;
     home_begin(&h, "rate");
     if (!ok(flow_add(&h, "noisy", MANUAL, ECHO_FLOW, true) &&
                 flow_add(&h, "calm", MANUAL, ECHO_FLOW, true),
@@ -527,7 +398,7 @@ static void test_rate_limit(void)
     char t0[32];
     sfmt(t0, sizeof t0, "%lld", CLOCK_T0);
     setenv("BASAL_TEST_CLOCK_MS", t0, 1);
-    struct serve s;
+    struct test_serve s;
     bool up = serve_start(&s, &h, ARGS("--rate-limit", "2"));
     unsetenv("BASAL_TEST_CLOCK_MS");
     if (!ok(up, "rate: serve starts with a fixed test clock and --rate-limit 2"))
@@ -555,7 +426,7 @@ static void test_rate_limit(void)
           "rate: a new window admits again (then saturates a 2nd time)", "admitted %d", got);
     ok(clock_set(&h, CLOCK_T0 + 2 * MINUTE), "rate: the test clock moves to a 3rd window");
     got = burst(&h, "noisy", 3, why, sizeof why);
-    (void)serve_wait_log(&s, "event=flow_auto_disabled flow=noisy", TIMEOUT_MS);
+    (void)test_serve_wait_log(&s, "event=flow_auto_disabled flow=noisy", TIMEOUT_MS);
     r = cli_in(&h, true, ARGS("flow", "list"));
     json_t *list = json_loads(r.out, 0, NULL);
     const char *reason = NULL;
@@ -612,14 +483,14 @@ static void test_rate_limit(void)
           "rate: 2 saturated windows, a calm one, 2 more: not disabled [guard: a calm window "
           "breaks the streak]",
           "enabled %lld", sql_number(&h, "SELECT enabled FROM flows WHERE id = 'calm'"));
-    ok(serve_stop(&s) == 0, "rate: serve exits 0");
+    ok(test_serve_stop(&s) == 0, "rate: serve exits 0");
 }
 
 /* ---- 6. bad input ------------------------------------------------------------------ */
 
 static void test_bad_input(void)
 {
-    struct home h;
+    struct test_home h;
     home_begin(&h, "bad");
     static const char *const BAD[][7] = {
         {"git", "push", "1", "--payload", "{bad", NULL, "a malformed payload"},
@@ -660,7 +531,7 @@ static void test_bad_input(void)
         proc_result_free(&r);
     }
     /* serve checks again what it is sent. */
-    struct serve s;
+    struct test_serve s;
     if (!ok(serve_start(&s, &h, NULL), "events: serve starts for the raw checks"))
         return;
     json_t *reply = ops_request(&h, "event.emit",
@@ -677,7 +548,7 @@ static void test_bad_input(void)
           "-");
     json_decref(reply);
     json_decref(reply2);
-    ok(serve_stop(&s) == 0, "events: serve exits 0 after the raw checks");
+    ok(test_serve_stop(&s) == 0, "events: serve exits 0 after the raw checks");
 }
 
 int main(void)

@@ -183,7 +183,8 @@ static void test_downtime(void)
     bool started = test_serve_start(&k, &h, NULL, env_kill);
     int code = test_serve_end(&k, TIMEOUT_MS);
     (void)started;
-    check(code == -1, "triggers: serve dies at the kill point after a scheduled admission",
+    check(code == 128 + SIGKILL,
+          "triggers: serve dies at the kill point after a scheduled admission",
           "exit %d; log %s", code, k.log);
     long long killed_runs = runs_of(&h, "a-killed");
     check(killed_runs == 1 && next_fire_s(&h, "a-killed") == first,

@@ -181,9 +181,19 @@ int test_serve_end(struct test_serve *s, int timeout_ms)
         memcpy(s->log + s->len, r.err, strlen(r.err) + 1);
         s->len += strlen(r.err);
     }
-    int code = r.started && !r.timed_out && WIFEXITED(r.status) ? WEXITSTATUS(r.status) : -1;
+    int code = -1;
+    if (r.started && !r.timed_out && WIFEXITED(r.status))
+        code = WEXITSTATUS(r.status);
+    else if (r.started && !r.timed_out && WIFSIGNALED(r.status))
+        code = 128 + WTERMSIG(r.status);
     proc_result_free(&r);
     return code;
+}
+
+int test_serve_stop(struct test_serve *s)
+{
+    kill(s->p.pid, SIGTERM);
+    return test_serve_end(s, SERVE_HOME_TIMEOUT_MS);
 }
 
 char *test_ops_request(const struct test_home *h, const char *request_json)

@@ -51,8 +51,11 @@ bool test_serve_start(struct test_serve *s, const struct test_home *h, const cha
 bool test_serve_wait_log(struct test_serve *s, const char *needle, int timeout_ms);
 /* How many times needle shows in the log read so far. */
 int test_serve_log_count(const struct test_serve *s, const char *needle);
-/* Waits for serve's exit: its status, or -1 (killed, or timeout). */
+/* Waits for serve's exit: its exit status, 128 + the signal that killed it, or -1 (the
+ * timeout). */
 int test_serve_end(struct test_serve *s, int timeout_ms);
+/* SIGTERM, then test_serve_end. */
+int test_serve_stop(struct test_serve *s);
 
 /* One request on h's ops socket; the reply line (malloc'd) or NULL. */
 char *test_ops_request(const struct test_home *h, const char *request_json);

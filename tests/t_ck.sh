@@ -51,10 +51,23 @@ fi
 # Release binaries of PREV_COMMIT, from `git archive` (no worktree, nothing in the
 # repository changes) with this tree's QuickJS (the same pinned tarball and patches),
 # cached under build/ (never committed) so a second run builds nothing.
+# A shallow clone (depth 1, as some CI systems make) lacks the commit: it is fetched from
+# origin once, the commit alone first, else the whole history.
+have_prev_commit() {
+    git cat-file -e "$PREV_COMMIT^{commit}" 2>/dev/null && return 0
+    timeout 300 git fetch --quiet origin "$PREV_COMMIT" >/dev/null 2>&1 ||
+        timeout 300 git fetch --quiet --unshallow origin >/dev/null 2>&1
+    git cat-file -e "$PREV_COMMIT^{commit}" 2>/dev/null
+}
 prev_build() {
     local dir=$repo/build/ck-prev-$PREV_COMMIT
     OLD=$dir/src/build/bin
     [ -x "$OLD/ck-basal" ] && [ -x "$OLD/ck-basal-worker" ] && return 0
+    if ! have_prev_commit; then
+        echo "commit $PREV_COMMIT is not in this clone and could not be fetched from origin" \
+            >"$dir.log"
+        return 1
+    fi
     rm -rf "$dir" && mkdir -p "$dir/src/build" || return 1
     git archive "$PREV_COMMIT" | tar -x -C "$dir/src" || return 1
     cp -a build/dl build/quickjs "$dir/src/build/" || return 1
@@ -66,7 +79,7 @@ prev_build() {
 if prev_build; then
     echo "ok - ck: the previous build ($PREV_COMMIT) is ready: $("$OLD/ck-basal" --version)"
 else
-    echo "not ok - ck: building $PREV_COMMIT failed: $(tail -3 "$repo/build/ck-prev-$PREV_COMMIT/build.log" 2>/dev/null | tr '\n' ' ' | cut -c1-300)"
+    echo "not ok - ck: building $PREV_COMMIT failed: $(tail -3 "$repo/build/ck-prev-$PREV_COMMIT.log" "$repo/build/ck-prev-$PREV_COMMIT/build.log" 2>/dev/null | tr '\n' ' ' | cut -c1-300)"
     exit 1
 fi
 

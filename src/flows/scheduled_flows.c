@@ -1,6 +1,7 @@
 #include "flows/scheduled_flows.h"
 
 #include "base/error_line.h"
+#include "flows/flows.h"
 #include "store/sql.h"
 
 #include <inttypes.h>
@@ -36,6 +37,7 @@ static int from_row(sqlite3_stmt *st, struct scheduled_flow *f, char *err, size_
         f->missed = ms->missed;
         f->each_cap = ms->each_cap;
         f->anchor_ms = f->approved_at_ms > f->enabled_at_ms ? f->approved_at_ms : f->enabled_at_ms;
+        snprintf(f->tz, sizeof f->tz, "%s", ms->cron != NULL ? ms->tz : "UTC");
         if (ms->cron != NULL) {
             snprintf(f->spec, sizeof f->spec, "cron %s tz %s", ms->cron, ms->tz);
             rc = schedule_parse_cron(ms->cron, ms->tz, &f->schedule, err, err_cap) == 0 ? 1 : -1;
@@ -148,18 +150,11 @@ int scheduled_flow_of(struct store *s, const char *id, struct scheduled_flow *ou
             error_line(err, err_cap, "flow '%s' has no schedule (its trigger is not "
                                      "trigger.schedule)", id);
     } else if (rc == SQLITE_DONE) {
-        got = 0;
-        int known = -1;
-        sqlite3_stmt *k;
-        if (sql_prepare(store_db(s), "SELECT count(*) FROM flows WHERE id = ?1", &k, err,
-                        err_cap) == 0) {
-            sqlite3_bind_text(k, 1, id, -1, SQLITE_STATIC);
-            known = sqlite3_step(k) == SQLITE_ROW ? sqlite3_column_int(k, 0) : -1;
-            sql_release(k);
-        }
+        int known = flows_known(s, id, err, err_cap);
+        got = known < 0 ? -1 : 0;
         if (known == 0)
             error_line(err, err_cap, "unknown flow '%s'", id);
-        else
+        else if (known == 1)
             error_line(err, err_cap, "flow '%s' has no approved version: it does not fire", id);
     } else {
         got = sql_fail(store_db(s), err, err_cap);

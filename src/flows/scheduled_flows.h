@@ -18,6 +18,7 @@ struct scheduled_flow {
     char flow_id[FLOW_ID_MAX + 1];
     int64_t version;                 /* the highest approved */
     char spec[SCHEDULE_SPEC_MAX + 1]; /* "cron <expr> tz <zone>" or "interval <n>s" */
+    char tz[ZONEINFO_NAME_MAX + 1];  /* the cron's zone; "UTC" for an interval */
     int64_t approved_at_ms;
     int64_t enabled_at_ms;           /* 0: enabled since created */
     enum manifest_missed missed;

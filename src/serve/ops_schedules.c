@@ -11,7 +11,6 @@
 
 #include <inttypes.h>
 #include <stdio.h>
-#include <string.h>
 
 #define ERR_CAP 1024
 #define SCHEDULE_COUNT_DEFAULT 5
@@ -56,9 +55,7 @@ json_t *ops_flow_next_fire(struct store *st, const char *id)
         return json_null();
     json_t *o = row.has_next ? instant(&f.schedule, row.next_fire_ms / 1000) : json_null();
     if (row.has_next)
-        json_object_set_new(o, "tz", json_string(f.schedule.kind == SCHEDULE_CRON
-                                                     ? strstr(f.spec, " tz ") + 4
-                                                     : "UTC"));
+        json_object_set_new(o, "tz", json_string(f.tz));
     scheduled_flow_free(&f);
     return o;
 }
@@ -103,9 +100,7 @@ json_t *ops_cmd_flow_schedule(struct store *st, json_t *args)
     json_object_set_new(o, "id", json_string(f.flow_id));
     json_object_set_new(o, "version", json_integer(f.version));
     json_object_set_new(o, "schedule", json_string(f.spec));
-    json_object_set_new(o, "tz", json_string(f.schedule.kind == SCHEDULE_CRON
-                                                 ? strstr(f.spec, " tz ") + 4
-                                                 : "UTC"));
+    json_object_set_new(o, "tz", json_string(f.tz));
     json_object_set_new(o, "missed", json_string(MISSED_NAMES[f.missed]));
     if (f.missed == MANIFEST_MISSED_EACH)
         json_object_set_new(o, "each_cap", json_integer(f.each_cap));

@@ -103,14 +103,6 @@ static json_t *ops_request(const struct test_home *h, const char *cmd, json_t *a
     return reply;
 }
 
-static bool clock_set(const struct test_home *h, long long ms)
-{
-    json_t *reply = ops_request(h, "test.clock", json_pack("{s:I}", "ms", (json_int_t)ms));
-    bool good = json_is_true(json_object_get(reply, "ok"));
-    json_decref(reply);
-    return good;
-}
-
 /* The number of single-line stderr: true when text is exactly one line. */
 static bool one_line(const char *text)
 {
@@ -420,11 +412,11 @@ static void test_rate_limit(void)
           proc_describe(&r), r.err);
     proc_result_free(&r);
 
-    ok(clock_set(&h, CLOCK_T0 + MINUTE), "rate: the test clock moves to the next window");
+    ok(test_serve_clock(&h, CLOCK_T0 + MINUTE), "rate: the test clock moves to the next window");
     got = burst(&h, "noisy", 3, why, sizeof why);
     check(got == 2 && runs_of(&h, "noisy") == 4,
           "rate: a new window admits again (then saturates a 2nd time)", "admitted %d", got);
-    ok(clock_set(&h, CLOCK_T0 + 2 * MINUTE), "rate: the test clock moves to a 3rd window");
+    ok(test_serve_clock(&h, CLOCK_T0 + 2 * MINUTE), "rate: the test clock moves to a 3rd window");
     got = burst(&h, "noisy", 3, why, sizeof why);
     (void)test_serve_wait_log(&s, "event=flow_auto_disabled flow=noisy", TIMEOUT_MS);
     r = cli_in(&h, true, ARGS("flow", "list"));
@@ -466,7 +458,7 @@ static void test_rate_limit(void)
 
     r = cli_in(&h, false, ARGS("flow", "enable", "noisy"));
     proc_result_free(&r);
-    ok(clock_set(&h, CLOCK_T0 + 3 * MINUTE), "rate: the test clock moves to a 4th window");
+    ok(test_serve_clock(&h, CLOCK_T0 + 3 * MINUTE), "rate: the test clock moves to a 4th window");
     got = burst(&h, "noisy", 1, NULL, 0);
     check(got == 1 && sql_number(&h, "SELECT count(*) FROM flows WHERE id = 'noisy' AND"
                                      " enabled = 1 AND disabled_reason IS NULL") == 1,
@@ -475,7 +467,7 @@ static void test_rate_limit(void)
 
     /* calm: saturated, saturated, one run, saturated, saturated: still enabled. */
     for (int w = 0; w < 5; w++) {
-        ok(clock_set(&h, CLOCK_T0 + (10 + w) * MINUTE), "rate: the test clock moves on");
+        ok(test_serve_clock(&h, CLOCK_T0 + (10 + w) * MINUTE), "rate: the test clock moves on");
         (void)burst(&h, "calm", w == 2 ? 1 : 3, NULL, 0);
     }
     check(sql_number(&h, "SELECT enabled FROM flows WHERE id = 'calm'") == 1 &&

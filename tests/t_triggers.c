@@ -54,19 +54,6 @@ static void iso(long long unix_s, char out[32])
     strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-/* Moves the test clock and waits for the scheduler's look; true if serve said ok. */
-static bool clock_to(const struct test_home *h, long long ms)
-{
-    char req[128];
-    sfmt(req, sizeof req, "{\"cmd\":\"test.clock\",\"args\":{\"ms\":%lld}}", ms);
-    char *reply = test_ops_request(h, req);
-    bool good = reply != NULL && strstr(reply, "\"ok\":true") != NULL;
-    if (!good)
-        fprintf(stderr, "  test.clock: %s\n", reply != NULL ? reply : "(no reply)");
-    free(reply);
-    return good;
-}
-
 static long long runs_of(const struct test_home *h, const char *flow)
 {
     char sql[256];
@@ -165,7 +152,7 @@ static void test_downtime(void)
     if (!check(test_serve_start(&s, &h, NULL, env_up), "triggers: serve starts on a test clock",
                "%s", s.log))
         return;
-    check(clock_to(&h, approved_ms), "triggers: test.clock answers", "%s", "no");
+    check(test_serve_clock(&h, approved_ms), "triggers: test.clock answers", "%s", "no");
     long long nf = next_fire_s(&h, "once");
     check(nf == first, "triggers: a schedule's first fire is the first instant after approval",
           "next_fire %lld, want %lld", nf, first);
@@ -196,7 +183,7 @@ static void test_downtime(void)
     if (!check(test_serve_start(&s, &h, NULL, env_back),
                "triggers: serve starts again after the downtime", "%s", s.log))
         return;
-    check(clock_to(&h, back_ms), "triggers: the look after the downtime", "%s", "no");
+    check(test_serve_clock(&h, back_ms), "triggers: the look after the downtime", "%s", "no");
 
     check(runs_of(&h, "skip") == 1 && has_run(&h, "skip", first + 600),
           "triggers: missed skip: only the on-time instant (30 s late) fires [guard: missed "
@@ -237,7 +224,7 @@ static void test_downtime(void)
     struct proc_result r = test_home_cli(&h, false, HOME_ARGS("flow", "disable", "skip"));
     check(proc_exited_with(&r, 0), "triggers: flow disable through the socket", "%s", r.err);
     proc_result_free(&r);
-    check(clock_to(&h, (first + 700) * 1000), "triggers: the clock moves on", "%s", "no");
+    check(test_serve_clock(&h, (first + 700) * 1000), "triggers: the clock moves on", "%s", "no");
     check(test_home_sql(&h, "SELECT count(*) FROM schedules WHERE flow_id = 'skip'") == 0 &&
               runs_of(&h, "skip") == 1,
           "triggers: a disabled flow has no schedule and fires nothing", "rows %lld runs %lld",
@@ -302,13 +289,13 @@ static void test_busy_flow(void)
     if (!check(fifo_fd >= 0 && test_serve_start(&s, &h, NULL, env),
                "triggers: serve starts at the first instant", "%s", s.log))
         return;
-    check(clock_to(&h, first * 1000) && read_hold_line(fifo_fd),
+    check(test_serve_clock(&h, first * 1000) && read_hold_line(fifo_fd),
           "triggers: the on-time fire's run is running (holding)", "%s", s.log);
-    check(clock_to(&h, (first + 60) * 1000) && runs_of(&h, "busy") == 1,
+    check(test_serve_clock(&h, (first + 60) * 1000) && runs_of(&h, "busy") == 1,
           "triggers: a fire due while the flow's run is unfinished waits [guard: a busy flow is "
           "held]",
           "%lld runs", runs_of(&h, "busy"));
-    check(clock_to(&h, (first + 200) * 1000) && runs_of(&h, "busy") == 1,
+    check(test_serve_clock(&h, (first + 200) * 1000) && runs_of(&h, "busy") == 1,
           "triggers: still held three instants later", "%lld runs", runs_of(&h, "busy"));
     /* Letting the run end: the held instants fire by the rule, at the same clock. */
     close(fifo_fd);
@@ -317,7 +304,7 @@ static void test_busy_flow(void)
     sfmt(want, sizeof want, "scheduled_at=%s fire=on_time", at);
     check(test_serve_wait_log(&s, want, TIMEOUT_MS),
           "triggers: the held flow fires when its run ends", "%s", s.log);
-    check(clock_to(&h, (first + 200) * 1000) && runs_of(&h, "busy") == 3 &&
+    check(test_serve_clock(&h, (first + 200) * 1000) && runs_of(&h, "busy") == 3 &&
               has_run(&h, "busy", first + 120) && has_run(&h, "busy", first + 180),
           "triggers: after the wait, the missed instants fire once (the last, 1st+120) and "
           "the on-time one (1st+180)",

@@ -230,3 +230,17 @@ char *test_ops_request(const struct test_home *h, const char *request_json)
         reply[got] = '\0';
     return reply;
 }
+
+bool test_serve_clock(const struct test_home *h, long long ms)
+{
+    char req[128];
+    sfmt(req, sizeof req, "{\"cmd\":\"test.clock\",\"args\":{\"ms\":%lld}}", ms);
+    char *text = test_ops_request(h, req);
+    json_t *reply = text != NULL ? json_loads(text, 0, NULL) : NULL;
+    bool good = json_is_true(json_object_get(reply, "ok"));
+    if (!good)
+        fprintf(stderr, "  test.clock: %s\n", text != NULL ? text : "(no reply)");
+    json_decref(reply);
+    free(text);
+    return good;
+}

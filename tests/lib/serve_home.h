@@ -57,6 +57,11 @@ int test_serve_end(struct test_serve *s, int timeout_ms);
 /* SIGTERM, then test_serve_end. */
 int test_serve_stop(struct test_serve *s);
 
+/* test.clock {"ms": ms} on h's serve (started with BASAL_TEST_CLOCK_MS): moves the test
+ * clock; serve answers after a whole look of its scheduler. True if it said ok (else
+ * the reply goes to stderr). */
+bool test_serve_clock(const struct test_home *h, long long ms);
+
 /* One request on h's ops socket; the reply line (malloc'd) or NULL. */
 char *test_ops_request(const struct test_home *h, const char *request_json);
 

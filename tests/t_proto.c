@@ -14,6 +14,7 @@
 
 #include "proto/channel.h"
 #include "proto/frame.h"
+#include "proto/frame_reader.h"
 #include "proto/message.h"
 #include "proto/utf8.h"
 #include "proto/wire.h"
@@ -853,6 +854,103 @@ static void on_alarm(int signo)
 
 /* A maximal frame through a 64 KiB pipe needs many short reads and writes; a timer
  * interrupts the blocked reader (no SA_RESTART) so EINTR is retried too. */
+/* The worker's reader (proto/frame_reader.h): several frames per read, none lost or
+ * merged, and the same refusals as frame_read. */
+static void test_frame_reader(void)
+{
+    int fds[2];
+    if (make_pipe(fds, "frame reader")) {
+        static const uint8_t one[] = "first";
+        int ok = frame_write(fds[1], one, 5) == FRAME_OK &&
+                 frame_write(fds[1], NULL, 0) == FRAME_OK &&
+                 frame_write(fds[1], one, 3) == FRAME_OK;
+        close(fds[1]);
+        struct frame_reader r;
+        frame_reader_init(&r);
+        const uint8_t *p = NULL;
+        size_t len = 0;
+        ok = ok && !frame_reader_has_frame(&r);
+        ok = ok && frame_reader_next(fds[0], &r, &p, &len) == FRAME_OK && len == 5 &&
+             memcmp(p, "first", 5) == 0;
+        /* The one read took all three frames: the next two need no read. */
+        check("frame reader: one read takes the frames already written (no read for the "
+              "next)", ok && frame_reader_has_frame(&r), "mismatch");
+        ok = ok && frame_reader_next(fds[0], &r, &p, &len) == FRAME_OK && len == 0;
+        ok = ok && frame_reader_next(fds[0], &r, &p, &len) == FRAME_OK && len == 3 &&
+             memcmp(p, "fir", 3) == 0 && !frame_reader_has_frame(&r);
+        check("frame reader: frames come out whole and in order, an empty one included", ok,
+              "mismatch");
+        enum frame_result got = frame_reader_next(fds[0], &r, &p, &len);
+        check("frame reader: clean EOF at a boundary", got == FRAME_EOF, "got %s",
+              frame_result_name(got));
+        frame_reader_free(&r);
+        close(fds[0]);
+    }
+
+    static const struct {
+        const char *name;
+        uint8_t bytes[8];
+        size_t len;
+        enum frame_result want;
+    } ends[] = {
+        {"frame reader: oversized header refused before allocation", {0x02, 0, 0, 0x01}, 4,
+         FRAME_OVERSIZED},
+        {"frame reader: truncated header", {0, 0}, 2, FRAME_TRUNCATED},
+        {"frame reader: truncated payload", {0, 0, 0, 0x0a, 'a', 'b', 'c'}, 7, FRAME_TRUNCATED},
+    };
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++) {
+        if (!make_pipe(fds, ends[i].name))
+            continue;
+        write_bytes(fds[1], ends[i].bytes, ends[i].len);
+        close(fds[1]);
+        struct frame_reader r;
+        frame_reader_init(&r);
+        const uint8_t *p = NULL;
+        size_t len = 0;
+        enum frame_result got = frame_reader_next(fds[0], &r, &p, &len);
+        bool small = r.buf.cap <= 2 * FRAME_READER_CHUNK; /* never what a header claims */
+        check(ends[i].name, got == ends[i].want && small, "got %s, buffer %zu bytes",
+              frame_result_name(got), r.buf.cap);
+        frame_reader_free(&r);
+        close(fds[0]);
+    }
+
+    /* A frame larger than a chunk, written in pieces by another process, behind a small
+     * one: both whole. */
+    if (make_pipe(fds, "frame reader: a large frame")) {
+        enum { BIG = 200000 };
+        pid_t child = fork();
+        if (child == 0) {
+            close(fds[0]);
+            uint8_t *data = malloc(BIG);
+            if (data == NULL)
+                _exit(2);
+            for (size_t i = 0; i < BIG; i++)
+                data[i] = (uint8_t)(i * 13);
+            int rc = frame_write(fds[1], data, 1) == FRAME_OK &&
+                     frame_write(fds[1], data, BIG) == FRAME_OK;
+            free(data);
+            _exit(rc ? 0 : 1);
+        }
+        close(fds[1]);
+        struct frame_reader r;
+        frame_reader_init(&r);
+        const uint8_t *p = NULL;
+        size_t len = 0;
+        bool ok = child > 0 && frame_reader_next(fds[0], &r, &p, &len) == FRAME_OK && len == 1;
+        ok = ok && frame_reader_next(fds[0], &r, &p, &len) == FRAME_OK && len == BIG;
+        for (size_t i = 0; ok && i < BIG; i++)
+            ok = p[i] == (uint8_t)(i * 13);
+        int status = 0;
+        if (child > 0)
+            waitpid(child, &status, 0);
+        check("frame reader: a frame larger than a chunk, behind a small one, comes whole",
+              ok && WIFEXITED(status) && WEXITSTATUS(status) == 0, "mismatch");
+        frame_reader_free(&r);
+        close(fds[0]);
+    }
+}
+
 static void test_large_frame_with_interruptions(void)
 {
     int fds[2];
@@ -991,6 +1089,7 @@ int main(void)
     test_encode_errors();
     test_names();
     test_frames_on_pipe();
+    test_frame_reader();
     test_large_frame_with_interruptions();
     test_frame_parse();
     test_channel();

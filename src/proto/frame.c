@@ -32,7 +32,7 @@ void frame_header_encode(uint32_t len, uint8_t header[PROTO_FRAME_HEADER_BYTES])
     header[3] = (uint8_t)len;
 }
 
-static uint32_t header_decode(const uint8_t header[PROTO_FRAME_HEADER_BYTES])
+uint32_t frame_header_decode(const uint8_t header[PROTO_FRAME_HEADER_BYTES])
 {
     return (uint32_t)header[0] << 24 | (uint32_t)header[1] << 16 | (uint32_t)header[2] << 8 |
            (uint32_t)header[3];
@@ -68,7 +68,7 @@ enum frame_result frame_read(int fd, struct wire_buf *payload)
     if (result != FRAME_OK)
         return result;
 
-    uint32_t len = header_decode(header);
+    uint32_t len = frame_header_decode(header);
     if (len > PROTO_MAX_FRAME)
         return FRAME_OVERSIZED; /* checked before anything is allocated */
     if (len == 0)
@@ -149,7 +149,7 @@ enum frame_result frame_parse(const uint8_t *data, size_t len, const uint8_t **p
         return FRAME_EOF;
     if (len < PROTO_FRAME_HEADER_BYTES)
         return FRAME_TRUNCATED;
-    uint32_t claimed = header_decode(data);
+    uint32_t claimed = frame_header_decode(data);
     if (claimed > PROTO_MAX_FRAME)
         return FRAME_OVERSIZED;
     if (claimed > len - PROTO_FRAME_HEADER_BYTES)

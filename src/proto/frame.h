@@ -61,4 +61,7 @@ enum frame_result frame_parse(const uint8_t *data, size_t len, const uint8_t **p
 /* Encodes the 4-byte header for a payload of `len` bytes (len <= PROTO_MAX_FRAME). */
 void frame_header_encode(uint32_t len, uint8_t header[PROTO_FRAME_HEADER_BYTES]);
 
+/* The payload length a 4-byte header claims (not checked against PROTO_MAX_FRAME). */
+uint32_t frame_header_decode(const uint8_t header[PROTO_FRAME_HEADER_BYTES]);
+
 #endif

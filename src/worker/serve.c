@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "proto/frame.h"
+#include "proto/frame_reader.h"
 #include "proto/message.h"
 #include "worker/cpu_timer.h"
 #include "worker/engine.h"
@@ -27,7 +28,8 @@ static const char *state_name(enum serve_state state)
 }
 
 /* The worker's two pipes and their buffers: one reader, one writer, for its life. */
-static struct wire_buf in_buf, out_buf;
+static struct frame_reader in_frames;
+static struct wire_buf out_buf;
 static enum serve_state current = AWAITING_HELLO;
 
 /* Frames encoded but not yet written. An async HostCall waits here until the worker
@@ -95,9 +97,12 @@ static void refuse_unexpected(unsigned tag)
 static bool read_msg(struct proto_msg *msg)
 {
     flush_pending();
-    /* A frame expected within microseconds (a Deliver) is read without going idle. */
-    bool readable = stdin_spin_until_readable();
-    enum frame_result got = frame_read(0, &in_buf);
+    /* A frame expected within microseconds (a Deliver) is read without going idle;
+     * one already read with the previous frame needs no wait at all. */
+    bool readable = frame_reader_has_frame(&in_frames) || stdin_spin_until_readable();
+    const uint8_t *payload = NULL;
+    size_t len = 0;
+    enum frame_result got = frame_reader_next(0, &in_frames, &payload, &len);
     if (!readable)
         stdin_spin_blocked_read_done();
     if (got == FRAME_EOF)
@@ -106,7 +111,7 @@ static bool read_msg(struct proto_msg *msg)
         _exit(WORKER_EXIT_PROTOCOL); /* oversized, truncated or unreadable stream */
     struct proto_where where;
     memset(&where, 0, sizeof where);
-    enum proto_error err = proto_decode_where(in_buf.data, in_buf.len, msg, &where);
+    enum proto_error err = proto_decode_where(payload, len, msg, &where);
     if (err != PROTO_OK) {
         char detail[128];
         (void)snprintf(detail, sizeof detail, "%s at %s", proto_error_name(err),
@@ -222,7 +227,7 @@ static void activate(const struct proto_activate *activation, struct engine **en
 
 int serve(const struct confinement *state, const struct serve_options *options)
 {
-    wire_buf_init(&in_buf);
+    frame_reader_init(&in_frames);
     wire_buf_init(&out_buf);
     current = AWAITING_HELLO;
     struct engine *next = NULL; /* the next activation's engine, built while idle */

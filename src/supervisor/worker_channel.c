@@ -18,6 +18,7 @@ void channel_init(struct worker_channel *ch, int fd)
     ch->start = 0;
     spin_wait_init(&ch->spin);
     ch->waiting = false;
+    ch->drained = false;
     int flags = fcntl(fd, F_GETFL);
     if (flags >= 0)
         (void)fcntl(fd, F_SETFL, flags | O_NONBLOCK);
@@ -69,14 +70,18 @@ enum channel_result channel_read_frame(struct worker_channel *ch, int timeout_ms
         }
         if (parsed == FRAME_OVERSIZED)
             return CHANNEL_OVERSIZED;
+        if (timeout_ms <= 0 && ch->drained)
+            return CHANNEL_TIMEOUT; /* nothing came since the pipe was found empty */
 
         if (!wire_buf_reserve(&ch->in, ch->in.len + CHANNEL_READ_CHUNK))
             return CHANNEL_IO_ERROR;
         ssize_t n = read(ch->fd, ch->in.data + ch->in.len, CHANNEL_READ_CHUNK);
         if (n > 0) {
             ch->in.len += (size_t)n;
+            ch->drained = (size_t)n < CHANNEL_READ_CHUNK;
             continue;
         }
+        ch->drained = false;
         if (n == 0)
             return ch->in.len == 0 ? CHANNEL_EOF : CHANNEL_TRUNCATED;
         if (errno == EINTR)
@@ -105,6 +110,7 @@ bool channel_spin(struct worker_channel *ch)
         if (!wire_buf_reserve(&ch->in, ch->in.len + CHANNEL_READ_CHUNK))
             return false; /* the blocking path reports it */
         ssize_t n = read(ch->fd, ch->in.data + ch->in.len, CHANNEL_READ_CHUNK);
+        ch->drained = n > 0 && (size_t)n < CHANNEL_READ_CHUNK;
         if (n > 0) {
             ch->in.len += (size_t)n;
             spin_wait_end(&ch->spin, true);
@@ -125,6 +131,7 @@ bool channel_spin(struct worker_channel *ch)
 
 void channel_blocked_wait_ended(struct worker_channel *ch)
 {
+    ch->drained = false; /* poll reported it readable */
     if (!ch->waiting)
         return;
     spin_wait_end(&ch->spin, false);

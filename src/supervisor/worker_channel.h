@@ -18,6 +18,10 @@ struct worker_channel {
     size_t start;
     struct spin_wait spin; /* how long to spin for the worker's next bytes */
     bool waiting;          /* a wait channel_spin began has not ended yet */
+    /* The last read returned less than it asked for: the pipe was empty after it, so
+     * until a poll reports it readable again, a read without a deadline would only
+     * fail (one system call per host call saved). */
+    bool drained;
 };
 
 enum channel_result {
@@ -43,7 +47,8 @@ enum channel_result channel_read_frame(struct worker_channel *ch, int timeout_ms
  * into the channel. True if bytes came (or the stream ended, or the read failed: the
  * next channel_read_frame says which); false if the caller should block now, and then
  * call channel_blocked_wait_ended once the worker's stdout is readable, so the bound
- * learns how long the wait was. */
+ * learns how long the wait was (it also tells the channel the pipe is readable again:
+ * see `drained`). */
 bool channel_spin(struct worker_channel *ch);
 void channel_blocked_wait_ended(struct worker_channel *ch);
 

@@ -19,7 +19,9 @@
  *
  * Diagnostics beside them (no goals): the pipe round trip with an exec'd peer, and the
  * pipe and host-call round trips with both processes pinned to one CPU and to two,
- * because on a VM the placement of the two processes can dominate a round trip. The
+ * and the host call unpinned with the parent's co-location turned off
+ * (keep_placement), because on a VM the placement of the two processes can dominate a
+ * round trip. The
  * run also reports how much CPU other processes used meanwhile.
  *
  * Nothing here passes or fails: the goals are printed beside the numbers. The output
@@ -326,11 +328,16 @@ static void expected_args(unsigned i, char *buf, size_t cap)
 
 /* ------------------------------------------------------------------ runs */
 
+/* true: activations leave the placement to the kernel (no co-location during bursts of
+ * host calls), for the diagnostic row that shows what the co-location buys. */
+static bool g_keep_placement;
+
 static void request_for(struct activation_request *req, const char *script)
 {
     static uint64_t next_id;
     memset(req, 0, sizeof *req);
     activation_request_defaults(req, PROTO_PROFILE_FLOW);
+    req->keep_placement = g_keep_placement;
     req->activation_id = ++next_id;
     req->script = script;
     req->script_len = strlen(script);
@@ -548,7 +555,8 @@ static void pinned_pipe(int parent_cpu, int peer_cpu, size_t n, struct samples *
 
 /* Per-call host-call cost, as in the main measurement, with this process on parent_cpu
  * and the worker (started while this process was pinned to worker_cpu: it inherits
- * the affinity) on worker_cpu. A pool of its own, one worker, never replenished. */
+ * the affinity) on worker_cpu; -1: any CPU. A pool of its own, one worker, never
+ * replenished. */
 static void pinned_calls(int parent_cpu, int worker_cpu, const char *worker,
                          const struct host *host, const char *script0, const char *value0,
                          const char *script_n, const char *value_n, unsigned n, size_t pairs,
@@ -832,7 +840,8 @@ int main(int argc, char **argv)
     echo_stop(&exec_peer);
 
     /* ---- where the two processes run: one CPU, or two ---- */
-    struct samples pipe_same = {0}, pipe_cross = {0}, calls_same = {0}, calls_cross = {0};
+    struct samples pipe_same = {0}, pipe_cross = {0}, calls_same = {0}, calls_cross = {0},
+                   calls_kernel = {0};
     const bool two_cpus = g_cpu_b >= 0;
     fprintf(stderr, "pinned pipe and host calls: CPUs %d and %d\n", g_cpu_a, g_cpu_b);
     pinned_pipe(g_cpu_a, g_cpu_a, iters(PINNED_PIPE_ITERS), &pipe_same);
@@ -843,6 +852,10 @@ int main(int argc, char **argv)
         pinned_calls(g_cpu_a, g_cpu_b, worker, &host, script0, value0, script_n, value_n,
                      CALLS_N, iters(PINNED_CALLS_ITERS), &calls_cross);
     }
+    g_keep_placement = true; /* unpinned, and no co-location either */
+    pinned_calls(-1, -1, worker, &host, script0, value0, script_n, value_n, CALLS_N,
+                 iters(PINNED_CALLS_ITERS), &calls_kernel);
+    g_keep_placement = false;
 
     /* ---- replay of 10/100/1000 recorded calls ---- */
     static const unsigned REPLAY_N[] = {10, 100, 1000};
@@ -1022,6 +1035,12 @@ int main(int argc, char **argv)
                  CALLS_N);
         row(name, TIME, &s_calls_cross, ratio, "", "");
     }
+    struct stats s_calls_kernel = summarize(&calls_kernel);
+    snprintf(ratio, sizeof ratio, "%.2fx pipe", s_calls_kernel.median / s_pipe.median);
+    snprintf(name, sizeof name,
+             "  diagnostic: host call per call (N = %u), unpinned, placement left to the kernel"
+             " (no co-location)", CALLS_N);
+    row(name, TIME, &s_calls_kernel, ratio, "", "");
     snprintf(name, sizeof name, "  activation with 0 host calls");
     row(name, TIME, &s_run0, "", "", "");
     snprintf(name, sizeof name, "  activation with %u host calls", CALLS_N);

@@ -6,6 +6,7 @@
 #include "host/host.h"
 #include "host/ops_module.h"
 #include "host/sink.h"
+#include "base/thread_affinity.h"
 #include "lib/harness.h"
 
 #include <errno.h>
@@ -499,6 +500,41 @@ static void test_invoke(void)
           out.value != NULL ? out.value : "-");
     json_decref(got);
     host_settlement_free(&out);
+
+    /* A host call made while its thread is pinned for a burst (supervisor/colocate.c)
+     * must not start a program pinned to that one CPU for its whole run. */
+    cpu_set_t all;
+    if (sched_getaffinity(0, sizeof all, &all) == 0 && CPU_COUNT(&all) > 1) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(sched_getcpu() >= 0 ? sched_getcpu() : 0, &one);
+        for (int noted = 0; noted < 2; noted++) {
+            (void)sched_setaffinity(0, sizeof one, &one);
+            if (noted)
+                thread_affinity_note_pinned(&all);
+            rc = ops_module_invoke(t, "env", "null", noted ? "key-pin" : "key-pin-control", NULL,
+                                   &out);
+            thread_affinity_note_unpinned();
+            (void)sched_setaffinity(0, sizeof all, &all);
+            got = out.value != NULL ? json_loads(out.value, 0, &je) : NULL;
+            json_int_t cpus = json_integer_value(json_object_get(got, "cpus"));
+            if (noted)
+                check(rc == 0 && cpus == CPU_COUNT(&all),
+                      "invoke: a program started during a burst's pin gets the mask from before "
+                      "the pin [guard module-not-pinned]",
+                      "the program may use %lld CPUs, want %d", (long long)cpus, CPU_COUNT(&all));
+            else
+                check(rc == 0 && cpus == 1,
+                      "invoke (control): a program started by a pinned thread inherits the pin "
+                      "when nothing restores it",
+                      "the program may use %lld CPUs, want 1", (long long)cpus);
+            json_decref(got);
+            host_settlement_free(&out);
+        }
+    } else {
+        fail("invoke: a program started during a burst's pin gets the mask from before the pin",
+             "this test needs two CPUs to run on");
+    }
 
     /* guard: no deadlock. The program writes 1 MiB before it reads a 2 MiB request; a
      * parent that wrote the whole request before reading would hang until the

@@ -206,6 +206,7 @@ static void request_for(const struct run_row *run, int64_t seq, const struct run
                         const struct proto_recorded_entry *prefix, size_t prefix_count,
                         struct activation_request *req)
 {
+    memset(req, 0, sizeof *req);
     activation_request_defaults(req, PROTO_PROFILE_FLOW);
     req->activation_id = ((uint64_t)run->id << 16) | ((uint64_t)seq & 0xffff);
     req->script = in->script.bytes;

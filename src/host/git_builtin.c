@@ -3,6 +3,7 @@
 #include "host/git_builtin.h"
 
 #include "base/clock.h"
+#include "base/thread_affinity.h"
 #include "proto/utf8.h"
 
 #include <errno.h>
@@ -388,6 +389,7 @@ __attribute__((noreturn)) static void exec_git(const char *program, char *const 
     /* Killed with the parent; if it already died, the signal was never armed. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
         _exit(127);
+    thread_affinity_unpin_child(); /* not the burst's CPU for git's whole run */
     (void)setpgid(0, 0);
     int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)

@@ -7,6 +7,7 @@
 
 #include "base/names.h"
 #include "base/process_identity.h"
+#include "base/thread_affinity.h"
 #include "proto/utf8.h"
 
 #include <errno.h>
@@ -407,6 +408,7 @@ static void exec_module_child(const struct ops_module *m, const struct spawn_pla
      * make module processes from a thread that lives as long as the call. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
         _exit(127);
+    thread_affinity_unpin_child(); /* not the burst's CPU for the program's whole run */
     /* The race with a parent that dies before the prctl (getppid() cannot tell: it
      * is 0 in a new PID namespace): the parent sends the go byte only after this
      * ready byte, so after the prctl. A parent that died before it never sent go, and

@@ -2,6 +2,7 @@
 
 #include "base/clock.h"
 #include "base/json_text.h"
+#include "supervisor/colocate.h"
 #include "proto/utf8.h"
 
 #include "proto/channel.h"
@@ -168,6 +169,7 @@ struct worker_end worker_conn_shutdown(struct worker_conn *w, int timeout_ms)
 void activation_request_defaults(struct activation_request *req, enum proto_profile profile)
 {
     req->profile = profile;
+    req->keep_placement = false;
     if (profile == PROTO_PROFILE_CODEMODE) {
         req->budgets.cpu_ms = CODEMODE_CPU_MS;
         req->budgets.heap_bytes = CODEMODE_HEAP_BYTES;
@@ -345,6 +347,7 @@ struct run {
     size_t slot_count, slot_cap, slots_gone;
     uint32_t blocked_stamp;
     size_t console_len;
+    struct colocation colo; /* the worker on this thread's CPU during a burst of calls */
 };
 
 __attribute__((format(printf, 2, 3))) static void set_detail(struct activation_outcome *out,
@@ -735,6 +738,7 @@ static bool on_host_call(struct run *r, const struct proto_host_call *hc)
     }
     advance_position(r);
     r->out->host_calls++;
+    colocate_burst(&r->colo);
     char *kind = dup_text(&hc->kind);
     char *args = dup_text(&hc->args);
     struct host_settlement s = {PROTO_SETTLEMENT_REJECTED, NULL};
@@ -1051,6 +1055,7 @@ void activation_run(struct worker_conn *w, const struct activation_request *req,
     }
     r.next_position = 0;
     skip_prefix(&r);
+    colocate_init(&r.colo, req->keep_placement ? 0 : w->proc.pid);
     bool running = send_activate(&r);
     while (running) {
         long long now = monotonic_ms();
@@ -1070,17 +1075,20 @@ void activation_run(struct worker_conn *w, const struct activation_request *req,
         }
         /* While the worker runs, its next frame usually comes within microseconds:
          * spin for it (bounded, adaptive) before letting this CPU go idle. */
-        if (!r.blocked && channel_spin(&w->channel)) {
+        if (!r.blocked && !r.colo.pinned && channel_spin(&w->channel)) {
             running = read_frames(&r);
             continue;
         }
         struct pollfd p[2] = {{w->proc.from_worker, POLLIN, 0}, {w->proc.worker_log, POLLIN, 0}};
         int nfds = w->proc.worker_log >= 0 ? 2 : 1;
-        int rc = poll(p, (nfds_t)nfds, (int)wait);
+        bool quiet_check = r.colo.pinned && wait > COLOCATE_QUIET_MS;
+        int rc = poll(p, (nfds_t)nfds, quiet_check ? COLOCATE_QUIET_MS : (int)wait);
         if (rc < 0 && errno != EINTR) {
             protocol_error(&r, "poll: %s", strerror(errno));
             break;
         }
+        if (rc == 0 && quiet_check)
+            colocate_release(&r.colo, w->proc.pid); /* the burst is over: free both to move */
         if (rc <= 0)
             continue;
         if (nfds == 2 && (p[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0)
@@ -1090,6 +1098,7 @@ void activation_run(struct worker_conn *w, const struct activation_request *req,
             running = read_frames(&r);
         }
     }
+    colocate_release(&r.colo, w->proc.pid);
     run_free(&r);
     out->wall_ms = monotonic_ms() - r.started_ms;
 }

@@ -111,9 +111,14 @@ struct activation_request {
     unsigned max_host_calls; /* 0: unlimited; more are rejected with "denied" */
     const struct proto_recorded_entry *prefix;
     size_t prefix_count;
+    /* false (the default): during a burst of host calls the worker and the driving
+     * thread share one CPU (supervisor/colocate.h); true leaves the placement to the
+     * kernel, for the benchmark's comparison. */
+    bool keep_placement;
 };
 
-/* The profile's default budgets, deadline and host-call limit into *req. */
+/* The profile's default budgets, deadline and host-call limit into *req, and
+ * keep_placement false. */
 void activation_request_defaults(struct activation_request *req, enum proto_profile profile);
 
 enum activation_status {

@@ -42,6 +42,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,10 +288,12 @@ static int do_env(void)
             json_array_append_new(fds, json_integer(fd));
     }
     closedir(d);
-    return reply_json(json_pack("{s:{s:s,s:o,s:o,s:b,s:I,s:I,s:I}}", "result", "cwd", cwd, "env",
-                                env, "fds", fds, "pgid_is_pid", getpgrp() == getpid(), "pid",
-                                (json_int_t)getpid(), "uid", (json_int_t)getuid(), "gid",
-                                (json_int_t)getgid()));
+    cpu_set_t cpus;
+    json_int_t cpu_count = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : -1;
+    return reply_json(json_pack("{s:{s:s,s:o,s:o,s:b,s:I,s:I,s:I,s:I}}", "result", "cwd", cwd,
+                                "env", env, "fds", fds, "pgid_is_pid", getpgrp() == getpid(),
+                                "pid", (json_int_t)getpid(), "uid", (json_int_t)getuid(), "gid",
+                                (json_int_t)getgid(), "cpus", cpu_count));
 }
 
 static int do_big(void)

@@ -25,7 +25,8 @@
  *   - no leak, no sanitizer report.
  * Build (tests/t_fuzz.sh does it):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Isrc \
- *     fuzz/fuzz_activation.c src/supervisor/activation.c src/supervisor/worker_channel.c \
+ *     fuzz/fuzz_activation.c src/supervisor/activation.c src/supervisor/colocate.c \
+ *     src/base/thread_affinity.c src/supervisor/worker_channel.c \
  *     src/supervisor/worker_proc.c src/host/host.c src/base/json_text.c src/proto/(all .c) \
  *     -ljansson */
 #include <errno.h>

@@ -6,6 +6,7 @@
  * The real test-build worker runs every script, through the pool. Nothing here
  * asserts a time: what the pin buys is the benchmark's business (docs/benchmarks.md). */
 #include "host/test_host.h"
+#include "lib/flow_request.h"
 #include "lib/harness.h"
 #include "supervisor/pool.h"
 
@@ -84,11 +85,7 @@ static bool run(const char *script, const char *want, bool keep_placement, pid_t
                 char *what, size_t what_cap)
 {
     struct activation_request req;
-    memset(&req, 0, sizeof req);
-    activation_request_defaults(&req, PROTO_PROFILE_FLOW);
-    req.script = script;
-    req.script_len = strlen(script);
-    req.deadline_ms = 60000;
+    flow_request_for(&req, script);
     req.keep_placement = keep_placement;
     struct host host = {&OBSERVER_OPS, &the_observer};
     struct activation_outcome out;
@@ -120,6 +117,18 @@ static const char *cpus_text(const cpu_set_t *set, char *buf, size_t cap)
         if (CPU_ISSET(c, set))
             used += (size_t)snprintf(buf + used, cap - used, "%s%d", used ? "," : "", c);
     return buf;
+}
+
+/* How many of the calls seen found the thread's mask equal to `thread` and the
+ * worker's equal to `worker`. */
+static size_t calls_with_masks(const cpu_set_t *thread, const cpu_set_t *worker)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < the_observer.call_count; i++) {
+        const struct placement *p = &the_observer.calls[i];
+        n += p->read_ok && same_set(&p->thread, thread) && same_set(&p->worker, worker);
+    }
+    return n;
 }
 
 static const char BURST[] = "let s = 0; for (let i = 0; i < 20; i++) "
@@ -193,19 +202,17 @@ static void quiet_checks(const cpu_set_t *all, pid_t worker)
           the_observer.call_count);
 }
 
-static void keep_placement_checks(const cpu_set_t *all, pid_t worker)
+/* A burst after which no call saw a mask other than `all`: with keep_placement, or when
+ * there is only one CPU to run on. */
+static void untouched_checks(const cpu_set_t *all, pid_t worker, bool keep_placement,
+                             const char *name)
 {
     char what[512];
     pid_t pid = 0;
     observer_reset(&the_observer, worker);
-    bool ok = run(BURST, "190", true, &pid, what, sizeof what);
-    size_t untouched = 0;
-    for (size_t i = 0; i < the_observer.call_count; i++) {
-        const struct placement *p = &the_observer.calls[i];
-        untouched += p->read_ok && same_set(&p->thread, all) && same_set(&p->worker, all);
-    }
-    check(ok && the_observer.call_count == 20 && untouched == 20,
-          "colocate: keep_placement leaves both masks alone during a burst",
+    bool ok = run(BURST, "190", keep_placement, &pid, what, sizeof what);
+    size_t untouched = calls_with_masks(all, all);
+    check(ok && the_observer.call_count == 20 && untouched == 20, name,
           "%s; %zu of %zu calls saw both masks untouched", what, untouched,
           the_observer.call_count);
 }
@@ -247,21 +254,6 @@ static void operator_mask_checks(const cpu_set_t *all, pid_t worker, int cpu_a, 
     (void)sched_setaffinity(0, sizeof *all, all);
 }
 
-/* With a single CPU to run on there is nothing to choose: nothing is pinned. */
-static void single_cpu_checks(const cpu_set_t *all, pid_t worker)
-{
-    char what[512];
-    pid_t pid = 0;
-    observer_reset(&the_observer, worker);
-    bool ok = run(BURST, "190", false, &pid, what, sizeof what);
-    size_t untouched = 0;
-    for (size_t i = 0; i < the_observer.call_count; i++)
-        untouched += the_observer.calls[i].read_ok &&
-                     same_set(&the_observer.calls[i].thread, all);
-    check(ok && untouched == the_observer.call_count,
-          "colocate: with one CPU allowed, a burst completes and no mask changes", "%s", what);
-}
-
 int main(void)
 {
     if (!require_binary(harness_test_worker(), "colocate: the test worker"))
@@ -298,11 +290,13 @@ int main(void)
 
     if (cpu_b < 0) {
         harness_note("one CPU allowed: only the single-CPU behaviour can be shown");
-        single_cpu_checks(&all, worker);
+        untouched_checks(&all, worker, false,
+                         "colocate: with one CPU allowed, a burst completes and no mask changes");
     } else {
         burst_checks(&all, worker);
         quiet_checks(&all, worker);
-        keep_placement_checks(&all, worker);
+        untouched_checks(&all, worker, true,
+                         "colocate: keep_placement leaves both masks alone during a burst");
         operator_mask_checks(&all, worker, cpu_a, cpu_b);
         burst_checks(&all, worker); /* and the pin works again afterwards */
     }

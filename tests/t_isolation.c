@@ -9,6 +9,7 @@
  * worker sees. Shown red by running the next activation in the previous one's engine. */
 #include "supervisor/pool.h"
 #include "host/test_host.h"
+#include "lib/flow_request.h"
 #include "lib/harness.h"
 
 #include <stdio.h>
@@ -63,11 +64,7 @@ static struct test_host *the_host;
 static pid_t run(struct pool *pool, const char *script, char **value, char *what, size_t cap)
 {
     struct activation_request req;
-    memset(&req, 0, sizeof req);
-    activation_request_defaults(&req, PROTO_PROFILE_FLOW);
-    req.script = script;
-    req.script_len = strlen(script);
-    req.deadline_ms = 60000;
+    flow_request_for(&req, script);
     struct host host = test_host_interface(the_host);
     struct activation_outcome out;
     pool_run(pool, "isolation", POOL_USE_FLOW, &req, &host, &out);

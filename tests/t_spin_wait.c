@@ -9,6 +9,7 @@
 #include "proto/spin_wait.h"
 #include "supervisor/pool.h"
 #include "host/test_host.h"
+#include "lib/flow_request.h"
 #include "lib/harness.h"
 
 #include <stdio.h>
@@ -102,11 +103,7 @@ static pid_t run_script(struct pool *pool, const char *script, const char *want,
                         const char *name)
 {
     struct activation_request req;
-    memset(&req, 0, sizeof req);
-    activation_request_defaults(&req, PROTO_PROFILE_FLOW);
-    req.script = script;
-    req.script_len = strlen(script);
-    req.deadline_ms = 60000;
+    flow_request_for(&req, script);
     struct host host = test_host_interface(the_host);
     struct activation_outcome out;
     pool_run(pool, "spin", POOL_USE_FLOW, &req, &host, &out);
@@ -163,16 +160,12 @@ static void worker_checks(void)
     /* Back to back: the worker's next Activate may already be in the pipe. */
     bool all = true;
     for (int i = 0; i < 50 && all; i++) {
-        struct activation_request req;
-        memset(&req, 0, sizeof req);
-        activation_request_defaults(&req, PROTO_PROFILE_FLOW);
         char script[64];
         char want[16];
         snprintf(script, sizeof script, "return %d + (await ops.call('test', 'echo', 1))[0];", i);
         snprintf(want, sizeof want, "%d", i + 1);
-        req.script = script;
-        req.script_len = strlen(script);
-        req.deadline_ms = 60000;
+        struct activation_request req;
+        flow_request_for(&req, script);
         struct host host = test_host_interface(the_host);
         struct activation_outcome out;
         pool_run(pool, "spin", POOL_USE_FLOW, &req, &host, &out);

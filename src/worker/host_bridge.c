@@ -266,6 +266,13 @@ static void sift_down(uint32_t *items, size_t root, size_t count,
 static void sort_prefix(uint32_t *items, size_t count, const struct proto_recorded_entry *prefix,
                         bool by_order)
 {
+    /* A journal lists its entries by position, and usually in delivery order too. */
+    size_t sorted = 1;
+    while (sorted < count && prefix_key(prefix, items[sorted - 1], by_order) <=
+                                 prefix_key(prefix, items[sorted], by_order))
+        sorted++;
+    if (sorted >= count)
+        return;
     for (size_t i = count / 2; i-- > 0;)
         sift_down(items, i, count, prefix, by_order);
     for (size_t end = count; end-- > 1;) {

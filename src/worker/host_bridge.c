@@ -293,6 +293,11 @@ static int64_t prefix_lookup(const struct engine *engine, uint32_t position)
 {
     const struct bridge *bridge = &engine->bridge;
     size_t low = 0, high = engine->activation->prefix_count;
+    /* A journal's positions are usually 0, 1, 2, ...: the entry is then at its own
+     * index. */
+    if (position < high &&
+        prefix_entry(engine, bridge->prefix_by_position[position])->position == position)
+        return bridge->prefix_by_position[position];
     while (low < high) {
         size_t mid = low + (high - low) / 2;
         uint32_t found = prefix_entry(engine, bridge->prefix_by_position[mid])->position;

@@ -673,7 +673,9 @@ static bool small_put_quoted(struct args_text *out, const char *text, size_t len
         default:
             if (c < 32) {
                 static const char HEX[] = "0123456789abcdef";
-                memcpy(escape, "\\u00", 4);
+                escape[1] = 'u';
+                escape[2] = '0';
+                escape[3] = '0';
                 escape[4] = HEX[c >> 4];
                 escape[5] = HEX[c & 15];
                 escape_len = 6;
@@ -695,7 +697,7 @@ static bool small_put_quoted(struct args_text *out, const char *text, size_t len
  * array (Array.prototype and Object.prototype have none and are frozen: the locked
  * engine), so the plain engine never takes it. Primitives are never asked for toJSON.
  * 1 with the text in out, 0 if the general path must make it, -1 with an exception. */
-static int args_json_fast(struct engine *engine, int count, JSValueConst *argv,
+static int args_json_fast(struct engine *engine, int count, const JSValueConst *argv,
                           struct args_text *out)
 {
     JSContext *ctx = engine->ctx;

@@ -651,17 +651,21 @@ static bool small_put(struct args_text *out, const char *bytes, size_t len)
 
 /* One string as JS_ToQuotedString quotes it, from its UTF-8 bytes: the two-character
  * escapes, \u00xx for the other controls, everything else as it is. A lone surrogate
- * (escaped by QuickJS, CESU bytes here) makes the text invalid UTF-8, which
- * args_json_fast's caller checks. */
-static bool small_put_quoted(struct args_text *out, const char *text, size_t len)
+ * (escaped by QuickJS, CESU bytes here) makes the text invalid UTF-8: *high is set
+ * when any byte above 0x7f was written, for the caller's check. */
+static bool small_put_quoted(struct args_text *out, const char *text, size_t len, bool *high)
 {
     if (!small_put(out, "\"", 1))
         return false;
+    size_t plain = 0; /* start of the run of bytes written as they are */
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)text[i];
-        char escape[8];
+        if (c >= 0x80)
+            *high = true;
+        if (c >= 32 && c != '"' && c != '\\')
+            continue;
+        char escape[6] = {'\\', 0, '0', '0', 0, 0};
         size_t escape_len = 2;
-        escape[0] = '\\';
         switch (c) {
         case '\t': escape[1] = 't'; break;
         case '\r': escape[1] = 'r'; break;
@@ -670,25 +674,20 @@ static bool small_put_quoted(struct args_text *out, const char *text, size_t len
         case '\f': escape[1] = 'f'; break;
         case '"': escape[1] = '"'; break;
         case '\\': escape[1] = '\\'; break;
-        default:
-            if (c < 32) {
-                static const char HEX[] = "0123456789abcdef";
-                escape[1] = 'u';
-                escape[2] = '0';
-                escape[3] = '0';
-                escape[4] = HEX[c >> 4];
-                escape[5] = HEX[c & 15];
-                escape_len = 6;
-            } else {
-                escape[0] = (char)c;
-                escape_len = 1;
-            }
+        default: {
+            static const char HEX[] = "0123456789abcdef";
+            escape[1] = 'u';
+            escape[4] = HEX[c >> 4];
+            escape[5] = HEX[c & 15];
+            escape_len = 6;
             break;
         }
-        if (!small_put(out, escape, escape_len))
+        }
+        if (!small_put(out, text + plain, i - plain) || !small_put(out, escape, escape_len))
             return false;
+        plain = i + 1;
     }
-    return small_put(out, "\"", 1);
+    return small_put(out, text + plain, len - plain) && small_put(out, "\"", 1);
 }
 
 /* The common case without building an array for JSON.stringify: every argument a
@@ -704,6 +703,7 @@ static int args_json_fast(struct engine *engine, int count, const JSValueConst *
     if (engine->mode != ENGINE_LOCKED)
         return 0;
     out->len = 0;
+    bool high = false; /* a byte above 0x7f: the text must be checked as UTF-8 */
     if (!small_put(out, "[", 1))
         return 0;
     for (int i = 0; i < count; i++) {
@@ -728,7 +728,7 @@ static int args_json_fast(struct engine *engine, int count, const JSValueConst *
             const char *text = JS_ToCStringLen(ctx, &len, arg);
             if (text == NULL)
                 return -1;
-            fits = tag == JS_TAG_STRING ? small_put_quoted(out, text, len)
+            fits = tag == JS_TAG_STRING ? small_put_quoted(out, text, len, &high)
                                         : small_put(out, text, len);
             JS_FreeCString(ctx, text);
         } else {
@@ -737,7 +737,7 @@ static int args_json_fast(struct engine *engine, int count, const JSValueConst *
         if (!fits)
             return 0;
     }
-    if (!small_put(out, "]", 1) || !utf8_valid((const uint8_t *)out->small, out->len))
+    if (!small_put(out, "]", 1) || (high && !utf8_valid((const uint8_t *)out->small, out->len)))
         return 0; /* long, or a lone surrogate the general path escapes */
     out->str = out->small;
     out->js = false;

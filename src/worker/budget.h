@@ -1,7 +1,8 @@
 /* The three budgets of an activation (docs/engine.md, "Budgets"):
  *
- *   CPU    the engine thread's CPU clock (CLOCK_THREAD_CPUTIME_ID), read by the
- *          QuickJS interrupt handler and at every point the engine waits; time spent
+ *   CPU    the engine thread's CPU clock (CLOCK_THREAD_CPUTIME_ID), checked by the
+ *          QuickJS interrupt handler and at every point the engine waits (read when
+ *          the check cannot be answered without it, see budget_cpu_check); time spent
  *          blocked reading frames is not CPU, so it is not counted. The CPU timer
  *          (cpu_timer.h) makes QuickJS call the handler at least once per tick of
  *          CPU, also inside long builtins, and ends the process itself past

@@ -20,6 +20,7 @@
 #include "proto/message.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <openssl/evp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -915,6 +916,69 @@ static void live_then_replay(const char *script, const char *replay_script,
     free(prefix);
 }
 
+/* The arguments' JSON of a host call: the worker writes the common primitive cases
+ * itself (host_bridge.c, args_json_fast) and must write exactly what JSON.stringify
+ * writes for the argument array, cut to the call's arity and without trailing
+ * undefined ones, or replays would stop matching their journals. The script computes
+ * JSON.stringify of each call's arguments; the HostCalls' args must hash the same. */
+static const char ARGS_SCRIPT[] =
+    "const cases = [\n"
+    "  ['plain'], ['quote \" back \\\\ slash / end'], ['\\b\\f\\n\\r\\t\\u0000\\u0001\\u001f\\u007f'],\n"
+    "  ['latin1 \\u00e9\\u00ff'], ['wide \\u20ac \\u4e2d'], ['pair \\ud83d\\ude00'],\n"
+    "  ['lone \\ud800 high'], ['lone \\udfff low'], ['', '', ''],\n"
+    "  [0, -1, 2147483647], [-2147483648, 2147483648, -0], [1.5, 1e21, 1e-7],\n"
+    "  [123456789012, 0.1 + 0.2, -1e-300], [NaN, Infinity, -Infinity],\n"
+    "  [true, false, null], ['a', undefined, 1], [undefined, undefined, 'z'],\n"
+    "  ['a', 'b', undefined], ['a', undefined, undefined], [], [undefined],\n"
+    "  ['a', 'b', 'c', 'd'], [{a: 1, toJSON() { return 'j'; }}, [1, 'x'], {}],\n"
+    "  ['x'.repeat(251)], ['x'.repeat(252)], ['x'.repeat(253)], ['\\n'.repeat(40)],\n"
+    "  ['\\u00e9'.repeat(126)], ['\\u00e9'.repeat(127)], [Symbol('s'), 1], [1, () => 1],\n"
+    "  [new String('boxed'), new Number(5), Object(true)],\n"
+    "];\n"
+    "const expected = [];\n"
+    "for (const c of cases) {\n"
+    "  let n = Math.min(c.length, 3);\n"
+    "  while (n > 0 && c[n - 1] === undefined) n--;\n"
+    "  expected.push(JSON.stringify(c.slice(0, n)));\n"
+    "  await ops.call(...c);\n"
+    "}\n"
+    "return expected;\n";
+
+static void test_args_json(void)
+{
+    struct run live, replay;
+    live_then_replay(ARGS_SCRIPT, NULL, NULL, &live, &replay);
+    json_error_t error;
+    json_t *expected = live.value != NULL ? json_loads(live.value, 0, &error) : NULL;
+    size_t count = json_array_size(expected);
+    size_t same = 0;
+    char differs[256] = "";
+    for (size_t i = 0; i < count && i < live.calls; i++) {
+        const char *text = json_string_value(json_array_get(expected, i));
+        uint8_t digest[32];
+        sha256_of(text != NULL ? text : "", text != NULL ? strlen(text) : 0, digest);
+        if (text != NULL && memcmp(digest, live.journal[i].digest, 32) == 0 &&
+            strcmp(live.journal[i].kind, "ops.call") == 0)
+            same++;
+        else if (differs[0] == '\0')
+            (void)snprintf(differs, sizeof differs, "call %zu: sent %s, JSON.stringify %s", i,
+                           live.journal[i].args, text != NULL ? text : "-");
+    }
+    check(live.finished && live.outcome == PROTO_OUTCOME_COMPLETED && count >= 30 &&
+              live.calls == count && same == count,
+          "host calls: the arguments' JSON is what JSON.stringify gives for the argument "
+          "array (strings with every kind of escape, lone surrogates, numbers, booleans, null, "
+          "undefined, objects with toJSON, symbols, functions, long texts)",
+          "%zu of %zu calls the same (%u sent); %s; %s", same, count, live.calls, differs,
+          describe(&live));
+    check(completed_with(&replay, live.value) && replay.calls == 0,
+          "replay: those calls replay from their journal without reaching the parent", "%s",
+          describe(&replay));
+    json_decref(expected);
+    run_free(&live);
+    run_free(&replay);
+}
+
 static void test_replay(void)
 {
     struct run live, replay;
@@ -1284,6 +1348,7 @@ int main(void)
     test_lockdown();
     test_api();
     test_replay();
+    test_args_json();
     test_budgets();
     test_cpu_timer();
     test_plain_suites();

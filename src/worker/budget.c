@@ -119,6 +119,8 @@ void budget_init(struct budget *budget)
     budget->cpu_armed = false;
     budget->cpu_start_ns = 0;
     budget->cpu_limit_ns = 0;
+    budget->cpu_read_ns = 0;
+    budget->cpu_read_ticks = 0;
     budget->exhausted = BUDGET_OK;
     budget->stop_requested = false;
 }
@@ -140,7 +142,9 @@ void budget_start(struct budget *budget, JSRuntime *rt, const struct proto_budge
     JS_UpdateStackTop(rt);
     JS_SetMaxStackSize(rt, budget_stack_bytes(limits->stack_bytes));
     budget->cpu_limit_ns = (uint64_t)limits->cpu_ms * 1000000u;
+    budget->cpu_read_ticks = cpu_timer_ticks();
     budget->cpu_start_ns = thread_cpu_ns();
+    budget->cpu_read_ns = budget->cpu_start_ns;
     budget->cpu_armed = true;
     cpu_timer_hard_limit(budget->cpu_start_ns + budget_cpu_hard_limit_ns(budget->cpu_limit_ns));
 }
@@ -163,8 +167,20 @@ uint64_t budget_cpu_used_ns(const struct budget *budget)
 
 bool budget_cpu_check(struct budget *budget)
 {
-    if (budget->exhausted == BUDGET_OK && budget->cpu_armed &&
-        thread_cpu_ns() - budget->cpu_start_ns >= budget->cpu_limit_ns)
+    if (budget->exhausted != BUDGET_OK)
+        return true;
+    if (!budget->cpu_armed)
+        return false;
+    /* The tick count is taken before the clock: a tick between the two makes the next
+     * check read again, never skip a read it needed. */
+    unsigned ticks = cpu_timer_ticks();
+    uint64_t used = budget->cpu_read_ns - budget->cpu_start_ns;
+    if (cpu_timer_ticking() && ticks == budget->cpu_read_ticks && used < budget->cpu_limit_ns &&
+        budget->cpu_limit_ns - used > BUDGET_CPU_LAZY_MARGIN_NS)
+        return false;
+    budget->cpu_read_ticks = ticks;
+    budget->cpu_read_ns = thread_cpu_ns();
+    if (budget->cpu_read_ns - budget->cpu_start_ns >= budget->cpu_limit_ns)
         budget->exhausted = BUDGET_CPU_EXHAUSTED;
     return budget->exhausted != BUDGET_OK;
 }

@@ -1,7 +1,8 @@
 /* The three budgets of an activation (docs/engine.md, "Budgets"):
  *
- *   CPU    the engine thread's CPU clock (CLOCK_THREAD_CPUTIME_ID), read by the
- *          QuickJS interrupt handler and at every point the engine waits; time spent
+ *   CPU    the engine thread's CPU clock (CLOCK_THREAD_CPUTIME_ID), checked by the
+ *          QuickJS interrupt handler and at every point the engine waits (read when
+ *          the check cannot be answered without it, see budget_cpu_check); time spent
  *          blocked reading frames is not CPU, so it is not counted. The CPU timer
  *          (cpu_timer.h) makes QuickJS call the handler at least once per tick of
  *          CPU, also inside long builtins, and ends the process itself past
@@ -53,6 +54,8 @@ struct budget {
     bool cpu_armed;
     uint64_t cpu_start_ns;    /* thread CPU time when the activation started */
     uint64_t cpu_limit_ns;
+    uint64_t cpu_read_ns;     /* thread CPU time at the last read of the clock */
+    unsigned cpu_read_ticks;  /* cpu_timer_ticks() at that read */
     /* the first budget found exhausted in this activation */
     enum budget_exhausted exhausted;
     /* the engine asked the script to stop (the outcome is already decided) */
@@ -80,14 +83,23 @@ void budget_end(struct budget *budget);
 #define BUDGET_CPU_GRACE_MIN_NS UINT64_C(100000000)
 uint64_t budget_cpu_hard_limit_ns(uint64_t limit_ns);
 
+/* Budget left at the last read above which a check without a tick since skips the
+ * read: one tick, plus at most one scheduler tick (10 ms at HZ 100) before the kernel
+ * notices the timer's expiry, plus as much again to spare. */
+#define BUDGET_CPU_LAZY_MARGIN_NS UINT64_C(30000000)
+
 /* The stack size QuickJS is given for an Activate's stack_bytes. */
 size_t budget_stack_bytes(uint32_t requested);
 
 /* Free bytes below which a refused allocation means the heap is exhausted. */
 size_t budget_heap_slack(size_t heap_limit);
 
-/* Reads the CPU clock; true once any budget is exhausted (the CPU budget is marked
- * exhausted when spent). */
+/* Checks the CPU budget; true once any budget is exhausted (the CPU budget is marked
+ * exhausted when spent). The clock is read (a system call: CLOCK_THREAD_CPUTIME_ID
+ * has no vDSO path) unless no CPU timer tick has come since the last read and more
+ * than BUDGET_CPU_LAZY_MARGIN_NS of the budget was left at that read: the thread has
+ * then used less than a tick plus the kernel's latency since (cpu_timer_ticks), so
+ * the budget cannot be spent yet and the answer is the same as a read's. */
 bool budget_cpu_check(struct budget *budget);
 
 /* CPU nanoseconds used since budget_start. */

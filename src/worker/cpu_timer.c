@@ -13,6 +13,8 @@
 
 /* Shared with the handler (see cpu_timer.h). */
 static volatile sig_atomic_t tick_flag;
+static volatile sig_atomic_t tick_count; /* ticks handled, wrapping */
+static bool ticking;                     /* the timer is armed */
 static volatile sig_atomic_t hard_armed;
 static volatile sig_atomic_t frames_writing;
 static volatile uint64_t hard_limit_ns; /* read by the handler only while hard_armed */
@@ -40,6 +42,7 @@ static void on_tick(int signo)
     (void)signo;
     int saved_errno = errno;
     tick_flag = 1;
+    tick_count = (sig_atomic_t)(((unsigned)tick_count + 1u) & 0x7fffffffu);
     if (hard_armed && !frames_writing) {
         struct timespec now;
         if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) == 0 &&
@@ -98,11 +101,22 @@ void cpu_timer_arm_or_refuse(void)
     period.it_value.tv_nsec = CPU_TIMER_TICK_NS;
     if (timer_settime(timer, 0, &period, NULL) != 0)
         refuse_unconfined("cpu-timer");
+    ticking = true;
+}
+
+bool cpu_timer_ticking(void)
+{
+    return ticking;
 }
 
 volatile sig_atomic_t *cpu_timer_tick_flag(void)
 {
     return &tick_flag;
+}
+
+unsigned cpu_timer_ticks(void)
+{
+    return (unsigned)tick_count;
 }
 
 void cpu_timer_no_limit(void)

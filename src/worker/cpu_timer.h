@@ -50,6 +50,16 @@ void cpu_timer_arm_or_refuse(void);
 /* The flag the handler sets, for JS_SetInterruptFlag. */
 volatile sig_atomic_t *cpu_timer_tick_flag(void);
 
+/* How many ticks the handler has taken so far (wrapping; compare for equality only).
+ * Between two reads that return the same count the thread used less than one tick
+ * of CPU plus the kernel's latency in noticing the expiry (at most one scheduler
+ * tick, itself at most 10 ms): budget_cpu_check relies on this to skip reading the
+ * clock while the budget is far from spent. */
+unsigned cpu_timer_ticks(void);
+
+/* The timer is armed (cpu_timer_arm_or_refuse returned): only then do ticks come. */
+bool cpu_timer_ticking(void);
+
 /* The backstop ends the process once the thread's CPU clock reads limit_ns or more
  * (an absolute CLOCK_THREAD_CPUTIME_ID value); UINT64_MAX, or cpu_timer_no_limit(),
  * turns it off. */

@@ -1,6 +1,7 @@
 #include "worker/host_bridge.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,6 +266,13 @@ static void sift_down(uint32_t *items, size_t root, size_t count,
 static void sort_prefix(uint32_t *items, size_t count, const struct proto_recorded_entry *prefix,
                         bool by_order)
 {
+    /* A journal lists its entries by position, and usually in delivery order too. */
+    size_t sorted = 1;
+    while (sorted < count && prefix_key(prefix, items[sorted - 1], by_order) <=
+                                 prefix_key(prefix, items[sorted], by_order))
+        sorted++;
+    if (sorted >= count)
+        return;
     for (size_t i = count / 2; i-- > 0;)
         sift_down(items, i, count, prefix, by_order);
     for (size_t end = count; end-- > 1;) {
@@ -285,6 +293,11 @@ static int64_t prefix_lookup(const struct engine *engine, uint32_t position)
 {
     const struct bridge *bridge = &engine->bridge;
     size_t low = 0, high = engine->activation->prefix_count;
+    /* A journal's positions are usually 0, 1, 2, ...: the entry is then at its own
+     * index. */
+    if (position < high &&
+        prefix_entry(engine, bridge->prefix_by_position[position])->position == position)
+        return bridge->prefix_by_position[position];
     while (low < high) {
         size_t mid = low + (high - low) / 2;
         uint32_t found = prefix_entry(engine, bridge->prefix_by_position[mid])->position;
@@ -610,35 +623,177 @@ void bridge_wait(struct engine *engine)
 
 /* ------------------------------------------------------------------ host functions */
 
-/* The arguments of a call as JSON text (a runtime C string: JS_FreeCString it). */
-static const char *args_json(JSContext *ctx, const struct host_api *api, int argc,
-                             JSValueConst *argv, size_t *len)
+/* The arguments of a call as JSON text. */
+struct args_text {
+    const char *str;
+    size_t len;
+    bool js;              /* str is a QuickJS C string (JS_FreeCString), else in small */
+    char small[256];      /* the fast path's text */
+};
+
+static void args_text_free(JSContext *ctx, struct args_text *args)
 {
+    if (args->js)
+        JS_FreeCString(ctx, args->str);
+    args->str = NULL;
+    args->js = false;
+}
+
+/* Appends JSON text; false if it does not fit. */
+static bool small_put(struct args_text *out, const char *bytes, size_t len)
+{
+    if (len > sizeof out->small - out->len)
+        return false;
+    memcpy(out->small + out->len, bytes, len);
+    out->len += len;
+    return true;
+}
+
+/* One string as JS_ToQuotedString quotes it, from its UTF-8 bytes: the two-character
+ * escapes, \u00xx for the other controls, everything else as it is. A lone surrogate
+ * (escaped by QuickJS, CESU bytes here) makes the text invalid UTF-8: *high is set
+ * when any byte above 0x7f was written, for the caller's check. */
+static bool small_put_quoted(struct args_text *out, const char *text, size_t len, bool *high)
+{
+    if (!small_put(out, "\"", 1))
+        return false;
+    size_t plain = 0; /* start of the run of bytes written as they are */
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c >= 0x80)
+            *high = true;
+        if (c >= 32 && c != '"' && c != '\\')
+            continue;
+        char escape[6] = {'\\', 0, '0', '0', 0, 0};
+        size_t escape_len = 2;
+        switch (c) {
+        case '\t': escape[1] = 't'; break;
+        case '\r': escape[1] = 'r'; break;
+        case '\n': escape[1] = 'n'; break;
+        case '\b': escape[1] = 'b'; break;
+        case '\f': escape[1] = 'f'; break;
+        case '"': escape[1] = '"'; break;
+        case '\\': escape[1] = '\\'; break;
+        default: {
+            static const char HEX[] = "0123456789abcdef";
+            escape[1] = 'u';
+            escape[4] = HEX[c >> 4];
+            escape[5] = HEX[c & 15];
+            escape_len = 6;
+            break;
+        }
+        }
+        if (!small_put(out, text + plain, i - plain) || !small_put(out, escape, escape_len))
+            return false;
+        plain = i + 1;
+    }
+    return small_put(out, text + plain, len - plain) && small_put(out, "\"", 1);
+}
+
+/* The common case without building an array for JSON.stringify: every argument a
+ * string, number, boolean, null or undefined, and the text short. It is the text
+ * JSON.stringify gives for such an array only where no toJSON can be found on the
+ * array (Array.prototype and Object.prototype have none and are frozen: the locked
+ * engine), so the plain engine never takes it. Primitives are never asked for toJSON.
+ * 1 with the text in out, 0 if the general path must make it, -1 with an exception. */
+static int args_json_fast(struct engine *engine, int count, const JSValueConst *argv,
+                          struct args_text *out)
+{
+    JSContext *ctx = engine->ctx;
+    if (engine->mode != ENGINE_LOCKED)
+        return 0;
+    out->len = 0;
+    bool high = false; /* a byte above 0x7f: the text must be checked as UTF-8 */
+    if (!small_put(out, "[", 1))
+        return 0;
+    for (int i = 0; i < count; i++) {
+        if (i > 0 && !small_put(out, ",", 1))
+            return 0;
+        JSValueConst arg = argv[i];
+        int tag = JS_VALUE_GET_NORM_TAG(arg);
+        bool fits = true;
+        if (tag == JS_TAG_INT) {
+            /* Decimal, as "%d" writes it (snprintf costs more than the rest of the
+             * call's text). */
+            char number[12];
+            size_t at = sizeof number;
+            int32_t value = JS_VALUE_GET_INT(arg);
+            uint32_t magnitude = value < 0 ? 0u - (uint32_t)value : (uint32_t)value;
+            do {
+                number[--at] = (char)('0' + magnitude % 10);
+                magnitude /= 10;
+            } while (magnitude > 0);
+            if (value < 0)
+                number[--at] = '-';
+            fits = small_put(out, number + at, sizeof number - at);
+        } else if (tag == JS_TAG_BOOL) {
+            fits = JS_VALUE_GET_BOOL(arg) ? small_put(out, "true", 4) : small_put(out, "false", 5);
+        } else if (tag == JS_TAG_NULL || tag == JS_TAG_UNDEFINED ||
+                   (tag == JS_TAG_FLOAT64 && !isfinite(JS_VALUE_GET_FLOAT64(arg)))) {
+            fits = small_put(out, "null", 4);
+        } else if (tag == JS_TAG_FLOAT64 || tag == JS_TAG_STRING) {
+            /* A number as JS_ToString writes it, a string quoted. Neither runs script
+             * code. */
+            size_t len = 0;
+            const char *text = JS_ToCStringLen(ctx, &len, arg);
+            if (text == NULL)
+                return -1;
+            fits = tag == JS_TAG_STRING ? small_put_quoted(out, text, len, &high)
+                                        : small_put(out, text, len);
+            JS_FreeCString(ctx, text);
+        } else {
+            return 0; /* objects (toJSON, getters, proxies), symbols, BigInts */
+        }
+        if (!fits)
+            return 0;
+    }
+    if (!small_put(out, "]", 1) || (high && !utf8_valid((const uint8_t *)out->small, out->len)))
+        return 0; /* long, or a lone surrogate the general path escapes */
+    out->str = out->small;
+    out->js = false;
+    return 1;
+}
+
+/* The arguments of a call as JSON text in *out (args_text_free it); false with an
+ * exception pending. */
+static bool args_json(struct engine *engine, const struct host_api *api, int argc,
+                      JSValueConst *argv, struct args_text *out)
+{
+    JSContext *ctx = engine->ctx;
     int count = argc < (int)api->arity ? argc : (int)api->arity;
     while (count > 0 && JS_IsUndefined(argv[count - 1]))
         count--;
+    int fast = args_json_fast(engine, count, argv, out);
+    if (fast != 0)
+        return fast > 0;
     JSValue array = JS_NewArray(ctx);
     if (JS_IsException(array))
-        return NULL;
+        return false;
     for (int i = 0; i < count; i++) {
         if (JS_DefinePropertyValueUint32(ctx, array, (uint32_t)i, JS_DupValue(ctx, argv[i]),
                                          JS_PROP_C_W_E) < 0) {
             JS_FreeValue(ctx, array);
-            return NULL;
+            return false;
         }
     }
     JSValue json = JS_JSONStringify(ctx, array, JS_UNDEFINED, JS_UNDEFINED);
     JS_FreeValue(ctx, array);
     if (JS_IsException(json))
-        return NULL;
-    const char *text = JS_ToCStringLen(ctx, len, json);
+        return false;
+    size_t len = 0;
+    const char *text = JS_ToCStringLen(ctx, &len, json);
     JS_FreeValue(ctx, json);
-    if (text != NULL && !utf8_valid((const uint8_t *)text, *len)) {
+    if (text == NULL)
+        return false;
+    if (!utf8_valid((const uint8_t *)text, len)) {
         JS_FreeCString(ctx, text);
         JS_ThrowTypeError(ctx, "host call arguments are not valid UTF-8");
-        return NULL;
+        return false;
     }
-    return text;
+    out->str = text;
+    out->len = len;
+    out->js = true;
+    return true;
 }
 
 /* Rejects `funcs` with the pending exception and returns the promise, unless the
@@ -696,22 +851,22 @@ static JSValue host_call_async(JSContext *ctx, JSValueConst this_val, int argc,
         JS_FreeValue(ctx, funcs[1]);
         return promise; /* never settles: the activation is over */
     }
-    size_t len = 0;
-    const char *args = args_json(ctx, api, argc, argv, &len);
-    if (args == NULL)
+    struct args_text args;
+    if (!args_json(engine, api, argc, argv, &args))
         return reject_pending(engine, promise, funcs);
+    size_t len = args.len;
     size_t limit = engine_value_limit(engine);
     if (len > limit) {
         char message[160];
         (void)snprintf(message, sizeof message,
                        "the arguments of %s are %zu bytes of JSON, over the limit of %zu",
                        api->kind, len, limit);
-        JS_FreeCString(ctx, args);
+        args_text_free(ctx, &args);
         return reject_with(ctx, promise, funcs, local_host_error(ctx, "too_large", message));
     }
     uint32_t slot;
     if (reserve_call(engine) < 0 || take_slot(engine, funcs, &slot) < 0) {
-        JS_FreeCString(ctx, args);
+        args_text_free(ctx, &args);
         return reject_pending(engine, promise, funcs);
     }
     uint32_t position = next_position(engine, (unsigned)magic);
@@ -720,8 +875,8 @@ static JSValue host_call_async(JSContext *ctx, JSValueConst this_val, int argc,
     int64_t recorded = engine->activation->prefix_count ? prefix_lookup(engine, position) : -1;
     if (recorded >= 0 &&
         !matches_prefix(engine, position, prefix_entry(engine, (uint32_t)recorded), api->kind,
-                        args, len)) {
-        JS_FreeCString(ctx, args);
+                        args.str, len)) {
+        args_text_free(ctx, &args);
         return promise; /* never settles: the activation ends as nondeterminism */
     }
     if (recorded >= 0) {
@@ -730,9 +885,9 @@ static JSValue host_call_async(JSContext *ctx, JSValueConst this_val, int argc,
         call->state = CALL_LIVE;
         bridge->live_outstanding++;
         bridge->blocked_version++;
-        send_host_call(engine, position, api->kind, args, len);
+        send_host_call(engine, position, api->kind, args.str, len);
     }
-    JS_FreeCString(ctx, args);
+    args_text_free(ctx, &args);
     return promise;
 }
 

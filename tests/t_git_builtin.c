@@ -541,7 +541,8 @@ static bool make_fake(void)
          "mode=$(cat '%s')\n"
          "case \"$mode\" in\n"
          "env) { for a in \"$@\"; do echo \"arg $a\"; done; env | sort | sed 's/^/env /';"
-         " echo \"cwd $(pwd)\"; } > '%s'; echo 0123456789012345678901234567890123456789 ;;\n"
+         " echo \"cwd $(pwd)\"; grep '^Cpus_allowed_list' /proc/self/status; } > '%s';"
+         " echo 0123456789012345678901234567890123456789 ;;\n"
          "big) head -c 2000000 /dev/zero | tr '\\\\0' a ;;\n"
          "sleep) echo $$ > '%s'; exec sleep 60 ;;\n"
          "esac\n",
@@ -639,6 +640,18 @@ static void test_fake(void)
     }
     check_str_eq(got_env, WANT_ENV, "git runs with only its fixed environment (no HOME, nothing "
                                     "of the parent's) [guard: empty environment]");
+    /* The git call came during a burst's pin of the activation's thread
+     * (supervisor/colocate.c); git must get the mask from before it, here the test's. */
+    char own[256] = "", *own_text = read_text_file("/proc/self/status");
+    const char *own_line = own_text != NULL ? strstr(own_text, "Cpus_allowed_list:") : NULL;
+    if (own_line != NULL)
+        sfmt(own, sizeof own, "%.*s", (int)strcspn(own_line, "\n") + 1, own_line);
+    const char *git_line = strstr(d, "Cpus_allowed_list");
+    check(own[0] != '\0' && strstr(d, own) != NULL,
+          "git started by a host call during the activation's pin may use every CPU the "
+          "parent may [guard git-not-pinned]",
+          "git's %.80s, the parent's %s", git_line != NULL ? git_line : "(none)", own);
+    free(own_text);
     check(strstr(d, "arg --no-pager\n") != NULL && strstr(d, "arg core.fsmonitor=false\n") != NULL &&
               strstr(d, "arg protocol.allow=never\n") != NULL &&
               strstr(d, "arg core.hooksPath=/dev/null\n") != NULL &&

@@ -219,180 +219,43 @@ static int lockdown(struct engine *engine)
 
 /* ------------------------------------------------------------------ engine */
 
-/* The runtime outlives its context when it can be shown to be back in the state of a
- * runtime that only ever held empty locked-down contexts (docs/engine.md, "One
- * runtime, a fresh context per activation"): then the next engine builds only a
- * context in it, and creating and destroying the runtime (its atom and shape tables,
- * its classes) leaves the back-to-back path.
- *
- * The proof is the runtime's print (struct runtime_print: its live allocations and
- * its tables) after the context is freed and a full collection has run, compared with
- * the print of a reference runtime that held one locked-down context and no script
- * (measured once per process, by the first engine, before any script has run). What a
- * script can leave on a runtime is an allocation (an object, string or function still
- * alive, a context kept by a job or an object, a registered symbol, a bignum cache:
- * one more live block than the reference, whose own blocks are all permanent) or a
- * grown atom or shape table (a larger capacity). Any difference, a pending job or
- * another mode keeps nothing: the runtime is freed and the next engine builds a new
- * one, as before. What a runtime holds besides allocations is set again before the
- * next context is built (the stack limit and top, the GC threshold, the exception),
- * never changed by the worker (handlers, the interrupt flag), or the same after every
- * lockdown (patch 0002's harden_lazy: set by the first freeze, it only hardens lazy
- * properties the freeze already made read-only). */
-#define ENGINE_GC_THRESHOLD ((size_t)256 * 1024) /* JS_NewRuntime2's */
-#define ENGINE_STACK_SIZE ((size_t)256 * 1024)   /* JS_NewRuntime2's (JS_DEFAULT_STACK_SIZE) */
-
-/* What engine_free compares: the number of live allocations and the runtime's
- * own accounting of its tables (the capacities of the atom and shape tables, every
- * atom's length, objects left), all independent of where malloc placed the blocks
- * (their usable sizes vary with the heap's layout, so the byte total is not used). */
-struct runtime_print {
-    int64_t malloc_count, obj_count, atom_count, atom_size, shape_count, shape_size;
-    int64_t memory_used_count, memory_used_size;
-};
-
-static bool clean_measured, clean_known;
-static struct runtime_print clean_print;
-
-static struct engine *spare; /* a runtime kept by engine_free, without context */
-
-static void free_context(struct engine *engine)
+void engine_free(struct engine *engine)
 {
-    JSContext *ctx = engine->ctx;
-    if (ctx == NULL)
+    if (engine == NULL)
         return;
-    bridge_free(engine);
-    JS_FreeValue(ctx, engine->promise_then);
-    JS_FreeValue(ctx, engine->native_date);
-    JS_FreeValue(ctx, engine->date_to_string);
-    JS_FreeValue(ctx, engine->result);
-    if (engine->value_cstr != NULL)
-        JS_FreeCString(ctx, engine->value_cstr);
-    JS_FreeValue(ctx, JS_GetException(ctx)); /* the runtime's, whatever context threw */
-    JS_FreeContext(ctx);
-    engine->ctx = NULL;
-}
-
-/* After free_context: the runtime's print, or false if a job is still pending. */
-static bool runtime_print_of(JSRuntime *rt, struct runtime_print *print)
-{
-    if (JS_IsJobPending(rt))
-        return false; /* a job holds its context: freed with the runtime only */
-    JS_RunGC(rt);
-    JSMemoryUsage usage;
-    JS_ComputeMemoryUsage(rt, &usage);
-    memset(print, 0, sizeof *print);
-    print->malloc_count = usage.malloc_count;
-    print->obj_count = usage.obj_count;
-    print->atom_count = usage.atom_count;
-    print->atom_size = usage.atom_size;
-    print->shape_count = usage.shape_count;
-    print->shape_size = usage.shape_size;
-    print->memory_used_count = usage.memory_used_count;
-    print->memory_used_size = usage.memory_used_size;
-    return true;
-}
-
-static void destroy(struct engine *engine)
-{
-    free_context(engine);
+    if (engine->ctx != NULL) {
+        JSContext *ctx = engine->ctx;
+        bridge_free(engine);
+        JS_FreeValue(ctx, engine->promise_then);
+        JS_FreeValue(ctx, engine->native_date);
+        JS_FreeValue(ctx, engine->date_to_string);
+        JS_FreeValue(ctx, engine->result);
+        if (engine->value_cstr != NULL)
+            JS_FreeCString(ctx, engine->value_cstr);
+        JS_FreeContext(ctx);
+    }
     if (engine->rt != NULL)
         JS_FreeRuntime(engine->rt);
     free(engine);
 }
 
-void engine_free(struct engine *engine)
+struct engine *engine_prepare(enum engine_mode mode)
 {
+    struct engine *engine = calloc(1, sizeof *engine);
     if (engine == NULL)
-        return;
-    free_context(engine);
-    struct runtime_print print;
-    if (engine->mode == ENGINE_LOCKED && engine->rt != NULL && clean_known &&
-        runtime_print_of(engine->rt, &print) && memcmp(&print, &clean_print, sizeof print) == 0) {
-        if (spare != NULL)
-            destroy(spare);
-        spare = engine;
-        return;
-    }
-    destroy(engine);
-}
-
-/* A new engine with its runtime: the spare one if there is one for mode, else new. */
-static struct engine *engine_with_runtime(enum engine_mode mode)
-{
-    struct engine *engine = spare;
-    spare = NULL;
-    if (engine != NULL && engine->mode != mode) {
-        destroy(engine);
-        engine = NULL;
-    }
-    if (engine != NULL) {
-        /* The same struct: the runtime's allocator and interrupt handler point at its
-         * budget. Everything else starts as in a new engine. */
-        JSRuntime *rt = engine->rt;
-        memset(engine, 0, sizeof *engine);
-        engine->rt = rt;
-        JS_SetGCThreshold(rt, ENGINE_GC_THRESHOLD);
-        JS_SetMaxStackSize(rt, ENGINE_STACK_SIZE);
-        JS_UpdateStackTop(rt);
-    } else {
-        engine = calloc(1, sizeof *engine);
-        if (engine == NULL)
-            return NULL;
-    }
+        return NULL;
     budget_init(&engine->budget);
     engine->mode = mode;
     engine->promise_then = JS_UNDEFINED;
     engine->native_date = JS_UNDEFINED;
     engine->date_to_string = JS_UNDEFINED;
     engine->result = JS_UNDEFINED;
-    if (engine->rt == NULL) {
-        engine->rt = JS_NewRuntime2(&BUDGET_MALLOC_FUNCTIONS, &engine->budget);
-        if (engine->rt == NULL) {
-            free(engine);
-            return NULL;
-        }
-        JS_SetInterruptHandler(engine->rt, budget_interrupt, &engine->budget);
-        /* The CPU timer's tick makes the next poll call budget_interrupt (patch 0003). */
-        JS_SetInterruptFlag(engine->rt, cpu_timer_tick_flag());
-    }
-    return engine;
-}
-
-static struct engine *prepare_in(struct engine *engine, enum engine_mode mode);
-
-/* The reference print: a runtime after one locked-down context and no script, in a
- * runtime of its own, which is then the first engine's. */
-static void measure_clean_runtime(void)
-{
-    struct engine *engine = engine_with_runtime(ENGINE_LOCKED);
-    if (engine == NULL || prepare_in(engine, ENGINE_LOCKED) == NULL)
-        return; /* unknown: no runtime is kept */
-    free_context(engine);
-    if (runtime_print_of(engine->rt, &clean_print) && clean_print.obj_count == 0) {
-        clean_known = true;
-        spare = engine;
-    } else {
-        destroy(engine);
-    }
-}
-
-struct engine *engine_prepare(enum engine_mode mode)
-{
-    if (mode == ENGINE_LOCKED && !clean_measured) {
-        clean_measured = true; /* once: if it failed, no runtime is ever kept */
-        measure_clean_runtime();
-    }
-    struct engine *engine = engine_with_runtime(mode);
-    if (engine == NULL)
-        return NULL;
-    return prepare_in(engine, mode);
-}
-
-/* Builds the context in engine's runtime; frees the engine and returns NULL if that
- * fails. */
-static struct engine *prepare_in(struct engine *engine, enum engine_mode mode)
-{
+    engine->rt = JS_NewRuntime2(&BUDGET_MALLOC_FUNCTIONS, &engine->budget);
+    if (engine->rt == NULL)
+        goto fail;
+    JS_SetInterruptHandler(engine->rt, budget_interrupt, &engine->budget);
+    /* The CPU timer's tick makes the next poll call budget_interrupt (patch 0003). */
+    JS_SetInterruptFlag(engine->rt, cpu_timer_tick_flag());
     /* No module loader is installed: import() rejects ("could not load module"). */
     engine->ctx = JS_NewContext(engine->rt);
     if (engine->ctx == NULL)
@@ -431,7 +294,7 @@ fail_exception: {
     stderr_printf("ck-basal-worker: cannot prepare the engine: %s\n", why);
 }
 fail:
-    destroy(engine);
+    engine_free(engine);
     return NULL;
 }
 

@@ -14,7 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const char WANT[] = "GLIBC_TUNABLES=glibc.malloc.tcache_count=512:glibc.malloc.tcache_max=512\n";
+static const char WANT[] = "GLIBC_TUNABLES=glibc.malloc.tcache_count=512:glibc.malloc.tcache_max=512:"
+                           "glibc.malloc.mmap_threshold=1048576:"
+                           "glibc.malloc.trim_threshold=2097152\n";
 
 /* Reads fd to its end (at most cap - 1 bytes kept); returns the length or -1. */
 static ssize_t read_all(int fd, char *buf, size_t cap)
@@ -66,6 +68,6 @@ int main(void)
           "environment: %.1000s", out);
     check_str_eq(out, WANT,
                  "worker env: the worker's whole environment is the one allocator setting "
-                 "(tcache_count=512, tcache_max=512)");
+                 "(tcache 512, heap below 1 MiB, trim above 2 MiB)");
     return harness_finish();
 }

@@ -1,7 +1,6 @@
 #include "proto/frame_reader.h"
 
 #include <errno.h>
-#include <string.h>
 #include <unistd.h>
 
 void frame_reader_init(struct frame_reader *r)
@@ -27,22 +26,11 @@ bool frame_reader_has_frame(const struct frame_reader *r)
     return parsed == FRAME_OK || parsed == FRAME_OVERSIZED;
 }
 
-/* Drops the frame handed out last time, keeping what came after it. */
-static void drop_handed_out(struct frame_reader *r)
-{
-    if (r->start == 0)
-        return;
-    size_t left = r->buf.len - r->start;
-    if (left > 0)
-        memmove(r->buf.data, r->buf.data + r->start, left);
-    r->buf.len = left;
-    r->start = 0;
-}
-
 enum frame_result frame_reader_next(int fd, struct frame_reader *r, const uint8_t **payload,
                                     size_t *len)
 {
-    drop_handed_out(r);
+    wire_buf_drop_front(&r->buf, r->start); /* the frame handed out last time */
+    r->start = 0;
     for (;;) {
         size_t consumed = 0;
         enum frame_result parsed = frame_parse(r->buf.data, r->buf.len, payload, len, &consumed);

@@ -23,6 +23,16 @@ void wire_buf_reset(struct wire_buf *buf)
     buf->failed = false;
 }
 
+void wire_buf_drop_front(struct wire_buf *buf, size_t n)
+{
+    if (n == 0)
+        return;
+    size_t left = buf->len - n;
+    if (left > 0)
+        memmove(buf->data, buf->data + n, left);
+    buf->len = left;
+}
+
 bool wire_buf_reserve(struct wire_buf *buf, size_t total)
 {
     if (buf->failed)

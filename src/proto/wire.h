@@ -34,6 +34,9 @@ void wire_buf_free(struct wire_buf *buf);
 void wire_buf_reset(struct wire_buf *buf);
 /* Makes room for at least `total` bytes in all. False (and buf->failed) on failure. */
 bool wire_buf_reserve(struct wire_buf *buf, size_t total);
+/* Drops the first `n` bytes (n <= len), moving the rest to the front: what a reader
+ * does with the frames it has handed out, so the buffer does not grow without bound. */
+void wire_buf_drop_front(struct wire_buf *buf, size_t n);
 
 /* Each returns !buf->failed after the call. */
 bool wire_put_u8(struct wire_buf *buf, uint8_t value);

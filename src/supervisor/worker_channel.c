@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,22 +42,11 @@ const char *channel_result_name(enum channel_result result)
     return "unknown";
 }
 
-/* Drops consumed bytes so the buffer does not grow without bound. */
-static void compact(struct worker_channel *ch)
-{
-    if (ch->start == 0)
-        return;
-    size_t left = ch->in.len - ch->start;
-    if (left > 0)
-        memmove(ch->in.data, ch->in.data + ch->start, left);
-    ch->in.len = left;
-    ch->start = 0;
-}
-
 enum channel_result channel_read_frame(struct worker_channel *ch, int timeout_ms,
                                        const uint8_t **payload, size_t *len)
 {
-    compact(ch);
+    wire_buf_drop_front(&ch->in, ch->start); /* consumed frames */
+    ch->start = 0;
     long long deadline = monotonic_ms() + timeout_ms;
     for (;;) {
         size_t consumed = 0;

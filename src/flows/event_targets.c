@@ -58,8 +58,7 @@ int event_targets(struct store *s, const char *module, const char *name, int64_t
             return error_line(err, err_cap, "out of memory");
         }
         out = grown;
-        const char *id = (const char *)sqlite3_column_text(st, 0);
-        snprintf(out[n].flow, sizeof out[n].flow, "%s", id != NULL ? id : "");
+        sql_column_copy(st, 0, out[n].flow, sizeof out[n].flow);
         out[n].version = sqlite3_column_int64(st, 1);
         n++;
     }

@@ -516,19 +516,15 @@ int flows_list(struct store *s, struct flow_summary **out, size_t *count, char *
         }
         struct flow_summary *r = &rows[n++];
         memset(r, 0, sizeof *r);
-        const char *text = (const char *)sqlite3_column_text(st, 0);
-        snprintf(r->id, sizeof r->id, "%s", text != NULL ? text : "");
+        sql_column_copy(st, 0, r->id, sizeof r->id);
         r->enabled = sqlite3_column_int(st, 1) != 0;
         r->latest_version = sqlite3_column_int64(st, 2);
-        text = (const char *)sqlite3_column_text(st, 3);
+        const char *text = (const char *)sqlite3_column_text(st, 3);
         r->latest_approved = text != NULL && strcmp(text, "approved") == 0;
-        text = (const char *)sqlite3_column_text(st, 4);
-        snprintf(r->latest_hash, sizeof r->latest_hash, "%s", text != NULL ? text : "");
+        sql_column_copy(st, 4, r->latest_hash, sizeof r->latest_hash);
         r->approved_version = sqlite3_column_int64(st, 5);
-        text = (const char *)sqlite3_column_text(st, 6);
-        snprintf(r->approved_hash, sizeof r->approved_hash, "%s", text != NULL ? text : "");
-        text = (const char *)sqlite3_column_text(st, 7);
-        snprintf(r->disabled_reason, sizeof r->disabled_reason, "%s", text != NULL ? text : "");
+        sql_column_copy(st, 6, r->approved_hash, sizeof r->approved_hash);
+        sql_column_copy(st, 7, r->disabled_reason, sizeof r->disabled_reason);
     }
     sql_release(st);
     if (rc != SQLITE_DONE) {
@@ -566,8 +562,7 @@ static int runnable_check(struct store *s, const char *id, int64_t want, int64_t
     char approved[CODE_HASH_HEX_LEN + 1] = "";
     if (rc == SQLITE_ROW) {
         v = sqlite3_column_int64(st, 0);
-        const char *h = (const char *)sqlite3_column_text(st, 1);
-        snprintf(approved, sizeof approved, "%s", h != NULL ? h : "");
+        sql_column_copy(st, 1, approved, sizeof approved);
     }
     sql_release(st);
     if (rc == SQLITE_DONE && want != 0)

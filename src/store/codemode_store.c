@@ -299,20 +299,14 @@ void codemode_run_row_free(struct codemode_run_row *r)
     memset(r, 0, sizeof *r);
 }
 
-static void text_into(sqlite3_stmt *st, int col, char *out, size_t cap)
-{
-    const char *text = (const char *)sqlite3_column_text(st, col);
-    snprintf(out, cap, "%s", text != NULL ? text : "");
-}
-
 static int run_read(sqlite3_stmt *st, void *elem)
 {
     struct codemode_run_row *r = elem;
     memset(r, 0, sizeof *r);
     r->id = sqlite3_column_int64(st, 0);
-    text_into(st, 2, r->script_sha256, sizeof r->script_sha256);
+    sql_column_copy(st, 2, r->script_sha256, sizeof r->script_sha256);
     r->state = state_parse((const char *)sqlite3_column_text(st, 4));
-    text_into(st, 5, r->owner, sizeof r->owner);
+    sql_column_copy(st, 5, r->owner, sizeof r->owner);
     r->console_truncated = sqlite3_column_int(st, 10) != 0;
     r->tool_calls = sqlite3_column_int64(st, 11);
     r->over_limit_calls = sqlite3_column_int64(st, 12);
@@ -382,8 +376,8 @@ static int call_read(sqlite3_stmt *st, void *elem)
     const char *cls = (const char *)sqlite3_column_text(st, 6);
     c->has_class = cls != NULL;
     c->mutation = cls != NULL && strcmp(cls, "mutation") == 0;
-    text_into(st, 8, c->digest, sizeof c->digest);
-    text_into(st, 9, c->key, sizeof c->key);
+    sql_column_copy(st, 8, c->digest, sizeof c->digest);
+    sql_column_copy(st, 9, c->key, sizeof c->key);
     const char *decision = (const char *)sqlite3_column_text(st, 10);
     c->allowed = decision != NULL && strcmp(decision, "allowed") == 0;
     const char *state = (const char *)sqlite3_column_text(st, 11);

@@ -27,21 +27,15 @@ void events_trigger_id(int64_t seq, char *out, size_t cap)
     snprintf(out, cap, "event:%" PRId64, seq);
 }
 
-static void copy_text(sqlite3_stmt *st, int col, char *out, size_t cap)
-{
-    const char *text = (const char *)sqlite3_column_text(st, col);
-    snprintf(out, cap, "%s", text != NULL ? text : "");
-}
-
 static int read_row(sqlite3_stmt *st, void *elem)
 {
     struct event_row *r = elem;
     memset(r, 0, sizeof *r);
     r->seq = sqlite3_column_int64(st, 0);
-    copy_text(st, 1, r->module, sizeof r->module);
-    copy_text(st, 2, r->name, sizeof r->name);
+    sql_column_copy(st, 1, r->module, sizeof r->module);
+    sql_column_copy(st, 2, r->name, sizeof r->name);
     r->version = sqlite3_column_int64(st, 3);
-    copy_text(st, 4, r->event_id, sizeof r->event_id);
+    sql_column_copy(st, 4, r->event_id, sizeof r->event_id);
     const char *state = (const char *)sqlite3_column_text(st, 6);
     r->delivered = state != NULL && strcmp(state, "delivered") == 0;
     return sql_column_dup(st, 5, &r->payload, NULL);

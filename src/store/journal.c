@@ -118,10 +118,8 @@ static int entry_read(sqlite3_stmt *st, struct journal_entry *e)
 {
     memset(e, 0, sizeof *e);
     e->position = (uint32_t)sqlite3_column_int64(st, 0);
-    const char *text = (const char *)sqlite3_column_text(st, 3);
-    snprintf(e->digest, sizeof e->digest, "%s", text != NULL ? text : "");
-    text = (const char *)sqlite3_column_text(st, 4);
-    snprintf(e->key, sizeof e->key, "%s", text != NULL ? text : "");
+    sql_column_copy(st, 3, e->digest, sizeof e->digest);
+    sql_column_copy(st, 4, e->key, sizeof e->key);
     e->cls = class_parse((const char *)sqlite3_column_text(st, 5));
     e->state = state_parse((const char *)sqlite3_column_text(st, 6));
     const char *settlement = (const char *)sqlite3_column_text(st, 7);

@@ -87,14 +87,11 @@ static int row_read(sqlite3_stmt *st, struct run_row *r)
 {
     memset(r, 0, sizeof *r);
     r->id = sqlite3_column_int64(st, 0);
-    const char *text = (const char *)sqlite3_column_text(st, 1);
-    snprintf(r->flow_id, sizeof r->flow_id, "%s", text != NULL ? text : "");
+    sql_column_copy(st, 1, r->flow_id, sizeof r->flow_id);
     r->version = sqlite3_column_int64(st, 2);
-    text = (const char *)sqlite3_column_text(st, 3);
-    snprintf(r->trigger_id, sizeof r->trigger_id, "%s", text != NULL ? text : "");
+    sql_column_copy(st, 3, r->trigger_id, sizeof r->trigger_id);
     r->state = state_parse((const char *)sqlite3_column_text(st, 5));
-    text = (const char *)sqlite3_column_text(st, 6);
-    snprintf(r->owner, sizeof r->owner, "%s", text != NULL ? text : "");
+    sql_column_copy(st, 6, r->owner, sizeof r->owner);
     r->generation = sqlite3_column_int64(st, 7);
     r->created_at = sqlite3_column_int64(st, 10);
     r->updated_at = sqlite3_column_int64(st, 11);

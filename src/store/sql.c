@@ -155,6 +155,12 @@ int sql_collect(sqlite3 *db, sqlite3_stmt *st, size_t elem_size,
     return 0;
 }
 
+void sql_column_copy(sqlite3_stmt *st, int i, char *out, size_t cap)
+{
+    const char *text = (const char *)sqlite3_column_text(st, i);
+    snprintf(out, cap, "%s", text != NULL ? text : "");
+}
+
 int sql_column_dup(sqlite3_stmt *st, int i, char **out, size_t *len)
 {
     *out = NULL;

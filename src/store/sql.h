@@ -42,6 +42,9 @@ int sql_run(sqlite3 *db, sqlite3_stmt *st, char *err, size_t err_cap);
  * gets its byte length. Returns -1 on no memory, else 0. */
 int sql_column_dup(sqlite3_stmt *st, int i, char **out, size_t *len);
 
+/* Column i as text into out[cap], cut to fit ("" for SQL NULL). */
+void sql_column_copy(sqlite3_stmt *st, int i, char *out, size_t cap);
+
 /* Steps st (from sql_prepare) to its end and releases it, turning each row into one
  * element of elem_size bytes with read(st, elem): 0 keeps it, 1 skips the row, -1
  * means no memory. The elements go into a malloc'd array (*rows, *count; NULL and 0

@@ -70,31 +70,20 @@ static int deliver(struct store *st, const struct event_row *ev, event_admit_fn 
 
 void *event_emit_deliver(struct store *st, const void *args, event_admit_fn admit, void *daemon)
 {
-    struct ops_event ev;
-    json_t *reply;
     /* The argument checks take a mutable object; the request is the dispatcher's. */
     json_t *own_args = json_deep_copy(args);
     if (own_args == NULL)
         return ops_reply_error(1, "event.emit: out of memory");
-    int parsed = ops_event_args(own_args, &ev, &reply);
-    if (parsed != 0) {
-        json_decref(own_args);
-        return reply;
-    }
     struct event_row row;
-    bool is_new = false;
+    json_t *data = NULL;
+    json_t *reply = ops_event_record(st, own_args, &row, &data);
+    json_decref(own_args); /* the row holds its own copies */
+    if (reply != NULL)
+        return reply;
     char err[ERR_CAP];
-    int rc = events_record(st, ev.module, ev.name, ev.version, ev.id, ev.payload, &row, &is_new,
-                           err, sizeof err);
-    free(ev.payload);
-    json_decref(own_args); /* ev's strings were borrowed from it */
-    if (rc != 0)
-        return ops_reply_error(1, err);
-    json_t *data = json_object();
-    json_object_set_new(data, "event", ops_event_json(&row, is_new));
     /* Offered again even when the row is not new: what a flow already got is a
      * duplicate, and a flow refused the first time gets its chance. */
-    rc = deliver(st, &row, admit, daemon, data, err, sizeof err);
+    int rc = deliver(st, &row, admit, daemon, data, err, sizeof err);
     free(row.payload);
     if (rc != 0) {
         json_decref(data);

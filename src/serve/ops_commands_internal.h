@@ -29,18 +29,13 @@ json_t *ops_cmd_flow_schedule(struct store *st, json_t *args);
 json_t *ops_flow_next_fire(struct store *st, const char *id);
 
 /* ops_events.c: "event.emit" (docs/ops-protocol.md). */
-struct ops_event {
-    const char *module; /* borrowed from args */
-    const char *name;
-    long long version;  /* 1..INT32_MAX, as a manifest's trigger.events */
-    const char *id;     /* store/events.h's events_id_valid */
-    char *payload;      /* a JSON object as compact text, malloc'd (free it) */
-};
-/* Checks event.emit's args {module, name, version, id, payload?}: 0 with *ev, or -1
- * with an error reply (exit 2 for a bad argument, 1 when out of memory). */
-int ops_event_args(json_t *args, struct ops_event *ev, json_t **reply);
-/* The event as the replies show it: {"seq","module","name","version","id","new"}. */
-json_t *ops_event_json(const void *row, bool is_new);
+struct event_row;
+/* Checks event.emit's args {module, name, version, id, payload?} and records the event
+ * (store/events.h: a repeated id finds the row already there): NULL with *row (its
+ * payload malloc'd: free it) and *data {"event": {"seq","module","name","version","id",
+ * "new"}}, or the error reply (exit 2 for a bad argument, 1 otherwise). args may be
+ * modified. Both answers of event.emit, with a serve and without, start here. */
+json_t *ops_event_record(struct store *st, json_t *args, struct event_row *row, json_t **data);
 /* Without a serve: records the event pending for the next serve; data {"event", "delivered":
  * false}. */
 json_t *ops_cmd_event_emit(struct store *st, json_t *args);

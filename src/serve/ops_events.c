@@ -15,7 +15,16 @@
 
 #define ERR_CAP 1024
 
-int ops_event_args(json_t *args, struct ops_event *ev, json_t **reply)
+struct ops_event {
+    const char *module; /* borrowed from args */
+    const char *name;
+    long long version;  /* 1..INT32_MAX, as a manifest's trigger.events */
+    const char *id;     /* store/events.h's events_id_valid */
+    char *payload;      /* a JSON object as compact text, malloc'd (free it) */
+};
+
+/* Checks event.emit's args: 0 with *ev, or -1 with an error reply. */
+static int event_args(json_t *args, struct ops_event *ev, json_t **reply)
 {
     static const char *const NAMES[] = {"module", "name", "version", "id", "payload", NULL};
     memset(ev, 0, sizeof *ev);
@@ -56,9 +65,8 @@ int ops_event_args(json_t *args, struct ops_event *ev, json_t **reply)
     return 0;
 }
 
-json_t *ops_event_json(const void *row, bool is_new)
+static json_t *event_json(const struct event_row *r, bool is_new)
 {
-    const struct event_row *r = row;
     json_t *o = json_object();
     json_object_set_new(o, "seq", json_integer(r->seq));
     json_object_set_new(o, "module", json_string(r->module));
@@ -69,22 +77,32 @@ json_t *ops_event_json(const void *row, bool is_new)
     return o;
 }
 
-json_t *ops_cmd_event_emit(struct store *st, json_t *args)
+json_t *ops_event_record(struct store *st, json_t *args, struct event_row *row, json_t **data)
 {
+    memset(row, 0, sizeof *row);
     struct ops_event ev;
     json_t *reply;
-    if (ops_event_args(args, &ev, &reply) != 0)
+    if (event_args(args, &ev, &reply) != 0)
         return reply;
-    struct event_row row;
     bool is_new = false;
     char err[ERR_CAP];
-    int rc = events_record(st, ev.module, ev.name, ev.version, ev.id, ev.payload, &row, &is_new,
+    int rc = events_record(st, ev.module, ev.name, ev.version, ev.id, ev.payload, row, &is_new,
                            err, sizeof err);
     free(ev.payload);
     if (rc != 0)
         return ops_reply_error(1, err);
-    json_t *data = json_object();
-    json_object_set_new(data, "event", ops_event_json(&row, is_new));
+    *data = json_object();
+    json_object_set_new(*data, "event", event_json(row, is_new));
+    return NULL;
+}
+
+json_t *ops_cmd_event_emit(struct store *st, json_t *args)
+{
+    struct event_row row;
+    json_t *data = NULL;
+    json_t *reply = ops_event_record(st, args, &row, &data);
+    if (reply != NULL)
+        return reply;
     /* A row delivered before (same id, emitted to a serve) stays delivered: re-emitting
      * it without a serve admits nothing anywhere. */
     json_object_set_new(data, "delivered", json_boolean(row.delivered));

@@ -48,6 +48,16 @@ static void drop_row(void *elem)
 
 #define EVENT_COLUMNS "seq, module, name, version, event_id, payload, state"
 
+/* An event's key as ?1-?4: module, name, version, event_id. */
+static void bind_key(sqlite3_stmt *st, const char *module, const char *name, int64_t version,
+                     const char *event_id)
+{
+    sqlite3_bind_text(st, 1, module, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, version);
+    sqlite3_bind_text(st, 4, event_id, -1, SQLITE_STATIC);
+}
+
 int events_record(struct store *s, const char *module, const char *name, int64_t version,
                   const char *event_id, const char *payload, struct event_row *row,
                   bool *is_new, char *err, size_t err_cap)
@@ -63,10 +73,7 @@ int events_record(struct store *s, const char *module, const char *name, int64_t
                              " ON CONFLICT (module, name, version, event_id) DO NOTHING",
                          &st, err, err_cap);
     if (rc == 0) {
-        sqlite3_bind_text(st, 1, module, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, version);
-        sqlite3_bind_text(st, 4, event_id, -1, SQLITE_STATIC);
+        bind_key(st, module, name, version, event_id);
         sqlite3_bind_text(st, 5, payload, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 6, sql_now_ms());
         rc = sql_run(db, st, err, err_cap);
@@ -79,10 +86,7 @@ int events_record(struct store *s, const char *module, const char *name, int64_t
                              " name = ?2 AND version = ?3 AND event_id = ?4",
                          &st, err, err_cap);
     if (rc == 0) {
-        sqlite3_bind_text(st, 1, module, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, version);
-        sqlite3_bind_text(st, 4, event_id, -1, SQLITE_STATIC);
+        bind_key(st, module, name, version, event_id);
         rc = sql_collect(db, st, sizeof *rows, read_row, drop_row, (void **)&rows, &count, err,
                          err_cap);
         if (rc == 0 && count != 1)

@@ -8,7 +8,6 @@ void colocate_init(struct colocation *c, pid_t worker)
 {
     memset(c, 0, sizeof *c);
     c->worker = worker;
-    c->cpu = -1;
 }
 
 void colocate_burst(struct colocation *c)
@@ -40,8 +39,6 @@ void colocate_burst(struct colocation *c)
     thread_affinity_note_pinned(&c->thread_mask);
     c->declined = false;
     c->pinned = true;
-    c->cpu = cpu;
-    c->pins++;
 }
 
 void colocate_release(struct colocation *c, pid_t worker_now)
@@ -54,5 +51,4 @@ void colocate_release(struct colocation *c, pid_t worker_now)
     (void)sched_setaffinity(0, sizeof c->thread_mask, &c->thread_mask);
     thread_affinity_note_unpinned();
     c->pinned = false;
-    c->cpu = -1;
 }

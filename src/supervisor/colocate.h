@@ -26,12 +26,10 @@
 
 struct colocation {
     bool pinned;
-    bool declined; /* this activation's masks allow no common CPU: do not ask again */
+    bool declined; /* a pin was refused or failed: not tried again this activation */
     pid_t worker;
-    int cpu;               /* the CPU both are pinned to, while pinned */
     cpu_set_t thread_mask; /* the masks to restore */
     cpu_set_t worker_mask;
-    unsigned long pins;    /* bursts pinned, for the benchmark's diagnostics */
 };
 
 void colocate_init(struct colocation *c, pid_t worker);

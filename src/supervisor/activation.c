@@ -1074,7 +1074,8 @@ void activation_run(struct worker_conn *w, const struct activation_request *req,
                 wait = due;
         }
         /* While the worker runs, its next frame usually comes within microseconds:
-         * spin for it (bounded, adaptive) before letting this CPU go idle. */
+         * spin for it (bounded, adaptive) before letting this CPU go idle. Not while
+         * pinned: the worker shares this CPU then, and a spin would only delay it. */
         if (!r.blocked && !r.colo.pinned && channel_spin(&w->channel)) {
             running = read_frames(&r);
             continue;

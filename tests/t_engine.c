@@ -9,6 +9,7 @@
  *               immune to a script's replacements
  *   API         kinds and arguments of host calls, HostError, local too_large,
  *               host-backed time and randomness, the frozen trigger, codemode
+ *   promises    host-call, step() and result promises settled from C (patch 0006)
  *   replay      recorded outcomes in delivery order (Promise.race), nondeterminism
  *   budgets     cpu, memory (caught and uncaught), stack, at the worker; the CPU
  *               timer's backstop and the refusal without a timer
@@ -871,6 +872,75 @@ static void test_api(void)
     test_console_flood();
 }
 
+/* ================================================================== promises */
+
+/* The worker makes the promise of every async host call, of step() and of the script's
+ * result with patch 0006 (JS_NewPendingPromise) and settles it from C
+ * (JS_SettlePromise), where it once called the resolving functions of a promise
+ * capability. These scripts hold the promises to what the resolving functions gave:
+ * ordinary Promises, reactions in registration order, rejection, and the resolution of
+ * a value that is a thenable (followed, once; a throwing then or "then" getter
+ * rejects). They passed before the patch, with the capability, and pass with it. */
+static void test_promises(void)
+{
+    struct run r;
+    run_one("const log = [];\n"
+            "const p = kv.get('a');\n"
+            "p.then(() => log.push(1)); p.then(() => log.push(2));\n"
+            "const q = p.then((v) => v.position + 10);\n"
+            "const all = await Promise.all([p, q, kv.get('b').finally(() => log.push(3))]);\n"
+            "log.push(4);\n"
+            "await p.then(() => log.push(5));\n"
+            "return [p instanceof Promise, Object.getPrototypeOf(p) === Promise.prototype,\n"
+            "        p.constructor === Promise, all, log];\n",
+            NULL, NULL, &r);
+    check(completed_with(&r, "[true,true,true,[{\"position\":0},10,{\"position\":1}],"
+                             "[1,2,3,4,5]]"),
+          "promises: a host call's promise is an ordinary Promise; its reactions run in the "
+          "order they were registered, before and after it settled",
+          "%s", describe(&r));
+    run_free(&r);
+
+    struct host_opts refuse = {false, "kv.get", NULL};
+    run_one("const seen = [];\n"
+            "const p = kv.get('x');\n"
+            "p.catch((e) => seen.push(e.name));\n"
+            "try { await p; } catch (e) { seen.push(e.message); }\n"
+            "seen.push(await p.then(() => 'fulfilled', () => 'rejected'));\n"
+            "return seen;\n",
+            NULL, &refuse, &r);
+    check(completed_with(&r, "[\"HostError\",\"not granted\",\"rejected\"]"),
+          "promises: a refused call's promise is rejected once, for every reaction", "%s",
+          describe(&r));
+    run_free(&r);
+
+    run_one("const out = [];\n"
+            "out.push(await step('value', () => 1));\n"
+            "out.push(await step('thenable', () => ({ then(ok) { ok(2); } })));\n"
+            "out.push(await step('promise', async () => 3));\n"
+            "try { await step('throws', () => { throw new Error('four'); }); }\n"
+            "catch (e) { out.push(e.message); }\n"
+            "try { await step('then throws', () => ({ then() { throw new Error('five'); } })); }\n"
+            "catch (e) { out.push(e.message); }\n"
+            "try { await step('then getter', () => ({ get then() { throw new Error('six'); } })); }\n"
+            "catch (e) { out.push(e.message); }\n"
+            "out.push(await step('twice', () => ({ then(ok, no) { ok(7); ok(8); no(9); } })));\n"
+            "out.push(await step('not callable', () => ({ then: 8 })));\n"
+            "return out;\n",
+            NULL, NULL, &r);
+    check(completed_with(&r, "[1,2,3,\"four\",\"five\",\"six\",7,{\"then\":8}]"),
+          "promises: step() resolves with its function's value, follows a thenable once, and "
+          "rejects when the function, its then, or a \"then\" getter throws",
+          "%s", describe(&r));
+    run_free(&r);
+
+    run_one("return { then(ok) { ok(kv.get('k')); } };", NULL, NULL, &r);
+    check(completed_with(&r, "{\"position\":0}") && r.calls == 1,
+          "promises: a script whose result is a thenable completes with what it resolves to",
+          "%s", describe(&r));
+    run_free(&r);
+}
+
 /* ================================================================== replay */
 
 static const char RACE_SCRIPT[] =
@@ -1347,6 +1417,7 @@ int main(void)
     test_protocol();
     test_lockdown();
     test_api();
+    test_promises();
     test_replay();
     test_args_json();
     test_budgets();

@@ -272,14 +272,11 @@ struct engine *engine_prepare(enum engine_mode mode)
     }
 #endif
     /* Primordials the engine uses after the script may have run. */
-    JSValue funcs[2];
-    JSValue promise = JS_NewPromiseCapability(ctx, funcs);
+    JSValue promise = JS_NewPendingPromise(ctx);
     if (JS_IsException(promise))
         goto fail_exception;
     engine->promise_then = JS_GetPropertyStr(ctx, promise, "then");
     JS_FreeValue(ctx, promise);
-    JS_FreeValue(ctx, funcs[0]);
-    JS_FreeValue(ctx, funcs[1]);
     if (JS_IsException(engine->promise_then))
         goto fail_exception;
     if (mode == ENGINE_LOCKED && lockdown(engine) < 0)
@@ -346,24 +343,20 @@ static int start_script(struct engine *engine)
     if (threw)
         returned = JS_GetException(ctx);
 
-    JSValue funcs[2];
-    JSValue promise = JS_NewPromiseCapability(ctx, funcs);
+    JSValue promise = JS_NewPendingPromise(ctx);
     if (JS_IsException(promise)) {
         JS_FreeValue(ctx, returned);
         return -1; /* out of memory: decided by the budget */
     }
-    JSValue ret = JS_Call(ctx, funcs[threw ? 1 : 0], JS_UNDEFINED, 1, (JSValueConst *)&returned);
-    JS_FreeValue(ctx, ret);
+    JS_SettlePromise(ctx, promise, threw, returned);
     JS_FreeValue(ctx, returned);
-    JS_FreeValue(ctx, funcs[0]);
-    JS_FreeValue(ctx, funcs[1]);
     JSValue handlers[2] = {
         JS_NewCFunctionMagic(ctx, js_settled, "fulfilled", 1, JS_CFUNC_generic_magic,
                              RESULT_FULFILLED),
         JS_NewCFunctionMagic(ctx, js_settled, "rejected", 1, JS_CFUNC_generic_magic,
                              RESULT_REJECTED),
     };
-    ret = JS_Call(ctx, engine->promise_then, promise, 2, (JSValueConst *)handlers);
+    JSValue ret = JS_Call(ctx, engine->promise_then, promise, 2, (JSValueConst *)handlers);
     int rc = JS_IsException(ret) ? -1 : 0;
     JS_FreeValue(ctx, ret);
     JS_FreeValue(ctx, handlers[0]);

@@ -29,10 +29,10 @@ struct call {
     bool long_running;  /* LongRunning named it */
 };
 
-/* The resolving functions of an async call that is not settled yet. */
+/* The promise of an async call that is not settled yet (JS_SettlePromise settles it:
+ * no resolving functions are made). */
 struct pending_slot {
-    JSValue resolve;
-    JSValue reject;
+    JSValue promise;
     uint32_t next_free; /* free list link while unused */
 };
 

@@ -103,8 +103,8 @@ static uint32_t next_position(struct engine *engine, unsigned api)
     return position;
 }
 
-/* Keeps the resolving functions of a pending async call (takes them over). */
-static int take_slot(struct engine *engine, const JSValue funcs[2], uint32_t *slot)
+/* Keeps a reference to the promise of a pending async call. */
+static int take_slot(struct engine *engine, JSValueConst promise, uint32_t *slot)
 {
     struct bridge *bridge = &engine->bridge;
     if (bridge->free_slot == NO_SLOT) {
@@ -120,8 +120,7 @@ static int take_slot(struct engine *engine, const JSValue funcs[2], uint32_t *sl
             return -1;
         }
         for (uint32_t i = bridge->slot_cap; i < cap; i++) {
-            grown[i].resolve = JS_UNDEFINED;
-            grown[i].reject = JS_UNDEFINED;
+            grown[i].promise = JS_UNDEFINED;
             grown[i].next_free = i + 1 < cap ? i + 1 : bridge->free_slot;
         }
         bridge->free_slot = bridge->slot_cap;
@@ -131,8 +130,7 @@ static int take_slot(struct engine *engine, const JSValue funcs[2], uint32_t *sl
     *slot = bridge->free_slot;
     struct pending_slot *entry = &bridge->slots[*slot];
     bridge->free_slot = entry->next_free;
-    entry->resolve = funcs[0];
-    entry->reject = funcs[1];
+    entry->promise = JS_DupValue(engine->ctx, promise);
     return 0;
 }
 
@@ -140,10 +138,8 @@ static void release_slot(struct engine *engine, uint32_t slot)
 {
     struct bridge *bridge = &engine->bridge;
     struct pending_slot *entry = &bridge->slots[slot];
-    JS_FreeValue(engine->ctx, entry->resolve);
-    JS_FreeValue(engine->ctx, entry->reject);
-    entry->resolve = JS_UNDEFINED;
-    entry->reject = JS_UNDEFINED;
+    JS_FreeValue(engine->ctx, entry->promise);
+    entry->promise = JS_UNDEFINED;
     entry->next_free = bridge->free_slot;
     bridge->free_slot = slot;
 }
@@ -213,9 +209,8 @@ static void settle(struct engine *engine, uint32_t position, bool rejected, JSVa
     struct bridge *bridge = &engine->bridge;
     struct call *call = &bridge->calls[position];
     struct pending_slot *slot = &bridge->slots[call->slot];
-    JSValue funcs[2] = {slot->resolve, slot->reject};
-    slot->resolve = JS_UNDEFINED;
-    slot->reject = JS_UNDEFINED;
+    JSValue promise = slot->promise;
+    slot->promise = JS_UNDEFINED;
     release_slot(engine, call->slot);
     call->slot = NO_SLOT;
     call->state = CALL_SETTLED;
@@ -226,13 +221,9 @@ static void settle(struct engine *engine, uint32_t position, bool rejected, JSVa
         arg = JS_GetException(ctx);
         rejected = true;
     }
-    JSValue ret = JS_Call(ctx, funcs[rejected ? 1 : 0], JS_UNDEFINED, 1, (JSValueConst *)&arg);
-    if (JS_IsException(ret))
-        JS_FreeValue(ctx, JS_GetException(ctx));
-    JS_FreeValue(ctx, ret);
+    JS_SettlePromise(ctx, promise, rejected, arg);
     JS_FreeValue(ctx, arg);
-    JS_FreeValue(ctx, funcs[0]);
-    JS_FreeValue(ctx, funcs[1]);
+    JS_FreeValue(ctx, promise);
 }
 
 /* ------------------------------------------------------------------ the prefix */
@@ -796,36 +787,29 @@ static bool args_json(struct engine *engine, const struct host_api *api, int arg
     return true;
 }
 
-/* Rejects `funcs` with the pending exception and returns the promise, unless the
- * activation is ending: then the exception goes on (it may be the uncatchable
- * interrupt). */
-static JSValue reject_pending(struct engine *engine, JSValue promise, JSValue funcs[2])
+/* Rejects `promise` with the pending exception and returns it, unless the activation
+ * is ending: then the exception goes on (it may be the uncatchable interrupt). */
+static JSValue reject_pending(struct engine *engine, JSValue promise)
 {
     JSContext *ctx = engine->ctx;
     if (engine_stopping(engine)) {
         JS_FreeValue(ctx, promise);
-        JS_FreeValue(ctx, funcs[0]);
-        JS_FreeValue(ctx, funcs[1]);
         return JS_EXCEPTION;
     }
     JSValue error = JS_GetException(ctx);
-    JSValue ret = JS_Call(ctx, funcs[1], JS_UNDEFINED, 1, (JSValueConst *)&error);
-    JS_FreeValue(ctx, ret);
+    JS_SettlePromise(ctx, promise, true, error);
     JS_FreeValue(ctx, error);
-    JS_FreeValue(ctx, funcs[0]);
-    JS_FreeValue(ctx, funcs[1]);
     return promise;
 }
 
-static JSValue reject_with(JSContext *ctx, JSValue promise, JSValue funcs[2], JSValue reason)
+/* Rejects `promise` with `reason` (taken over; an exception: the pending one) and
+ * returns it. */
+static JSValue reject_with(JSContext *ctx, JSValue promise, JSValue reason)
 {
     if (JS_IsException(reason))
         reason = JS_GetException(ctx);
-    JSValue ret = JS_Call(ctx, funcs[1], JS_UNDEFINED, 1, (JSValueConst *)&reason);
-    JS_FreeValue(ctx, ret);
+    JS_SettlePromise(ctx, promise, true, reason);
     JS_FreeValue(ctx, reason);
-    JS_FreeValue(ctx, funcs[0]);
-    JS_FreeValue(ctx, funcs[1]);
     return promise;
 }
 
@@ -840,20 +824,16 @@ static JSValue host_call_async(JSContext *ctx, JSValueConst this_val, int argc,
     struct engine *engine = engine_of(ctx);
     struct bridge *bridge = &engine->bridge;
     const struct host_api *api = &HOST_APIS[magic];
-    JSValue funcs[2];
-    JSValue promise = JS_NewPromiseCapability(ctx, funcs);
+    JSValue promise = JS_NewPendingPromise(ctx);
     if (JS_IsException(promise))
         return promise;
     if (bridge->closed) /* checked first: whatever else holds, it never leaves */
-        return reject_with(ctx, promise, funcs, local_host_error(ctx, "closed", CLOSED_MESSAGE));
-    if (engine_stopping(engine)) {
-        JS_FreeValue(ctx, funcs[0]);
-        JS_FreeValue(ctx, funcs[1]);
+        return reject_with(ctx, promise, local_host_error(ctx, "closed", CLOSED_MESSAGE));
+    if (engine_stopping(engine))
         return promise; /* never settles: the activation is over */
-    }
     struct args_text args;
     if (!args_json(engine, api, argc, argv, &args))
-        return reject_pending(engine, promise, funcs);
+        return reject_pending(engine, promise);
     size_t len = args.len;
     size_t limit = engine_value_limit(engine);
     if (len > limit) {
@@ -862,16 +842,16 @@ static JSValue host_call_async(JSContext *ctx, JSValueConst this_val, int argc,
                        "the arguments of %s are %zu bytes of JSON, over the limit of %zu",
                        api->kind, len, limit);
         args_text_free(ctx, &args);
-        return reject_with(ctx, promise, funcs, local_host_error(ctx, "too_large", message));
+        return reject_with(ctx, promise, local_host_error(ctx, "too_large", message));
     }
     uint32_t slot;
-    if (reserve_call(engine) < 0 || take_slot(engine, funcs, &slot) < 0) {
+    if (reserve_call(engine) < 0 || take_slot(engine, promise, &slot) < 0) {
         args_text_free(ctx, &args);
-        return reject_pending(engine, promise, funcs);
+        return reject_pending(engine, promise);
     }
     uint32_t position = next_position(engine, (unsigned)magic);
     struct call *call = &bridge->calls[position];
-    call->slot = slot; /* the slot owns the resolving functions now */
+    call->slot = slot; /* the slot holds the promise until it settles */
     int64_t recorded = engine->activation->prefix_count ? prefix_lookup(engine, position) : -1;
     if (recorded >= 0 &&
         !matches_prefix(engine, position, prefix_entry(engine, (uint32_t)recorded), api->kind,
@@ -1003,21 +983,17 @@ static JSValue js_step(JSContext *ctx, JSValueConst this_val, int argc, JSValueC
 {
     (void)this_val;
     struct engine *engine = engine_of(ctx);
-    JSValue funcs[2];
-    JSValue promise = JS_NewPromiseCapability(ctx, funcs);
+    JSValue promise = JS_NewPendingPromise(ctx);
     if (JS_IsException(promise))
         return promise;
     if (argc < 2 || !JS_IsString(argv[0]) || !JS_IsFunction(ctx, argv[1]))
-        return reject_with(ctx, promise, funcs,
+        return reject_with(ctx, promise,
                            JS_ThrowTypeError(ctx, "step(name, fn) takes a name and a function"));
     JSValue result = JS_Call(ctx, argv[1], JS_UNDEFINED, 0, NULL);
     if (JS_IsException(result))
-        return reject_pending(engine, promise, funcs);
-    JSValue ret = JS_Call(ctx, funcs[0], JS_UNDEFINED, 1, (JSValueConst *)&result);
-    JS_FreeValue(ctx, ret);
+        return reject_pending(engine, promise);
+    JS_SettlePromise(ctx, promise, false, result);
     JS_FreeValue(ctx, result);
-    JS_FreeValue(ctx, funcs[0]);
-    JS_FreeValue(ctx, funcs[1]);
     return promise;
 }
 
@@ -1384,10 +1360,8 @@ void bridge_free(struct engine *engine)
     for (size_t i = bridge->buffered_head; i < bridge->buffered_count; i++)
         JS_FreeValue(engine->ctx, bridge->buffered[i].value);
     js_free_rt(engine->rt, bridge->buffered);
-    for (uint32_t i = 0; i < bridge->slot_cap; i++) {
-        JS_FreeValue(engine->ctx, bridge->slots[i].resolve);
-        JS_FreeValue(engine->ctx, bridge->slots[i].reject);
-    }
+    for (uint32_t i = 0; i < bridge->slot_cap; i++)
+        JS_FreeValue(engine->ctx, bridge->slots[i].promise);
     js_free_rt(engine->rt, bridge->slots);
     js_free_rt(engine->rt, bridge->calls);
     free(bridge->prefix_by_position);

@@ -38,7 +38,7 @@ const struct syscall_admission SYSCALL_ADMISSIONS[] = {
     {"gettid", ARG_ANY, "abort() names its own thread"},
     {"kill", ARG_PID_SELF, "signal itself only"},
     {"tgkill", ARG_TGID_TID_SELF, "abort() raises SIGABRT on itself only"},
-    {"sched_yield", ARG_ANY, "glibc spin loops; once after Welcome and after each Finished, so the parent reads it first"},
+    {"sched_yield", ARG_ANY, "glibc spin loops; once after Welcome and after a Finished that followed host calls, so the parent reads it first"},
     {"restart_syscall", ARG_ANY, "the kernel restarts an interrupted sleep"},
     {"exit", ARG_ANY, "thread exit"},
     {"exit_group", ARG_ANY, "process exit"},

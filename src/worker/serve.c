@@ -39,6 +39,9 @@ static enum serve_state current = AWAITING_HELLO;
 static struct wire_buf pending;
 #define PENDING_FLUSH_BYTES ((size_t)64 * 1024)
 
+/* HostCalls sent during the current activation (see activate). */
+static unsigned long host_calls_sent;
+
 /* Writes the waiting frames; a failure means the parent is gone, so the worker ends. */
 static void flush_pending(void)
 {
@@ -68,6 +71,8 @@ static void send_msg(const struct proto_msg *msg)
     if (!wire_put_raw(&pending, header, sizeof header) ||
         !wire_put_raw(&pending, out_buf.data, out_buf.len))
         _exit(WORKER_EXIT_PROTOCOL);
+    if (msg->tag == PROTO_HOST_CALL)
+        host_calls_sent++;
     if (msg->tag != PROTO_HOST_CALL || pending.len >= PENDING_FLUSH_BYTES)
         flush_pending();
 }
@@ -210,6 +215,7 @@ static void activate(const struct proto_activate *activation, struct engine **en
         return;
     }
     current = RUNNING;
+    host_calls_sent = 0;
     struct proto_msg msg;
     memset(&msg, 0, sizeof msg);
     msg.tag = PROTO_FINISHED;
@@ -220,12 +226,15 @@ static void activate(const struct proto_activate *activation, struct engine **en
         return;
     }
     send_msg(&msg);
-    /* The parent is waiting for this Finished, and after a burst of host calls it
-     * shares this CPU (src/supervisor/colocate.h): a woken task does not preempt one
-     * inside its time slice, so it would wait while this one frees the spent engine
-     * and builds the next (a few hundred microseconds). Step aside once; with the
-     * parent on another CPU this returns at once. */
-    sched_yield();
+    /* The parent is waiting for this Finished, and after host calls it shares this CPU
+     * (it co-locates the two during a burst: src/supervisor/colocate.h). A woken task
+     * does not preempt one inside its time slice, so it would wait while this one
+     * frees the spent engine and builds the next (a few hundred microseconds): step
+     * aside once. Not after an activation without host calls: the parent is then
+     * elsewhere, or would only spin here for the next Activate while this CPU is
+     * needed to build the engine for it (back to back). */
+    if (host_calls_sent > 0)
+        sched_yield();
     engine_free(*engine);
     *engine = NULL;
     current = READY;

@@ -42,11 +42,13 @@ TEST_SRC   := $(wildcard tests/t_*.c)
 TESTLIB_SRC := $(wildcard tests/lib/*.c)
 TOOL_SRC   := $(wildcard tests/tools/*.c)
 
-# The worker links libcrypto statically: it uses only SHA-256 (the host-call argument
-# digests), and the shared library's mapping and start-up allocations were a third of
-# an idle worker's memory (4.4 MiB -> 3.0 MiB; docs/benchmarks.md). A libcrypto update
-# reaches the worker with the next build.
-WORKER_LIBS := -lseccomp -Wl,-Bstatic -lcrypto -Wl,-Bdynamic -lm
+# The worker is a static PIE (still position independent, so still randomized): no
+# dynamic loader runs at its start, which was a third of the time from exec to Welcome
+# (mapping and relocating libc, libm and libseccomp; docs/benchmarks.md, "spawn"). It
+# uses nothing of glibc that needs the loader (no NSS, no dlopen). libcrypto it uses
+# only for SHA-256 (the host-call argument digests). A glibc, libseccomp or libcrypto
+# update reaches the worker with the next build.
+WORKER_LIBS := -static-pie -lseccomp -lcrypto -lm
 # libsystemd (sd_notify) and libmicrohttpd (the loopback /metrics endpoint) are the
 # daemon's, linked only into the parent; serve runs its runs on threads.
 PARENT_LIBS := -lseccomp -lsqlite3 -ljansson -lcurl -lcrypto -lsystemd -lmicrohttpd -lpthread -lm

@@ -186,6 +186,23 @@ static void test_memory_and_stack(void)
                               "for (let i = 0; i < 4000000; i++) keep.push({i});\n"
                               "return keep.length;\n"),
                   "memory", heap2m, 0);
+    /* Live bytes stay under the budget (each pass drops what it kept), but every pass
+     * leaves its strings' blocks in a size class the next one cannot reuse: without
+     * the cap on what the engine's heap may hold (twice the budget) this completes
+     * with about 90 MiB held under a 4 MiB budget. */
+    const char *heap4m[] = {"--heap-bytes", "4194304", NULL};
+    expect_budget("fragmenting a 4 MiB heap across size classes, under 2 MiB live at a time "
+                  "[guard heap-footprint-cap]",
+                  harness_tmp_file("alloc_classes.js",
+                              "let total = 0;\n"
+                              "for (let len = 24; len <= 1000; len += 16) {\n"
+                              "  const keep = [], count = Math.floor(1500000 / (len + 32));\n"
+                              "  for (let i = 0; i < count; i++)\n"
+                              "    keep.push('x'.repeat(len - 10) + (1000000000 + i));\n"
+                              "  total += keep.length;\n"
+                              "}\n"
+                              "return total;\n"),
+                  "memory", heap4m, 0);
     const char *stack64k[] = {"--stack-bytes", "65536", NULL};
     expect_budget("deep recursion under a 64 KiB stack",
                   harness_tmp_file("recurse.js",

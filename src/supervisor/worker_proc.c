@@ -70,21 +70,14 @@ static void close_pair(int fds[2])
 }
 
 /* The worker's whole environment: nothing of the parent's, one allocator setting.
- * Each activation builds a runtime and context (about 1000 blocks, most of them 32 to
- * 128 bytes) and frees them all; with glibc's default of 7 cached blocks per size, the
- * next build takes them back through the arena's bins and its consolidation. 512
- * blocks per size, for requests up to 512 bytes, keep that cycle in the per-thread
- * cache: the next engine is built about a quarter faster (docs/benchmarks.md, issue 15).
- * What the cache can hold when idle is bounded: 512 blocks of each of the 32 sizes up
- * to 528 bytes, about 4.6 MiB, and the next activation allocates from it first.
- * Blocks under 1 MiB come from the heap, not from mmap, and the heap keeps up to 2 MiB
- * free at its top: an Activate with a long prefix (1000 recorded calls) otherwise
- * mapped, unmapped and faulted its large blocks in again each time, about 0.7 ms at
- * the 95th percentile of such replays. Other C libraries ignore the variable. A
- * constant: nothing of a request reaches it. */
-static char WORKER_ENV_TUNABLES[] = "GLIBC_TUNABLES=glibc.malloc.tcache_count=512:"
-                                   "glibc.malloc.tcache_max=512:"
-                                   "glibc.malloc.mmap_threshold=1048576:"
+ * The engines' own objects live on each engine's heap (src/worker/engine_heap.h),
+ * which takes 64 KiB chunks and blocks over 1 KiB from malloc. Blocks under 1 MiB come
+ * from the heap, not from mmap, and the heap keeps up to 2 MiB free at its top: an
+ * Activate with a long prefix (1000 recorded calls) otherwise mapped, unmapped and
+ * faulted its large blocks in again each time, about 0.7 ms at the 95th percentile of
+ * such replays. Other C libraries ignore the variable. A constant: nothing of a
+ * request reaches it. */
+static char WORKER_ENV_TUNABLES[] = "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1048576:"
                                    "glibc.malloc.trim_threshold=2097152";
 static char *const WORKER_ENV[] = {WORKER_ENV_TUNABLES, NULL};
 

@@ -2,7 +2,6 @@
 
 #include "worker/cpu_timer.h"
 
-#include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,9 +10,9 @@
 /* QuickJS's default allocator counts each block as its usable size plus this. */
 #define BUDGET_MALLOC_OVERHEAD 8u
 
-static size_t block_size(void *ptr)
+static size_t block_size(const void *ptr)
 {
-    return malloc_usable_size(ptr) + BUDGET_MALLOC_OVERHEAD;
+    return engine_heap_usable(ptr) + BUDGET_MALLOC_OVERHEAD;
 }
 
 size_t budget_heap_slack(size_t heap_limit)
@@ -22,13 +21,24 @@ size_t budget_heap_slack(size_t heap_limit)
     return slack < (16u << 10) ? (16u << 10) : slack;
 }
 
-/* A refused allocation: counted, and the heap is exhausted if it is at its budget. */
-static void refused(struct budget *budget, size_t in_use)
+/* What the heap may hold from malloc: twice the budget, so blocks freed in one size
+ * and not reusable for another cannot grow it without bound. No cap between
+ * activations. */
+static size_t footprint_cap(const struct budget *budget)
+{
+    if (budget->heap_limit >= SIZE_MAX / 2 - ENGINE_HEAP_CHUNK_BYTES)
+        return SIZE_MAX;
+    return 2 * budget->heap_limit + ENGINE_HEAP_CHUNK_BYTES;
+}
+
+/* A refused allocation: counted, and the heap is exhausted if it is at its budget, or
+ * if the heap reached its cap. */
+static void refused(struct budget *budget, size_t in_use, enum engine_heap_result why)
 {
     budget->alloc_failures++;
-    if (budget->heap_limit - (in_use < budget->heap_limit ? in_use : budget->heap_limit) <
-            budget_heap_slack(budget->heap_limit) &&
-        budget->exhausted == BUDGET_OK)
+    bool at_budget = budget->heap_limit - (in_use < budget->heap_limit ? in_use : budget->heap_limit) <
+                     budget_heap_slack(budget->heap_limit);
+    if ((at_budget || why == ENGINE_HEAP_REFUSED_CAP) && budget->exhausted == BUDGET_OK)
         budget->exhausted = BUDGET_HEAP_EXHAUSTED;
 }
 
@@ -41,12 +51,13 @@ static void *budget_malloc(JSMallocState *state, size_t size)
 {
     struct budget *budget = state->opaque;
     if (over_limit(budget, state->malloc_size, size + BUDGET_MALLOC_OVERHEAD)) {
-        refused(budget, state->malloc_size);
+        refused(budget, state->malloc_size, ENGINE_HEAP_OK);
         return NULL;
     }
-    void *ptr = malloc(size);
-    if (ptr == NULL) {
-        refused(budget, state->malloc_size);
+    void *ptr = NULL;
+    enum engine_heap_result got = engine_heap_alloc(&budget->heap, size, footprint_cap(budget), &ptr);
+    if (got != ENGINE_HEAP_OK) {
+        refused(budget, state->malloc_size, got);
         return NULL;
     }
     state->malloc_count++;
@@ -58,9 +69,10 @@ static void budget_free(JSMallocState *state, void *ptr)
 {
     if (ptr == NULL)
         return;
+    struct budget *budget = state->opaque;
     state->malloc_count--;
     state->malloc_size -= block_size(ptr);
-    free(ptr);
+    engine_heap_free(&budget->heap, ptr);
 }
 
 static void *budget_realloc(JSMallocState *state, void *ptr, size_t size)
@@ -76,12 +88,14 @@ static void *budget_realloc(JSMallocState *state, void *ptr, size_t size)
     size_t in_use = state->malloc_size - old;
     if (size + BUDGET_MALLOC_OVERHEAD > old &&
         over_limit(budget, in_use, size + BUDGET_MALLOC_OVERHEAD)) {
-        refused(budget, state->malloc_size);
+        refused(budget, state->malloc_size, ENGINE_HEAP_OK);
         return NULL;
     }
-    void *grown = realloc(ptr, size);
-    if (grown == NULL) {
-        refused(budget, state->malloc_size);
+    void *grown = NULL;
+    enum engine_heap_result got =
+        engine_heap_realloc(&budget->heap, ptr, size, footprint_cap(budget), &grown);
+    if (got != ENGINE_HEAP_OK) {
+        refused(budget, state->malloc_size, got);
         return NULL;
     }
     state->malloc_size = in_use + block_size(grown);
@@ -90,11 +104,7 @@ static void *budget_realloc(JSMallocState *state, void *ptr, size_t size)
 
 static size_t budget_usable_size(const void *ptr)
 {
-    /* QuickJS passes a const pointer to a block it owns; malloc_usable_size takes a
-     * plain one and only reads the block's header. */
-    void *block;
-    memcpy(&block, &ptr, sizeof block);
-    return malloc_usable_size(block);
+    return engine_heap_usable(ptr);
 }
 
 const JSMallocFunctions BUDGET_MALLOC_FUNCTIONS = {
@@ -114,6 +124,7 @@ static uint64_t thread_cpu_ns(void)
 
 void budget_init(struct budget *budget)
 {
+    engine_heap_init(&budget->heap);
     budget->heap_limit = SIZE_MAX;
     budget->alloc_failures = 0;
     budget->cpu_armed = false;
@@ -123,6 +134,11 @@ void budget_init(struct budget *budget)
     budget->cpu_read_ticks = 0;
     budget->exhausted = BUDGET_OK;
     budget->stop_requested = false;
+}
+
+void budget_release_heap(struct budget *budget)
+{
+    engine_heap_release(&budget->heap);
 }
 
 size_t budget_stack_bytes(uint32_t requested)

@@ -7,8 +7,10 @@
  *          (cpu_timer.h) makes QuickJS call the handler at least once per tick of
  *          CPU, also inside long builtins, and ends the process itself past
  *          budget_cpu_hard_limit_ns if nothing polls.
- *   heap   a counting allocator under QuickJS (JS_NewRuntime2): an allocation that
- *          would take the runtime's heap above the budget fails. A failure that leaves
+ *   heap   a counting allocator under QuickJS (JS_NewRuntime2), over the engine's own
+ *          heap (engine_heap.h): an allocation that would take the runtime's live
+ *          bytes above the budget fails, and so does one that would make the heap hold
+ *          more than twice the budget (free blocks of other sizes), which exhausts it. A failure that leaves
  *          less than budget_heap_slack() free marks the heap exhausted, which ends the
  *          activation uncatchably; a larger single request that fails while the heap
  *          stays below its budget is an ordinary out-of-memory error the script can
@@ -33,6 +35,7 @@
 #include <quickjs.h>
 
 #include "proto/message.h"
+#include "worker/engine_heap.h"
 
 /* The stack QuickJS may use, whatever an Activate asks for: at least 16 KiB (0 would
  * mean no limit to QuickJS), at most 6 MiB of the main thread's 8 MiB, leaving room
@@ -48,6 +51,7 @@ enum budget_exhausted {
 
 struct budget {
     /* heap: the JS runtime's bytes, counted like QuickJS's default allocator */
+    struct engine_heap heap;  /* where they live (released with the engine) */
     size_t heap_limit;        /* SIZE_MAX while no activation runs */
     size_t alloc_failures;    /* allocations refused in this activation */
     /* CPU */
@@ -66,8 +70,13 @@ struct budget {
  * struct budget, initialised with budget_init. */
 extern const JSMallocFunctions BUDGET_MALLOC_FUNCTIONS;
 
-/* No limits: the state of a runtime built ahead of its activation. */
+/* No limits: the state of a runtime built ahead of its activation. The budget must
+ * stay where it is from here on (its heap links to itself). */
 void budget_init(struct budget *budget);
+
+/* Gives the runtime's whole heap back at once (engine_heap_release): the runtime, its
+ * context and every value in them are gone, without QuickJS freeing them one by one. */
+void budget_release_heap(struct budget *budget);
 
 /* Applies an activation's limits to a runtime that is about to run it: heap limit,
  * QuickJS stack limit measured from the caller's frame, CPU clock started now, and

@@ -699,6 +699,15 @@ static void release_text(struct proto_text *text)
     text->len = 0;
 }
 
+char *proto_text_take(struct proto_text *text)
+{
+    char *owned = NULL;
+    memcpy(&owned, &text->str, sizeof owned); /* decoded texts are malloc'd copies */
+    text->str = NULL;
+    text->len = 0;
+    return owned;
+}
+
 void proto_msg_free(struct proto_msg *msg)
 {
     switch (msg->tag) {

@@ -246,6 +246,10 @@ enum proto_error proto_decode_where(const uint8_t *payload, size_t len, struct p
 /* Releases what proto_decode allocated and zeroes *msg. Only for decoded messages. */
 void proto_msg_free(struct proto_msg *msg);
 
+/* Takes over one text of a decoded message: returns its NUL-terminated bytes (the
+ * caller frees them) and leaves the text empty, so proto_msg_free skips it. */
+char *proto_text_take(struct proto_text *text);
+
 /* "hello", "welcome", ... for a tag; "unknown" for a byte that is none. */
 const char *proto_msg_name(unsigned tag);
 /* "unknown_tag", "truncated", ... (the enum without PROTO_ERR_, lower case). */

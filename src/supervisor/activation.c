@@ -693,7 +693,9 @@ static bool keep_pending(struct run *r, uint32_t position, long long delay, char
         return false;
     struct pending *p = &r->pending[r->pending_count];
     p->position = position;
-    p->due_ms = monotonic_ms() + delay;
+    /* The clock is in whole milliseconds: one more, so a held answer is never released
+     * before `delay` has really passed (a call at 1000.9 due at 1100 would be 99.1 ms). */
+    p->due_ms = monotonic_ms() + delay + (delay > 0 ? 1 : 0);
     p->settlement = *s;
     p->kind = kind;
     p->args = args;
@@ -705,7 +707,7 @@ static bool keep_pending(struct run *r, uint32_t position, long long delay, char
 }
 
 /* Returns false when the activation has ended. */
-static bool on_host_call(struct run *r, const struct proto_host_call *hc)
+static bool on_host_call(struct run *r, struct proto_host_call *hc)
 {
     if (r->blocked) {
         protocol_error(r, "HostCall at position %u while blocked", (unsigned)hc->position);
@@ -739,13 +741,15 @@ static bool on_host_call(struct run *r, const struct proto_host_call *hc)
     advance_position(r);
     r->out->host_calls++;
     colocate_burst(&r->colo);
-    char *kind = dup_text(&hc->kind);
-    char *args = dup_text(&hc->args);
     struct host_settlement s = {PROTO_SETTLEMENT_REJECTED, NULL};
     long long delay = 0;
-    if (kind != NULL && args != NULL)
-        settle(r, hc, kind, args, &s, &delay);
-    if (s.value == NULL || kind == NULL || args == NULL) {
+    settle(r, hc, hc->kind.str, hc->args.str, &s, &delay);
+    /* The decoded texts are kept with the call (nothing is copied): taken from the
+     * message, which read_frames frees. */
+    size_t args_len = hc->args.len;
+    char *kind = proto_text_take(&hc->kind);
+    char *args = proto_text_take(&hc->args);
+    if (s.value == NULL) {
         free(kind);
         free(args);
         host_settlement_free(&s);
@@ -754,13 +758,13 @@ static bool on_host_call(struct run *r, const struct proto_host_call *hc)
     }
     if (sync) {
         /* The engine is waiting for this one answer. */
-        bool ok = deliver(r, hc->position, kind, args, hc->args.len, &s);
+        bool ok = deliver(r, hc->position, kind, args, args_len, &s);
         free(kind);
         free(args);
         host_settlement_free(&s);
         return ok;
     }
-    if (!keep_pending(r, hc->position, delay, kind, args, hc->args.len, &s)) {
+    if (!keep_pending(r, hc->position, delay, kind, args, args_len, &s)) {
         free(kind);
         free(args);
         host_settlement_free(&s);
@@ -919,7 +923,7 @@ static void check_silent_after_finished(struct run *r)
 }
 
 /* Handles one decoded frame. Returns true to keep going. */
-static bool on_message(struct run *r, const struct proto_msg *msg)
+static bool on_message(struct run *r, struct proto_msg *msg)
 {
     switch (msg->tag) {
     case PROTO_HOST_CALL:

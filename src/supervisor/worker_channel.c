@@ -47,7 +47,9 @@ enum channel_result channel_read_frame(struct worker_channel *ch, int timeout_ms
 {
     wire_buf_drop_front(&ch->in, ch->start); /* consumed frames */
     ch->start = 0;
-    long long deadline = monotonic_ms() + timeout_ms;
+    /* Read at the first wait only: with no time to wait (the activation loop reads
+     * what poll said is there, three times per host call) the clock is never needed. */
+    long long deadline = -1;
     for (;;) {
         size_t consumed = 0;
         enum frame_result parsed =
@@ -76,7 +78,12 @@ enum channel_result channel_read_frame(struct worker_channel *ch, int timeout_ms
             continue;
         if (errno != EAGAIN)
             return CHANNEL_IO_ERROR;
-        long long left = deadline - monotonic_ms();
+        if (timeout_ms <= 0)
+            return CHANNEL_TIMEOUT;
+        long long now = monotonic_ms();
+        if (deadline < 0)
+            deadline = now + timeout_ms;
+        long long left = deadline - now;
         if (left <= 0)
             return CHANNEL_TIMEOUT;
         struct pollfd p = {ch->fd, POLLIN, 0};

@@ -28,7 +28,7 @@
 #define SPIN_WAIT_MAX_NS 50000LL /* the longest spin: a few tens of microseconds */
 #define SPIN_WAIT_MIN_NS 2000LL  /* shorter bounds are not worth a spin */
 #define SPIN_WAIT_PROBE_NS 12000LL /* the spin that tries again after a pause */
-#define SPIN_WAIT_OFF_WAITS 64u
+#define SPIN_WAIT_OFF_WAITS 512u
 
 struct spin_wait {
     int64_t bound_ns;  /* current spin bound; 0: spinning is off */

@@ -122,6 +122,14 @@ static void test_realloc(void)
     check(ok, "engine heap: large blocks grow by realloc (release frees the rest: asan's "
               "leak check at exit)",
           "realloc failed");
+    /* A large block shrunk by realloc gives the rest back (its usable size and the
+     * heap's footprint drop), as malloc's realloc did for the budget's count. */
+    size_t held = engine_heap_footprint(&heap);
+    ok = engine_heap_realloc(&heap, b, 3000, NO_CAP, &b) == ENGINE_HEAP_OK &&
+         engine_heap_usable(b) < 8192 && engine_heap_footprint(&heap) + (1u << 20) < held;
+    check(ok, "engine heap: a large block shrunk by realloc gives the rest back",
+          "usable %zu, footprint %zu from %zu", engine_heap_usable(b),
+          engine_heap_footprint(&heap), held);
     engine_heap_release(&heap);
 }
 

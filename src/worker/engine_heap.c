@@ -24,6 +24,14 @@ static size_t *tag_of(const void *ptr)
     return tag - 1;
 }
 
+/* A large block's header, before its bytes (its tag is the header's last word). */
+static struct engine_heap_large *large_of(const void *ptr)
+{
+    void *bytes;
+    memcpy(&bytes, &ptr, sizeof bytes); /* as tag_of: the heap owns the block */
+    return (struct engine_heap_large *)bytes - 1;
+}
+
 /* The class of a small request: 16 * class bytes hold its tag and `size` bytes. */
 static size_t class_of(size_t size)
 {
@@ -112,10 +120,6 @@ enum engine_heap_result engine_heap_alloc(struct engine_heap *heap, size_t size,
     return ENGINE_HEAP_OK;
 }
 
-static struct engine_heap_large *large_of(void *ptr)
-{
-    return (struct engine_heap_large *)ptr - 1;
-}
 
 void engine_heap_free(struct engine_heap *heap, void *ptr)
 {
@@ -139,8 +143,7 @@ size_t engine_heap_usable(const void *ptr)
     size_t cls = *tag_of(ptr);
     if (cls != ENGINE_HEAP_TAG_LARGE)
         return (cls << 4) - sizeof(size_t);
-    const struct engine_heap_large *block = (const struct engine_heap_large *)ptr - 1;
-    return block->bytes - sizeof *block;
+    return large_of(ptr)->bytes - sizeof(struct engine_heap_large);
 }
 
 enum engine_heap_result engine_heap_realloc(struct engine_heap *heap, void *ptr, size_t size,
@@ -149,11 +152,12 @@ enum engine_heap_result engine_heap_realloc(struct engine_heap *heap, void *ptr,
     if (ptr == NULL)
         return engine_heap_alloc(heap, size, cap, out);
     size_t usable = engine_heap_usable(ptr);
-    if (size <= usable) {
-        *out = ptr; /* a shrink keeps the block: its class is at most 1 KiB above */
+    bool large = *tag_of(ptr) == ENGINE_HEAP_TAG_LARGE;
+    if (!large && size <= usable) {
+        *out = ptr; /* a small block keeps its class: at most 1 KiB above */
         return ENGINE_HEAP_OK;
     }
-    if (*tag_of(ptr) == ENGINE_HEAP_TAG_LARGE) {
+    if (large) { /* realloc: a shrink gives the rest back, as glibc's did */
         struct engine_heap_large *block = large_of(ptr);
         size_t bytes = sizeof *block + size;
         size_t others = heap->footprint - block->bytes;

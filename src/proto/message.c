@@ -692,20 +692,18 @@ static void release(const void *owned)
     free(mutable_pointer);
 }
 
-static void release_text(struct proto_text *text)
-{
-    release(text->str);
-    text->str = NULL;
-    text->len = 0;
-}
-
 char *proto_text_take(struct proto_text *text)
 {
     char *owned = NULL;
-    memcpy(&owned, &text->str, sizeof owned); /* decoded texts are malloc'd copies */
+    memcpy(&owned, &text->str, sizeof owned); /* as in release: drops the qualifier */
     text->str = NULL;
     text->len = 0;
     return owned;
+}
+
+static void release_text(struct proto_text *text)
+{
+    free(proto_text_take(text));
 }
 
 void proto_msg_free(struct proto_msg *msg)

@@ -644,9 +644,10 @@ static void heap_down(struct pending *h, size_t n, size_t i)
 /* ------------------------------------------------------------------ host calls */
 
 /* Asks the host, enforcing sizes and the call limit. Fills *s and *delay. */
-static void settle(struct run *r, const struct proto_host_call *hc, const char *kind,
-                   const char *args, struct host_settlement *s, long long *delay)
+static void settle(struct run *r, const struct proto_host_call *hc, struct host_settlement *s,
+                   long long *delay)
 {
+    const char *kind = hc->kind.str, *args = hc->args.str; /* decoded: NUL-terminated */
     *delay = 0;
     s->value = NULL;
     uint32_t max_value = r->req->budgets.max_value_bytes;
@@ -743,7 +744,7 @@ static bool on_host_call(struct run *r, struct proto_host_call *hc)
     colocate_burst(&r->colo);
     struct host_settlement s = {PROTO_SETTLEMENT_REJECTED, NULL};
     long long delay = 0;
-    settle(r, hc, hc->kind.str, hc->args.str, &s, &delay);
+    settle(r, hc, &s, &delay);
     /* The decoded texts are kept with the call (nothing is copied): taken from the
      * message, which read_frames frees. */
     size_t args_len = hc->args.len;

@@ -10,11 +10,11 @@
  *   heap   a counting allocator under QuickJS (JS_NewRuntime2), over the engine's own
  *          heap (engine_heap.h): an allocation that would take the runtime's live
  *          bytes above the budget fails, and so does one that would make the heap hold
- *          more than twice the budget (free blocks of other sizes), which exhausts it. A failure that leaves
- *          less than budget_heap_slack() free marks the heap exhausted, which ends the
- *          activation uncatchably; a larger single request that fails while the heap
- *          stays below its budget is an ordinary out-of-memory error the script can
- *          catch.
+ *          more than twice the budget (free blocks of other sizes), which exhausts it.
+ *          A failure that leaves less than budget_heap_slack() free marks the heap
+ *          exhausted, which ends the activation uncatchably; a larger single request
+ *          that fails while the heap stays below its budget is an ordinary
+ *          out-of-memory error the script can catch.
  *   stack  QuickJS's own stack limit (JS_SetMaxStackSize), measured from the engine's
  *          frame and kept below the real stack (budget_stack_bytes()).
  *

@@ -18,7 +18,10 @@
  *      errors exit 2; a bad tools.json refuses before anything is stored; a script on
  *      stdin; a run left running by a dead process is ended failed ("abandoned");
  *   7. describe: the catalog as JSON and as TypeScript declarations;
- *   8. a store at schema version 1 is migrated to 2 with its rows intact. */
+ *   8. a store at schema version 1 is migrated to 2 with its rows intact;
+ *   9. values exactly: a module's result reaches the script and the store as written
+ *      (a number beyond 64 bits, 1.0, -1e400), a string holding U+0000 goes to the
+ *      module and back, a NUL in an object key is refused with its reason. */
 #include "lib/harness.h"
 
 #include "store/store_schema.h"
@@ -621,6 +624,68 @@ static void test_migration(void)
                  "migration: the codemode tables exist");
 }
 
+/* ---- 9. values exactly ------------------------------------------------------------------- */
+
+/* A module's result reaches the script and the store as the module wrote it (a number
+ * beyond 64 bits or a double keeps its digits, only the whitespace between tokens goes),
+ * and a string holding U+0000 is an input like any other: it reaches the module and
+ * comes back. A NUL in an object key is refused with the reason. */
+static void test_exact_values(void)
+{
+    scenario_begin("exact-values");
+    char text[4096], path[PATH_MAX + 32];
+    sfmt(text, sizeof text,
+         "{\"modules\": {\"notes\": {\"program\": \"%s\", \"args\": [\"--log\", \"%s\"],"
+         " \"ops\": {\"echo\": {\"kind\": \"query\"}, \"raw\": {\"kind\": \"query\"}}}}}",
+         harness_path("test/tools/test_module"), S.log);
+    sfmt(path, sizeof path, "%s/modules.json", S.home);
+    bool made = write_text_file(path, text, 0600);
+    sfmt(path, sizeof path, "%s/tools.json", S.home);
+    made = made && write_text_file(path,
+        "{\"tools\": {"
+        " \"echo_note\": {\"description\": \"Echo.\", \"module\": \"notes\", \"op\": \"echo\","
+        "   \"class\": \"query\", \"input\": {\"type\": \"object\", \"properties\": {"
+        "   \"text\": {\"type\": \"string\", \"maxLength\": 3}}}},"
+        " \"reply\": {\"description\": \"Replies its input.\", \"module\": \"notes\","
+        "   \"op\": \"raw\", \"class\": \"query\", \"input\": {\"type\": \"string\"}}}}", 0600);
+    if (!ok(made, "exact values: catalogs written"))
+        return;
+    const char *script = script_file("exact.js",
+        "const v = await tools.call('reply', '{\"result\" : [ 1.0, 18446744073709551616,'\n"
+        "  + ' {\"s\": \"a b\"}, -1e400 ] }\\n');\n"
+        "const nul = await tools.call('echo_note', {text: 'a\\u0000b'});\n"
+        "let key = null;\n"
+        "try { await tools.call('echo_note', {['k\\u0000']: 1}); } catch (e) { key = e.data; }\n"
+        "return {big: v[1] === 18446744073709551616, inf: v[3] === -Infinity,\n"
+        "        nul: nul.text.length === 3 && nul.text.charCodeAt(1) === 0, key};\n");
+    struct run_out o = run_json(script, NULL);
+    const json_t *result = json_object_get(o.json, "result");
+    const json_t *key = json_object_get(result, "key");
+    check(o.exit_code == 0 && json_is_true(json_object_get(result, "big")) &&
+              json_is_true(json_object_get(result, "inf")),
+          "exact values: a reply with a number beyond 64 bits (and beyond a double) reaches the"
+          " script [guard: a module's result is held to the JSON grammar, not converted]",
+          "%s %s", dumped(o.json), o.err);
+    char *stored = sql_text("SELECT value FROM codemode_calls WHERE position = 0");
+    check_str_eq(stored, "[1.0,18446744073709551616,{\"s\":\"a b\"},-1e400]",
+                 "exact values: the store keeps the result as the module wrote it, digits and"
+                 " all, without the whitespace between tokens");
+    free(stored);
+    check(json_is_true(json_object_get(result, "nul")),
+          "exact values: a string holding U+0000 passes the schema, reaches the module and"
+          " comes back", "%s", dumped(o.json));
+    check(strcmp(str_of(key, "code"), "invalid_arguments") == 0 &&
+              strstr(str_of(key, "message"), "NUL byte in object key") != NULL &&
+              strstr(str_of(key, "message"), "64 bits") == NULL,
+          "exact values: a NUL in an object key is refused with the reason", "%s", dumped(key));
+    run_out_free(&o);
+    char *log = read_text_file(S.log);
+    check(log != NULL && strstr(log, "echo ") != NULL && strstr(log, "\"a\\u0000b\"") != NULL,
+          "exact values: the module got the string with its U+0000, escaped", "%s",
+          log != NULL ? log : "(no log)");
+    free(log);
+}
+
 int main(void)
 {
     if (!require_binary(harness_test_parent(), "codemode: ck-basal") ||
@@ -638,6 +703,7 @@ int main(void)
     test_exits();
     test_describe();
     test_migration();
+    test_exact_values();
     harness_remove_tree(g_root);
     return harness_finish();
 }

@@ -14,7 +14,10 @@
 #      errors, one per call [guard: the declarations are typed, not any];
 #   3. a catalog using every schema keyword compiles, and a script tsc accepted runs:
 #      `codemode run` succeeds with it;
-#   4. examples/codemode/run.sh runs end to end: the note is added.
+#   4. optional properties named like members every object inherits (constructor,
+#      toString, ...): a call leaving them out compiles, a wrong type does not, and the
+#      script runs [guard: inherited member names];
+#   5. examples/codemode/run.sh runs end to end: the note is added.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 root=$PWD
@@ -162,7 +165,55 @@ else
   not_ok "typescript: the rich catalog's declarations" "describe failed"
 fi
 
-# ---- 4. the example end to end --------------------------------------------------------------
+# ---- 4. property names every object inherits ----------------------------------------------
+# An optional "constructor" or "toString" must not make a call that leaves it out fail
+# (tsc compares the missing property with Object's member); a wrong type still fails.
+cat >"$work/inherited-tools.json" <<'EOF'
+{"tools": {
+  "label": {"description": "Label a thing.", "module": "t", "op": "echo", "class": "query",
+    "input": {"type": "object", "required": ["title"], "additionalProperties": false,
+      "properties": {"title": {"type": "string"}, "constructor": {"type": "string"},
+        "toString": {"type": "string"}, "valueOf": {"type": "integer"},
+        "nested": {"type": "object", "properties": {"hasOwnProperty": {"type": "boolean"}}}}}}
+}}
+EOF
+home=$work/inherited
+modules="{\"modules\": {\"t\": {\"program\": \"$module\", \"args\": [\"--log\", \"$work/inherited.log\"], \"ops\": {\"echo\": {\"kind\": \"query\"}}}}}"
+cat >"$work/inherited.js" <<'EOF'
+const a = await tools.call("label", { title: "a" });
+const b = await tools.call("label", { title: "b", constructor: "c", toString: "d", valueOf: 2 });
+const c = await tools.call("label", { title: "c", nested: {} });
+return [a.title, b.constructor, b.toString, c.nested];
+EOF
+cat >"$work/inherited-wrong.js" <<'EOF'
+await tools.call("label", { title: "a", toString: 5 });
+return null;
+EOF
+if make_home "$home" "$modules" "$work/inherited-tools.json" &&
+  "$basal" --home "$home" codemode describe --format typescript >"$work/inherited.d.ts"; then
+  if out=$(typecheck "$work/inherited.d.ts" "$work/inherited.js" "$work/inherited.ts"); then
+    ok "typescript: calls leaving out optional constructor, toString, valueOf, hasOwnProperty compile [guard: inherited member names]"
+  else
+    not_ok "typescript: calls leaving out optional constructor, toString, valueOf, hasOwnProperty compile [guard: inherited member names]" "$out"
+  fi
+  out=$(typecheck "$work/inherited.d.ts" "$work/inherited-wrong.js" "$work/inherited-wrong.ts")
+  if printf '%s\n' "$out" | grep -q 'inherited-wrong\.ts(2,[0-9]*): error TS'; then
+    ok "typescript: a number for the string toString is still a compile error"
+  else
+    not_ok "typescript: a number for the string toString is still a compile error" "$out"
+  fi
+  out=$("$basal" --home "$home" --json codemode run "$work/inherited.js" 2>&1)
+  if printf '%s' "$out" | grep -q '"state":"succeeded"' &&
+    printf '%s' "$out" | grep -q '"result":\["a","c","d",{}\]'; then
+    ok "typescript: the script tsc accepted runs with codemode run (the schema accepts it too)"
+  else
+    not_ok "typescript: the script tsc accepted runs with codemode run (the schema accepts it too)" "$out"
+  fi
+else
+  not_ok "typescript: the inherited-names catalog's declarations" "describe failed"
+fi
+
+# ---- 5. the example end to end --------------------------------------------------------------
 if out=$(BASAL=$basal "$ex/run.sh" 2>&1) &&
   printf '%s\n' "$out" | grep -q '^codemode run c1: succeeded$' &&
   printf '%s\n' "$out" | grep -q '"text": "buy milk"'; then

@@ -11,10 +11,16 @@
  *      runs, journal and every other table; one audit row [guard: the dry-run host
  *      performs no mutation];
  *   2. --allow-queries performs the query op (in the module's log), never the mutate
- *      op; fixtures answer the mutations they match;
+ *      op; fixtures answer the mutations they match; a net.fetch GET is a query
+ *      (performed only with --allow-queries), a POST is captured;
  *   3. the refusals are the ones a real run meets: the same codes and messages as the
- *      journal of a real run of the same calls [guard: the run's own grant check];
- *   4. bad input exits non-zero with one line and changes nothing. */
+ *      journal of a real run of the same calls [guard: the run's own grant check],
+ *      kv's limits included (a value over 64 KiB, a key over 256 bytes) [guard: kv's
+ *      checks before a kv change is captured];
+ *   4. a run's limits hold: past 10 000 host calls or 64 MiB of journal the dry run
+ *      fails with the error the run of the same script fails with, calls past the
+ *      limit counted once each [guard: a dry run has a run's limits];
+ *   5. bad input exits non-zero with one line and changes nothing. */
 #include "lib/harness.h"
 
 #include <dirent.h>
@@ -243,7 +249,8 @@ static const char *const WANT_CALLS[][2] = {
 };
 #define WANT_COUNT (sizeof WANT_CALLS / sizeof WANT_CALLS[0])
 
-static bool write_flow(const char *dir, const char *id, const char *body)
+/* A flow directory; extra: more manifest members (",\"net\":...") or "". */
+static bool write_flow_with(const char *dir, const char *id, const char *extra, const char *body)
 {
     char path[PATH_MAX + 32], manifest[4096];
     if (mkdir(dir, 0755) != 0)
@@ -252,8 +259,8 @@ static bool write_flow(const char *dir, const char *id, const char *body)
          "{\"format\":1,\"id\":\"%s\",\"version\":1,\"purpose\":\"dry run test\","
          "\"trigger\":{\"manual\":true},"
          "\"ops\":[{\"module\":\"tickets\",\"op\":\"echo\"},{\"module\":\"tickets\",\"op\":\"add\"}],"
-         "\"fs\":{\"read\":[\"%s\"],\"write\":[\"%s\"]},\"sinks\":[\"events\"]}",
-         id, g_data, g_out);
+         "\"fs\":{\"read\":[\"%s\"],\"write\":[\"%s\"]},\"sinks\":[\"events\"]%s}",
+         id, g_data, g_out, extra);
     size_t cap = strlen(body) + 2 * (size_t)PATH_MAX + 64;
     char *script = malloc(cap);
     if (script == NULL)
@@ -264,6 +271,11 @@ static bool write_flow(const char *dir, const char *id, const char *body)
     free(script);
     sfmt(path, sizeof path, "%s/manifest.json", dir);
     return ok && write_text_file(path, manifest, 0644);
+}
+
+static bool write_flow(const char *dir, const char *id, const char *body)
+{
+    return write_flow_with(dir, id, "", body);
 }
 
 static bool setup(void)
@@ -451,6 +463,45 @@ static void test_queries_and_fixtures(void)
     free(text);
 }
 
+/* net.fetch as the table says: a GET or HEAD is a query (performed only with
+ * --allow-queries), any other method is captured. The granted host does not resolve,
+ * so a performed GET is rejected by the fetch itself, not by the dry run. */
+static void test_net_fetch(void)
+{
+    char dir[PATH_MAX + 32];
+    sfmt(dir, sizeof dir, "%s/flow-net", g_root);
+    if (!write_flow_with(dir, "net", ",\"net\":{\"fetch\":[{\"host\":\"nosuch.invalid\",\"methods\":[\"GET\",\"POST\"]}]}",
+                         "const seen = [];\n"
+                         "for (const m of ['POST', 'GET']) {\n"
+                         "  try { await net.fetch('https://nosuch.invalid/x', {method: m, body: m === 'POST' ? 'b' : undefined}); seen.push('ok'); }\n"
+                         "  catch (e) { seen.push(e.data.code); }\n"
+                         "}\n"
+                         "return seen;\n")) {
+        fail("net.fetch: flow", "%s", strerror(errno));
+        return;
+    }
+    for (int queries = 0; queries < 2; queries++) {
+        struct proc_result r = queries ? cli(true, ARGS("flow", "dry-run", dir, "--allow-queries"))
+                                       : cli(true, ARGS("flow", "dry-run", dir));
+        json_t *report = json_loads(r.out, 0, NULL);
+        const json_t *calls = json_object_get(report, "calls");
+        const json_t *post = json_array_get(calls, 0), *get = json_array_get(calls, 1);
+        const char *get_code = json_string_value(json_object_get(
+            json_object_get(json_object_get(get, "outcome"), "rejected"), "code"));
+        bool right = json_array_size(calls) == 2 && strcmp(str_of(post, "status"), "captured") == 0 &&
+                     strcmp(str_of(post, "class"), "mutation") == 0 &&
+                     strcmp(str_of(get, "class"), "query") == 0 &&
+                     strcmp(str_of(get, "status"), queries ? "performed" : "captured") == 0 &&
+                     get_code != NULL && (strcmp(get_code, "dry_run") == 0) == !queries;
+        check(proc_exited_with(&r, 0) && right,
+              queries ? "net.fetch: with --allow-queries a GET is performed, a POST captured"
+                      : "net.fetch: a POST and (without --allow-queries) a GET are captured",
+              "%s %.600s", proc_describe(&r), r.out);
+        json_decref(report);
+        proc_result_free(&r);
+    }
+}
+
 /* ---- 3. a run's refusals ------------------------------------------------------------------ */
 
 static const char *REFUSING_FLOW =
@@ -458,7 +509,8 @@ static const char *REFUSING_FLOW =
     "for (const f of [() => fs.write(DATA + '/x.txt', 'n'), () => fs.read('/etc/passwd'),\n"
     "                 () => sink.emit('other', 1), () => ops.call('tickets', 'nope', {}),\n"
     "                 () => net.fetch('https://example.com/'), () => git.log('/tmp', {}),\n"
-    "                 () => ops.call(5, 'x', {})]) {\n"
+    "                 () => ops.call(5, 'x', {}), () => kv.set('k', 'x'.repeat(70000)),\n"
+    "                 () => kv.delete('k'.repeat(300))]) {\n"
     "  try { out.push(await f()); } catch (e) { out.push(e.data.code); }\n"
     "}\n"
     "return out;\n";
@@ -490,9 +542,9 @@ static void test_same_refusals(void)
     proc_result_free(&r);
     const json_t *dry_calls = json_object_get(dry, "calls");
     const json_t *run_calls = json_object_get(journal, "calls");
-    bool same = json_array_size(dry_calls) == 7 && json_array_size(run_calls) == 7;
+    bool same = json_array_size(dry_calls) == 9 && json_array_size(run_calls) == 9;
     char detail[1024] = "";
-    for (size_t i = 0; same && i < 7; i++) {
+    for (size_t i = 0; same && i < 9; i++) {
         const json_t *d = json_array_get(dry_calls, i), *j = json_array_get(run_calls, i);
         const json_t *dv = json_object_get(json_object_get(d, "outcome"), "rejected");
         const json_t *jv = json_object_get(json_object_get(j, "outcome"), "rejected");
@@ -507,14 +559,114 @@ static void test_same_refusals(void)
         }
     }
     check(same, "refusals: each is refused as a real run refuses it (code, message, class)"
-          " [guard: the run's own grant check]", "%zu / %zu calls; %s",
+          " [guard: the run's own grant check] [guard: kv's checks before a kv change is"
+          " captured]", "%zu / %zu calls; %s",
           json_array_size(dry_calls), json_array_size(run_calls), detail);
     json_decref(dry);
     json_decref(run);
     json_decref(journal);
 }
 
-/* ---- 4. bad input ------------------------------------------------------------------------- */
+/* ---- 4. a run's limits -------------------------------------------------------------------- */
+
+/* The run of an installed, approved flow (--json), its report. */
+static json_t *real_run(const char *dir)
+{
+    struct proc_result r = cli(true, ARGS("flow", "install", dir));
+    json_t *in = json_loads(r.out, 0, NULL);
+    proc_result_free(&r);
+    r = cli(false, ARGS("flow", "approve", str_of(in, "id"), "--version", "1", "--code-hash",
+                        str_of(in, "code_hash")));
+    proc_result_free(&r);
+    r = cli(true, ARGS("run", str_of(in, "id")));
+    json_t *run = json_loads(r.out, 0, NULL);
+    proc_result_free(&r);
+    json_decref(in);
+    return run;
+}
+
+/* A dry run ends as a run of the same script ends when it passes a per-run limit:
+ * failed, with the run's own error, whatever the script made of the refusals; calls
+ * past the limit are counted once each. json: read the --json report (else the human
+ * output, which cuts every listed value: 64 MiB of arguments stay out of the test). */
+static void check_limit(const char *id, const char *body, const char *what, bool json,
+                        long long want_listed, long long want_over)
+{
+    char dir[PATH_MAX + 32];
+    sfmt(dir, sizeof dir, "%s/flow-%s", g_root, id);
+    if (!write_flow(dir, id, body)) {
+        fail(what, "flow: %s", strerror(errno));
+        return;
+    }
+    struct proc_result r = cli(json, ARGS("flow", "dry-run", dir));
+    json_t *run = real_run(dir);
+    const char *want = str_of(run, "error");
+    char name[256], line[512];
+    bool failed = false, same = false, counted = false;
+    if (json) {
+        json_t *dry = json_loads(r.out, 0, NULL);
+        failed = strcmp(str_of(dry, "outcome"), "failed") == 0 &&
+                 json_is_null(json_object_get(dry, "result"));
+        same = strcmp(str_of(dry, "error"), want) == 0;
+        counted = json_array_size(json_object_get(dry, "calls")) == (size_t)want_listed &&
+                  json_integer_value(json_object_get(dry, "over_limit_calls")) == want_over;
+        json_decref(dry);
+    } else {
+        const char *end = strchr(r.out, '\n');
+        failed = end != NULL && end - r.out > 8 && strncmp(end - 8, ": failed", 8) == 0;
+        sfmt(line, sizeof line, "error: %s", want);
+        same = output_has_line(r.out, line);
+        sfmt(line, sizeof line, "%lld calls: ", want_listed);
+        const char *tally = strstr(r.out, line);
+        sfmt(line, sizeof line, ", %lld more over the run's limit; nothing was changed\n",
+             want_over);
+        counted = tally != NULL && strstr(tally, line) != NULL;
+    }
+    sfmt(name, sizeof name, "limits: %s: the dry run fails as the run fails, with its error"
+         " [guard: a dry run has a run's limits]", what);
+    check(proc_exited_with(&r, 1) && strcmp(str_of(run, "state"), "failed") == 0 &&
+              strncmp(want, "limit: the run reached its limit", 32) == 0 && failed && same,
+          name, "%s; the run: %s %s; dry run: %.300s", proc_describe(&r), str_of(run, "state"),
+          want, r.out);
+    sfmt(name, sizeof name, "limits: %s: %lld calls listed, %lld over the limit counted once"
+         " each", what, want_listed, want_over);
+    check(counted, name, "%.200s ... %.300s", r.out,
+          r.out_len > 300 ? r.out + r.out_len - 300 : r.out);
+    proc_result_free(&r);
+    json_decref(run);
+}
+
+static void test_run_limits(void)
+{
+    /* 10 000 host calls, then 11 more: the 10 001st stops it. */
+    check_limit("calls",
+                "let refused = 0;\n"
+                "for (let i = 0; i < 10011; i++) { try { now(); } catch (e) { refused++; } }\n"
+                "return refused;\n",
+                "10 011 host calls", true, 10000, 11);
+    /* 250 KB of arguments a call (a key kv refuses): 64 MiB of journal after 268. */
+    check_limit("journal",
+                "const big = 'x'.repeat(250000); let refused = 0;\n"
+                "for (let i = 0; i < 300; i++) { try { await kv.get(big); } catch (e) { refused++; } }\n"
+                "return refused;\n",
+                "300 calls of 250 KB", false, 268, 32);
+    /* Control: the same calls, few enough, complete. */
+    char dir[PATH_MAX + 32];
+    sfmt(dir, sizeof dir, "%s/flow-few", g_root);
+    write_flow(dir, "few", "const big = 'x'.repeat(250000); let refused = 0;\n"
+               "for (let i = 0; i < 4; i++) { try { await kv.get(big); } catch (e) { refused++; } }\n"
+               "return refused;\n");
+    struct proc_result r = cli(true, ARGS("flow", "dry-run", dir));
+    json_t *dry = json_loads(r.out, 0, NULL);
+    check(proc_exited_with(&r, 0) && strcmp(str_of(dry, "outcome"), "completed") == 0 &&
+              json_integer_value(json_object_get(dry, "result")) == 4 &&
+              json_integer_value(json_object_get(dry, "over_limit_calls")) == 0,
+          "limits: control: four such calls complete", "%s %s", proc_describe(&r), r.out);
+    json_decref(dry);
+    proc_result_free(&r);
+}
+
+/* ---- 5. bad input ------------------------------------------------------------------------- */
 
 static void test_bad_input(void)
 {
@@ -573,8 +725,10 @@ int main(void)
     if (ok(setup(), "dry run: data home, roots, module catalog and an installed flow")) {
         test_nothing_changes();
         test_queries_and_fixtures();
+        test_net_fetch();
         test_same_refusals();
         test_bad_input();
+        test_run_limits(); /* last: its runs fill the store's journal */
     }
     harness_remove_tree(g_root);
     return harness_finish();

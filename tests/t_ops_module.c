@@ -403,7 +403,7 @@ static void test_invoke(void)
     expect_reject(t, "badcode", HOST_CODE_MODULE_ERROR, "error code is not 1-32 of [a-z0-9_]",
                   "invoke: a code outside the form is module_error [guard reply-code-form]");
     /* guard: the reply must be one JSON object. */
-    expect_reject(t, "garbage", HOST_CODE_MODULE_ERROR, "not a JSON object",
+    expect_reject(t, "garbage", HOST_CODE_MODULE_ERROR, "the reply is not JSON",
                   "invoke: a reply that is not JSON is module_error [guard reply-json]");
     /* guard: a non-zero exit status is module_error, whatever was printed. */
     expect_reject(t, "exit3", HOST_CODE_MODULE_ERROR, "exit status 3",

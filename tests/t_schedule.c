@@ -9,12 +9,21 @@
  * UTC minutes and fires a local time when the wall clock first reaches it). A case
  * passes only when all three agree. The DST rules proven ([guard: ...] in the names):
  * a gap time fires once at the first instant after the gap; an overlap time fires once,
- * at its first occurrence; with both day fields restricted either one matches. */
+ * at its first occurrence; with both day fields restricted either one matches.
+ *
+ * The search reaches every accepted expression: its horizon is the longest wait any
+ * can have (Python recomputes it over a 400-year cycle), and through ck-basal, without
+ * a serve, `flow schedule` lists fires decades apart (29 Feb on a Sunday: 2032, 2060,
+ * 2088, 2128) exactly as the oracle walks to them, while `flow list` shows the same
+ * first fire, never one already passed. */
 #include "lib/harness.h"
+#include "lib/serve_home.h"
 
 #include "flows/schedule.h"
 #include "flows/zoneinfo.h"
 
+#include <jansson.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +104,12 @@ static const struct cron_case CASES[] = {
     {"*/15 * * * *", "Asia/Kathmandu", "2026-05-05T10:00:00Z", "2026-05-05T10:15:00Z", "quarter hours at +05:45"}, /* Tue 2026-05-05 16:00 +0545 */
     {"0 6 1 jan *", "Asia/Kathmandu", "2026-01-01T00:00:00Z", "2026-01-01T00:15:00Z", "new year morning"}, /* Thu 2026-01-01 06:00 +0545 */
     {"0 * * * *", "Asia/Kathmandu", "2026-05-05T10:16:00Z", "2026-05-05T11:15:00Z", "local full hours are :15 UTC"}, /* Tue 2026-05-05 17:00 +0545 */
+    /* A day field starting with '*': both must match, years apart. */
+    {"0 0 */7 10 SUN", "UTC", "2028-10-29T00:00:00Z", "2034-10-01T00:00:00Z", "1 Oct on a Sunday, six years on"}, /* Sun 2034-10-01 00:00 +0000 */
+    {"0 0 */7 10 SUN", "UTC", "2034-10-29T00:00:00Z", "2045-10-01T00:00:00Z", "1 Oct on a Sunday, eleven years on"}, /* Sun 2045-10-01 00:00 +0000 */
+    {"0 0 29 2 */7", "UTC", "2032-02-29T00:00:00Z", "2060-02-29T00:00:00Z", "29 Feb on a Sunday, 28 years on"}, /* Sun 2060-02-29 00:00 +0000 */
+    {"0 0 29 2 */7", "America/New_York", "2088-02-29T05:00:00Z", "2128-02-29T05:00:00Z", "29 Feb on a Sunday across 2100: the longest wait"}, /* Sun 2128-02-29 00:00 -0500 */
+    {"0 0 */7 11 SUN", "America/New_York", "2026-12-03T00:00:00Z", "2037-11-01T04:00:00Z", "1 Nov on a Sunday in New York"}, /* Sun 2037-11-01 00:00 -0400 */
 };
 
 #define CASE_COUNT (sizeof CASES / sizeof CASES[0])
@@ -123,6 +138,21 @@ static int64_t c_next(const struct cron_case *c, char *err, size_t err_cap) {
     return next;
 }
 
+/* The Python oracle's output for input (its lines, see the script); NULL (a failed
+ * check named what) if it did not run. */
+static char *oracle_answer(const char *input, const char *what) {
+    const char *argv[] = {"/usr/bin/python3", harness_path("../tests/tools/schedule_oracle.py"),
+                          NULL};
+    struct proc_result r = proc_run(argv, input, strlen(input), 600000);
+    char name[160];
+    snprintf(name, sizeof name, "python zoneinfo oracle runs over %s", what);
+    char *out = check(proc_exited_with(&r, 0), name, "%s %s", proc_describe(&r), r.err)
+                    ? strdup(r.out)
+                    : NULL;
+    proc_result_free(&r);
+    return out;
+}
+
 /* Runs the Python oracle over the whole table; fills oracle[i] (or -1). */
 static bool run_oracle(int64_t *oracle) {
     size_t cap = CASE_COUNT * 200, len = 0;
@@ -131,13 +161,10 @@ static bool run_oracle(int64_t *oracle) {
     for (size_t i = 0; i < CASE_COUNT; i++)
         len += (size_t)snprintf(input + len, cap - len, "%s\t%s\t%lld\n", CASES[i].expr,
                                 CASES[i].zone, (long long)utc(CASES[i].after));
-    const char *argv[] = {"/usr/bin/python3", harness_path("../tests/tools/schedule_oracle.py"),
-                          NULL};
-    struct proc_result r = proc_run(argv, input, len, 600000);
+    char *out = oracle_answer(input, "the table");
     free(input);
-    bool ok = check(proc_exited_with(&r, 0), "python zoneinfo oracle runs over the table",
-                    "%s", proc_describe(&r));
-    const char *at = r.out;
+    bool ok = out != NULL;
+    const char *at = out;
     for (size_t i = 0; i < CASE_COUNT; i++) {
         oracle[i] = -1;
         if (!ok || !at || !*at) continue;
@@ -147,7 +174,7 @@ static bool run_oracle(int64_t *oracle) {
         at = strchr(at, '\n');
         if (at) at++;
     }
-    proc_result_free(&r);
+    free(out);
     return ok;
 }
 
@@ -300,10 +327,162 @@ static void check_long_horizon(void) {
     schedule_free(&s);
 }
 
+/* The search horizon is the longest wait any accepted expression can have, as Python
+ * computes it over a whole 400-year cycle: every (month, day, weekday) recurs within
+ * it, and 29 Feb on a Sunday (an expression accepts no rarer day) waits exactly that. */
+static void check_horizon(void) {
+    char *out = oracle_answer("gaps\n", "the calendar's gaps");
+    long long longest = 0, sundays = 0;
+    bool read = out != NULL && sscanf(out, "%lld %lld", &longest, &sundays) == 2;
+    check(read && longest == SCHEDULE_SEARCH_DAYS && sundays == SCHEDULE_SEARCH_DAYS,
+          "the search horizon is the longest wait between two days of one (month, day,"
+          " weekday), that of 29 Feb on a Sunday [guard: SCHEDULE_SEARCH_DAYS]",
+          "python: %lld and %lld days, SCHEDULE_SEARCH_DAYS %d", longest, sundays,
+          SCHEDULE_SEARCH_DAYS);
+    free(out);
+}
+
+/* ---- through ck-basal: flow schedule and flow list ---------------------------------- */
+
+static const char *FLOW_SCRIPT = "return 1;\n";
+
+static const struct {
+    const char *id, *cron, *zone;
+    int count;
+} LISTED[] = {
+    {"oct", "0 0 */7 10 SUN", "UTC", 12},          /* 2028 x5, 2034 x5, 2045 ... */
+    {"feb", "0 0 29 2 */7", "UTC", 4},             /* 2032, 2060, 2088, 2128 */
+    {"nov", "0 0 */7 11 SUN", "America/New_York", 3},
+    {"hourly", "0 * * * *", "UTC", 3},             /* approved two days ago */
+};
+#define LISTED_COUNT (sizeof LISTED / sizeof LISTED[0])
+
+/* The oracle's next `count` fires of each flow after now_s, one line per flow. */
+static char *oracle_from(int64_t now_s) {
+    char input[2048];
+    size_t len = 0;
+    for (size_t i = 0; i < LISTED_COUNT; i++)
+        len += (size_t)snprintf(input + len, sizeof input - len, "%s\t%s\t%lld\t%d\n",
+                                LISTED[i].cron, LISTED[i].zone, (long long)now_s,
+                                LISTED[i].count);
+    return oracle_answer(input, "the listed flows");
+}
+
+/* Line i of text (static buffer). */
+static const char *line_of(const char *text, size_t i) {
+    static char buf[1024];
+    buf[0] = '\0';
+    for (const char *at = text; at != NULL && *at != '\0'; i--) {
+        const char *end = strchr(at, '\n');
+        size_t n = end != NULL ? (size_t)(end - at) : strlen(at);
+        if (i == 0) {
+            snprintf(buf, sizeof buf, "%.*s", (int)n, at);
+            break;
+        }
+        at = end != NULL ? end + 1 : NULL;
+    }
+    return buf;
+}
+
+/* The unix instants of `flow schedule ID --count N --json`, space-separated. */
+static void listed_fires(const struct test_home *h, size_t i, char *out, size_t cap) {
+    char count[16];
+    snprintf(count, sizeof count, "%d", LISTED[i].count);
+    struct proc_result r =
+        test_home_cli(h, true, HOME_ARGS("flow", "schedule", LISTED[i].id, "--count", count));
+    json_t *o = json_loads(r.out, 0, NULL);
+    size_t k;
+    json_t *f;
+    size_t len = 0;
+    out[0] = '\0';
+    json_array_foreach (json_object_get(o, "fires"), k, f)
+        len += (size_t)snprintf(out + len, cap - len, "%s%lld", k > 0 ? " " : "",
+                                (long long)json_integer_value(json_object_get(f, "unix")));
+    if (!proc_exited_with(&r, 0))
+        snprintf(out, cap, "(%s: %s)", proc_describe(&r), r.err);
+    json_decref(o);
+    proc_result_free(&r);
+}
+
+/* Without a serve, flow schedule and flow list show fires years apart exactly as
+ * Python's zoneinfo finds them by walking days, and by one rule: a next fire already
+ * passed (a flow approved two days ago, no serve since) is not shown; both go on from
+ * now. */
+static void check_listing(const char *root) {
+    struct test_home h;
+    test_home_begin(&h, root, "listing");
+    bool made = true;
+    for (size_t i = 0; i < LISTED_COUNT; i++) {
+        char trigger[256];
+        snprintf(trigger, sizeof trigger, "{\"schedule\":{\"cron\":\"%s\",\"tz\":\"%s\"}}",
+                 LISTED[i].cron, LISTED[i].zone);
+        made = made && test_home_flow(&h, LISTED[i].id, 1, trigger, FLOW_SCRIPT);
+    }
+    sqlite3 *db = NULL;
+    made = made && sqlite3_open_v2(h.db, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
+           sqlite3_exec(db, "UPDATE approvals SET approved_at = approved_at - 2 * 86400000"
+                            " WHERE flow_id = 'hourly'", NULL, NULL, NULL) == SQLITE_OK;
+    sqlite3_close(db);
+    if (!check(made, "listing: four scheduled flows approved (one two days ago)", "%s", "no"))
+        return;
+    int64_t before = (int64_t)time(NULL);
+    char got[LISTED_COUNT][512];
+    for (size_t i = 0; i < LISTED_COUNT; i++)
+        listed_fires(&h, i, got[i], sizeof got[i]);
+    struct proc_result list = test_home_cli(&h, true, HOME_ARGS("flow", "list"));
+    struct proc_result human = test_home_cli(&h, false, HOME_ARGS("flow", "schedule", "nov"));
+    int64_t after = (int64_t)time(NULL);
+    /* The hourly flow's next fire moves with the clock: the answer from either end. */
+    char *want_before = oracle_from(before);
+    char *want_after = after != before ? oracle_from(after) : NULL;
+    json_t *flows = json_loads(list.out, 0, NULL);
+    for (size_t i = 0; i < LISTED_COUNT; i++) {
+        char want[1024];
+        snprintf(want, sizeof want, "%s", line_of(want_before, i));
+        if (want_after != NULL && strcmp(got[i], want) != 0)
+            snprintf(want, sizeof want, "%s", line_of(want_after, i));
+        char name[256];
+        snprintf(name, sizeof name, "listing: flow schedule %s ('%s' %s) lists python's next %d"
+                 " fires [guard: the next-fire search reaches every accepted expression]",
+                 LISTED[i].id, LISTED[i].cron, LISTED[i].zone, LISTED[i].count);
+        check(want_before != NULL && strcmp(got[i], want) == 0, name, "listed %s, python %s",
+              got[i], want);
+        long long next = -1;
+        size_t k;
+        json_t *f;
+        json_array_foreach (flows, k, f)
+            if (strcmp(json_string_value(json_object_get(f, "id")), LISTED[i].id) == 0)
+                next = json_integer_value(json_object_get(json_object_get(f, "next_fire"), "unix"));
+        snprintf(name, sizeof name, "listing: flow list shows %s's next fire as flow schedule's"
+                 " first, after now [guard: one rule for both]", LISTED[i].id);
+        check(next > before && next == strtoll(got[i], NULL, 10), name, "flow list %lld, flow"
+              " schedule %s, now %lld", next, got[i], (long long)before);
+    }
+    /* The human listing names python's first fire of nov (2037), not "never". */
+    time_t first = (time_t)strtoll(line_of(want_before, 2), NULL, 10);
+    struct tm tm;
+    char first_utc[40] = "(none)";
+    if (want_before != NULL && gmtime_r(&first, &tm) != NULL)
+        strftime(first_utc, sizeof first_utc, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    check(proc_exited_with(&human, 0) && strstr(human.out, first_utc) != NULL &&
+              strstr(human.out, "never fires") == NULL,
+          "listing: flow schedule nov (human) lists python's first fire, not 'never'",
+          "want %s: %s", first_utc, human.out);
+    json_decref(flows);
+    free(want_before);
+    free(want_after);
+    proc_result_free(&list);
+    proc_result_free(&human);
+}
+
 int main(void) {
     check_table();
     check_refusals();
     check_interval();
     check_long_horizon();
+    check_horizon();
+    const char *root = harness_tmpdir("schedule");
+    if (root != NULL && require_binary(harness_test_parent(), "schedule: ck-basal"))
+        check_listing(root);
     return harness_finish();
 }

@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 /* Makes every integral real in value that json_int_t holds an integer again. */
 static json_t *integers_again(json_t *value)
@@ -118,4 +119,51 @@ bool json_js_array_element(const char *text, size_t len, size_t index, size_t *s
             return false;
         at++;
     }
+}
+
+bool json_js_sole_member(const char *text, size_t len, size_t *key_start, size_t *key_len,
+                         size_t *value_start, size_t *value_len)
+{
+    size_t at = skip_space(text, len, 0);
+    if (at >= len || text[at] != '{')
+        return false;
+    at = skip_space(text, len, at + 1);
+    if (at >= len || text[at] != '"')
+        return false; /* no member */
+    size_t end = value_end(text, len, at);
+    *key_start = at;
+    *key_len = end - at;
+    at = skip_space(text, len, end);
+    if (at >= len || text[at] != ':')
+        return false;
+    at = skip_space(text, len, at + 1);
+    end = value_end(text, len, at);
+    *value_start = at;
+    *value_len = end - at;
+    at = skip_space(text, len, end);
+    return at < len && text[at] == '}'; /* else a ',': more members */
+}
+
+char *json_js_compact(const char *text, size_t len)
+{
+    char *out = malloc(len + 1);
+    if (out == NULL)
+        return NULL;
+    size_t n = 0;
+    bool in_string = false;
+    for (size_t at = 0; at < len; at++) {
+        char c = text[at];
+        if (in_string) {
+            out[n++] = c;
+            if (c == '\\' && at + 1 < len)
+                out[n++] = text[++at]; /* the escaped character, whatever it is */
+            else if (c == '"')
+                in_string = false;
+        } else if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+            out[n++] = c;
+            in_string = c == '"';
+        }
+    }
+    out[n] = '\0';
+    return out;
 }

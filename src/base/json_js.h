@@ -1,5 +1,5 @@
 /* JSON that JavaScript wrote (a worker's host-call arguments, a script's result), read
- * with jansson without losing a number, and one element of it kept byte for byte.
+ * with jansson without losing a number, and parts of a JSON text kept byte for byte.
  *
  * JavaScript numbers are doubles, and JSON.stringify writes the integral ones below
  * 1e21 as plain digits: 1e19 is "10000000000000000000", which jansson's exact integer
@@ -32,5 +32,16 @@ json_t *json_js_loads(const char *text, size_t flags, json_error_t *error);
  * length, false if the array has no such element. */
 bool json_js_array_element(const char *text, size_t len, size_t index, size_t *start,
                            size_t *elen);
+
+/* For a JSON object text (valid JSON) of exactly one member: true with the exact bytes
+ * of its key (the string token, quotes and escapes included) and of its value; false
+ * for any other text (not an object, no member, more than one). */
+bool json_js_sole_member(const char *text, size_t len, size_t *key_start, size_t *key_len,
+                         size_t *value_start, size_t *value_len);
+
+/* The JSON text text[0..len) (valid JSON) without the whitespace between its tokens,
+ * every token byte for byte (a number keeps its digits): malloc'd and NUL-terminated,
+ * NULL on no memory. */
+char *json_js_compact(const char *text, size_t len);
 
 #endif

@@ -159,6 +159,28 @@ static int load_subject(struct store *st, const struct dry_options *o, struct su
 
 /* ---- output ------------------------------------------------------------------------- */
 
+/* How the dry run ended, as a run of the same script would: a per-run limit passed
+ * fails it whatever the script did after (the run's error "limit: ..."). */
+struct ending {
+    const char *status; /* an activation status name */
+    bool completed;
+    char message[1024]; /* why it did not complete ("" when it did) */
+};
+
+static void ending_of(const struct activation_outcome *out, const struct dry_run_host *h,
+                      struct ending *e)
+{
+    const char *limit = dry_run_host_stopped(h);
+    e->completed = out->status == ACTIVATION_COMPLETED && limit == NULL;
+    e->status = limit != NULL ? activation_status_name(ACTIVATION_FAILED)
+                              : activation_status_name(out->status);
+    e->message[0] = '\0';
+    if (limit != NULL)
+        snprintf(e->message, sizeof e->message, "limit: %s", limit);
+    else if (!e->completed)
+        activation_describe(out, e->message, sizeof e->message);
+}
+
 struct tally {
     unsigned performed, captured, fixtures, refused;
 };
@@ -208,7 +230,7 @@ static json_t *call_json(const struct dry_run_call *c)
 }
 
 static void print_json(const struct subject *s, const struct activation_outcome *out,
-                       const char *message, struct dry_run_host *h)
+                       const struct ending *e, struct dry_run_host *h)
 {
     size_t n;
     const struct dry_run_call *calls = dry_run_host_calls(h, &n);
@@ -219,11 +241,10 @@ static void print_json(const struct subject *s, const struct activation_outcome 
     json_object_set_new(o, "source", json_string(s->from_store ? "store" : "directory"));
     json_object_set_new(o, "approved", s->from_store ? json_boolean(s->approved) : json_null());
     json_object_set_new(o, "code_hash", json_string(s->code_hash));
-    json_object_set_new(o, "outcome", json_string(activation_status_name(out->status)));
-    bool completed = out->status == ACTIVATION_COMPLETED;
-    json_object_set_new(o, "result", completed ? json_of(out->value) : json_null());
-    json_object_set_new(o, "error", completed ? json_null() : json_string(message));
-    if (out->status == ACTIVATION_FAILED && out->detail != NULL)
+    json_object_set_new(o, "outcome", json_string(e->status));
+    json_object_set_new(o, "result", e->completed ? json_of(out->value) : json_null());
+    json_object_set_new(o, "error", e->completed ? json_null() : json_string(e->message));
+    if (out->status == ACTIVATION_FAILED && out->detail != NULL && dry_run_host_stopped(h) == NULL)
         json_object_set_new(o, "detail", json_string(out->detail));
     json_t *list = json_array();
     for (size_t i = 0; i < n; i++)
@@ -245,7 +266,7 @@ static void print_cell(const char *text)
 }
 
 static void print_human(const struct subject *s, const struct activation_outcome *out,
-                        const char *message, struct dry_run_host *h)
+                        const struct ending *e, struct dry_run_host *h)
 {
     size_t n;
     const struct dry_run_call *calls = dry_run_host_calls(h, &n);
@@ -253,9 +274,9 @@ static void print_human(const struct subject *s, const struct activation_outcome
     printf("dry run of flow %s version %" PRId64 " (%s, code hash %s): %s\n", s->manifest.id,
            s->manifest.version,
            !s->from_store ? "from a directory" : s->approved ? "approved" : "not approved",
-           s->code_hash, activation_status_name(out->status));
-    bool completed = out->status == ACTIVATION_COMPLETED && out->value != NULL;
-    const char *shown = completed ? out->value : message;
+           s->code_hash, e->status);
+    bool completed = e->completed && out->value != NULL;
+    const char *shown = completed ? out->value : e->message;
     fputs(completed ? "result: " : "error: ", stdout);
     term_puts(stdout, shown, 0);
     fputs("\n", stdout);
@@ -288,7 +309,7 @@ static void print_human(const struct subject *s, const struct activation_outcome
 /* ---- the dry run -------------------------------------------------------------------- */
 
 /* The one row a dry run leaves in the store. */
-static int audit(struct store *st, const struct subject *s, const struct activation_outcome *out,
+static int audit(struct store *st, const struct subject *s, const struct ending *e,
                  struct dry_run_host *h, char *err, size_t err_cap)
 {
     size_t n;
@@ -298,7 +319,7 @@ static int audit(struct store *st, const struct subject *s, const struct activat
     snprintf(reason, sizeof reason, "dry run of version %" PRId64 " (%s, code hash %s): %s;"
              " %zu calls: %u performed, %u captured, %u refused", s->manifest.version,
              s->from_store ? (s->approved ? "approved" : "not approved") : "from a directory",
-             s->code_hash, activation_status_name(out->status), n, t.performed, t.captured,
+             s->code_hash, e->status, n, t.performed, t.captured,
              t.refused);
     if (store_begin_txn(st, err, err_cap) != 0)
         return -1;
@@ -346,18 +367,18 @@ static int dry_run(struct store *st, const char *home, const struct dry_options 
     struct activation_outcome out;
     pool_run(pool, s->manifest.id, POOL_USE_DRY_RUN, &req, &host, &out);
     pool_free(pool);
-    char message[1024] = "", err[512];
-    if (out.status != ACTIVATION_COMPLETED)
-        activation_describe(&out, message, sizeof message);
-    int rc = out.status == ACTIVATION_COMPLETED ? EXIT_OK : EXIT_REFUSED;
-    if (audit(st, s, &out, h, err, sizeof err) != 0) {
+    struct ending e;
+    ending_of(&out, h, &e);
+    char err[512];
+    int rc = e.completed ? EXIT_OK : EXIT_REFUSED;
+    if (audit(st, s, &e, h, err, sizeof err) != 0) {
         fprintf(stderr, "ck-basal " WHAT ": %s\n", err);
         rc = EXIT_REFUSED;
     }
     if (json)
-        print_json(s, &out, message, h);
+        print_json(s, &out, &e, h);
     else
-        print_human(s, &out, message, h);
+        print_human(s, &out, &e, h);
     activation_outcome_free(&out);
     dry_run_host_free(h);
     return rc;

@@ -276,12 +276,16 @@ static int record_refusal(struct codemode_host *h, const struct host_call *call,
 static int tool_call(struct codemode_host *h, const struct host_call *call,
                      struct host_settlement *out)
 {
-    json_t *args = json_js_loadb(call->args, call->args_len, JSON_DECODE_ANY, NULL);
+    /* A string may hold U+0000: the schema counts it by length, and it reaches the
+     * module escaped. What jansson cannot hold (a NUL in an object key) is refused
+     * with jansson's own reason. */
+    json_error_t je;
+    json_t *args = json_js_loadb(call->args, call->args_len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
     struct verdict v;
     if (args == NULL) {
         memset(&v, 0, sizeof v);
         refuse(&v, HOST_CODE_INVALID_ARGUMENTS, "%s: the arguments are not JSON this host"
-               " reads (an integer beyond 64 bits?)", call->kind);
+               " reads: %.160s", call->kind, je.text);
     } else {
         judge(h, call->kind, args, &v);
     }

@@ -23,6 +23,11 @@ struct dry_run_host {
     struct dry_run_call *calls; /* by position */
     size_t count, cap;
     uint32_t over_limit;
+    /* A run's limits, counted as a run counts them (flow_run_usage_admit): what is kept
+     * here, the listed calls' arguments and outcomes, is bounded by them too. */
+    struct flow_run_usage usage;
+    char stopped[512];  /* why the limit stopped the dry run ("": it did not) */
+    char *stopped_text; /* the rejection every call after the stop gets */
     const char *const *read_roots;
     const char *const *write_roots;
     struct net_fetch_session *net; /* made by the first net.fetch query performed */
@@ -63,6 +68,7 @@ void dry_run_host_free(struct dry_run_host *h)
     for (size_t i = 0; i < h->count; i++)
         call_free(&h->calls[i]);
     free(h->calls);
+    free(h->stopped_text);
     net_fetch_session_free(h->net);
     free(h);
 }
@@ -78,12 +84,23 @@ uint32_t dry_run_host_over_limit(const struct dry_run_host *h)
     return h->over_limit;
 }
 
+const char *dry_run_host_stopped(const struct dry_run_host *h)
+{
+    return h->stopped[0] != '\0' ? h->stopped : NULL;
+}
+
+/* The records are in position order. */
 static struct dry_run_call *find_call(struct dry_run_host *h, uint32_t position)
 {
-    for (size_t i = 0; i < h->count; i++)
-        if (h->calls[i].position == position)
-            return &h->calls[i];
-    return NULL;
+    size_t lo = 0, hi = h->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (h->calls[mid].position < position)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < h->count && h->calls[lo].position == position ? &h->calls[lo] : NULL;
 }
 
 /* A new record at its place in position order (a call the driver refused without
@@ -138,18 +155,24 @@ static int do_sync(const char *kind, struct host_settlement *out)
     return host_fulfil_text(out, text);
 }
 
-/* kv.get from the store, in a read transaction (deferred: it never takes the write
- * lock) that is rolled back whatever happens. */
-static int kv_read(const struct dry_run_host *h, const json_t *args, struct host_settlement *out)
+/* kv.get, or the checks of kv.set and kv.delete (*would_change: the run would perform
+ * it), on the store in a read transaction (deferred: it never takes the write lock)
+ * that is rolled back whatever happens. */
+static int kv_read(const struct dry_run_host *h, const struct host_call *call, const json_t *args,
+                   struct host_settlement *out, bool *would_change)
 {
     char err[512] = "";
     struct store *s = h->cfg.store;
     if (sqlite3_exec(store_db(s), "BEGIN DEFERRED", NULL, NULL, NULL) != SQLITE_OK)
         return host_reject(out, HOST_CODE_IO_ERROR, "store: %s", store_errmsg(s));
-    int rc = kv_store_call(s, h->cfg.flow_id, "kv.get", args, NULL, 0, out, err, sizeof err);
+    int rc = strcmp(call->kind, "kv.get") == 0
+                 ? kv_store_call(s, h->cfg.flow_id, call->kind, args, NULL, 0, out, err,
+                                 sizeof err)
+                 : kv_store_check(s, h->cfg.flow_id, call->kind, args, call->args,
+                                  call->args_len, out, would_change, err, sizeof err);
     store_rollback(s);
     if (rc != 0)
-        return host_reject(out, HOST_CODE_IO_ERROR, "%s", err[0] != '\0' ? err : "kv.get failed");
+        return host_reject(out, HOST_CODE_IO_ERROR, "%s", err[0] != '\0' ? err : "kv failed");
     return 0;
 }
 
@@ -219,9 +242,19 @@ static int answer(struct dry_run_host *h, const struct host_call *call, const js
     rec->status = DRY_RUN_PERFORMED;
     if (host_kind_is_sync(kind))
         return do_sync(kind, out);
+    bool would_change = false;
     if (strcmp(kind, "kv.get") == 0)
-        return kv_read(h, args, out);
-    if (kv_store_handles(kind) || strcmp(kind, "sink.emit") == 0)
+        return kv_read(h, call, args, out, &would_change);
+    if (kv_store_handles(kind)) { /* a kv.set or kv.delete a run would refuse is refused */
+        if (kv_read(h, call, args, out, &would_change) != 0)
+            return -1;
+        if (!would_change) {
+            rec->status = DRY_RUN_REFUSED;
+            return 0;
+        }
+        return capture(h, call, args, rec, out);
+    }
+    if (strcmp(kind, "sink.emit") == 0)
         return capture(h, call, args, rec, out);
     struct fs_grants grants = {h->read_roots, h->cfg.manifest->fs_read.count, h->write_roots,
                                h->cfg.manifest->fs_write.count, h->cfg.home, NULL};
@@ -259,17 +292,30 @@ static int answer(struct dry_run_host *h, const struct host_call *call, const js
     return capture(h, call, args, rec, out);
 }
 
+/* A call past the run's limits: refused too_large as a run refuses it, once stopped
+ * every later call too, and counted, not listed. */
+static int refuse_over_limit(struct dry_run_host *h, struct host_settlement *out)
+{
+    h->over_limit++;
+    if (h->stopped_text == NULL) {
+        if (host_reject(out, HOST_CODE_TOO_LARGE, "%s", h->stopped) != 0)
+            return -1;
+        h->stopped_text = strdup(out->value);
+        return 0;
+    }
+    out->settlement = PROTO_SETTLEMENT_REJECTED;
+    out->value = strdup(h->stopped_text);
+    return out->value != NULL ? 0 : -1;
+}
+
 static int dry_run_call(void *self, const struct host_call *call, struct host_settlement *out,
                         long long *delay_ms)
 {
     struct dry_run_host *h = self;
     *delay_ms = 0;
-    if (h->count >= FLOW_RUN_MAX_HOST_CALLS) {
-        h->over_limit++;
-        return host_reject(out, HOST_CODE_TOO_LARGE, "the run reached its limit of %u host"
-                           " calls (at position %u, %.80s)", FLOW_RUN_MAX_HOST_CALLS,
-                           (unsigned)call->position, call->kind);
-    }
+    if (h->stopped[0] != '\0' ||
+        !flow_run_usage_admit(&h->usage, call->args_len, call, h->stopped, sizeof h->stopped))
+        return refuse_over_limit(h, out);
     json_t *args = json_js_loadb(call->args, call->args_len, 0, NULL); /* 1e19 too */
     struct flow_grant g;
     memset(&g, 0, sizeof g);
@@ -287,21 +333,30 @@ static int dry_run_call(void *self, const struct host_call *call, struct host_se
     if (rc == 0 && rec != NULL && out->value != NULL) { /* until a delivery says otherwise */
         rec->settlement = out->settlement;
         rec->value = strdup(out->value);
+        h->usage.journal_bytes += strlen(out->value); /* as a run journals the outcome */
     }
     return rc;
 }
 
 /* What the script saw is what is listed: the driver may have put its own rejection
  * (a result over max_value_bytes) in place of the answer, or answered a call it never
- * asked about (arguments over max_value_bytes). */
+ * asked about (arguments over max_value_bytes), which a run journals at delivery,
+ * counted against its limits. */
 static void dry_run_delivered(void *self, const struct host_call *call,
                               const struct host_settlement *seen, uint32_t delivery_order)
 {
     (void)delivery_order;
     struct dry_run_host *h = self;
+    const char *value = seen->value != NULL ? seen->value : "null";
     struct dry_run_call *rec = find_call(h, call->position);
     if (rec == NULL) {
-        if (h->count >= FLOW_RUN_MAX_HOST_CALLS) {
+        /* Not listed: refused here for the limit (counted then: it got the stop's very
+         * rejection), or never asked. */
+        if (h->stopped_text != NULL && strcmp(value, h->stopped_text) == 0)
+            return;
+        if (h->stopped[0] != '\0' ||
+            !flow_run_usage_admit(&h->usage, call->args_len + strlen(value), call, h->stopped,
+                                  sizeof h->stopped)) {
             h->over_limit++;
             return;
         }
@@ -309,7 +364,7 @@ static void dry_run_delivered(void *self, const struct host_call *call,
             return; /* out of memory: the listing misses this call */
         rec->status = DRY_RUN_REFUSED;
     }
-    char *copy = strdup(seen->value != NULL ? seen->value : "null");
+    char *copy = strdup(value);
     if (copy == NULL)
         return;
     free(rec->value);

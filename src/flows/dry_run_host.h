@@ -17,8 +17,15 @@
  *       run would refuse is refused here too.
  * Every call is recorded in order with what the script saw: its position, kind,
  * arguments, class, how it was answered (performed, captured or refused) and the
- * settlement. A run's per-run limit of host calls applies (FLOW_RUN_MAX_HOST_CALLS):
- * calls past it are refused too_large and not recorded one by one. */
+ * settlement. kv.set and kv.delete first make every check a run makes
+ * (kv_store_check: the key, the value's size, what the flow would hold as the store
+ * holds it now), so a call a run would refuse is refused here too.
+ *
+ * A run's per-run limits apply, counted by the same rule (flow_run_usage_admit: host
+ * calls, bytes of journal) at the same points: the call that would pass one stops the
+ * dry run as it stops a run; it and every later call are refused too_large with the
+ * same message, and counted, not listed (dry_run_host_over_limit). What the host keeps,
+ * the listed calls' arguments and outcomes, is therefore bounded by those limits. */
 #ifndef BASAL_FLOWS_DRY_RUN_HOST_H
 #define BASAL_FLOWS_DRY_RUN_HOST_H
 
@@ -77,7 +84,11 @@ struct host dry_run_host_interface(struct dry_run_host *h);
 
 /* The calls in position order; valid until the host is freed. */
 const struct dry_run_call *dry_run_host_calls(const struct dry_run_host *h, size_t *count);
-/* Calls past the per-run limit (refused, not listed). */
+/* Calls past the per-run limits (refused, not listed), each counted once. */
 uint32_t dry_run_host_over_limit(const struct dry_run_host *h);
+
+/* Why a per-run limit stopped the dry run (what a run fails with, after "limit: "),
+ * or NULL if none did. */
+const char *dry_run_host_stopped(const struct dry_run_host *h);
 
 #endif

@@ -52,12 +52,11 @@ struct flow_host {
     size_t flushed; /* deliveries written by the open transaction, kept until it commits */
     char stopped[STOP_MAX];
     enum flow_host_stop stop_kind;
-    uint64_t calls;         /* journal rows of the run */
+    struct flow_run_usage usage; /* journal rows of the run, their bytes */
     /* The call just performed was a module cut short by the activation's deadline: its
      * timeout is the deadline's, so the driver holds it past the deadline (the
      * activation then ends as "deadline") instead of handing it to the script. */
     bool cut_by_deadline;
-    uint64_t journal_bytes; /* their arguments and outcomes */
     const char *const *read_roots;
     const char *const *write_roots;
     struct net_fetch_session *net; /* made at the first net.fetch; keeps connections */
@@ -133,8 +132,8 @@ struct flow_host *flow_host_new(const struct flow_host_config *cfg)
             flow_host_free(fh);
             return NULL;
         }
-        fh->calls++;
-        fh->journal_bytes += e->args_len + (e->value != NULL ? strlen(e->value) : 0);
+        fh->usage.calls++;
+        fh->usage.journal_bytes += e->args_len + (e->value != NULL ? strlen(e->value) : 0);
         if (e->state == JOURNAL_SETTLED)
             continue; /* delivered: the worker replays it from the prefix */
         if (copy_entry(&fh->open[fh->open_count].entry, e) != 0) {
@@ -786,18 +785,14 @@ static int flow_host_call(void *self, const struct host_call *call, struct host_
         args = NULL;
     }
     int rc;
+    char why[STOP_MAX];
     struct open_row *o = find_open(fh, call->position);
     if (o != NULL) {
         rc = call_again(fh, o, call, args, out);
-    } else if (fh->calls + 1 > FLOW_RUN_MAX_HOST_CALLS ||
-               fh->journal_bytes + call->args_len > FLOW_RUN_MAX_JOURNAL_BYTES) {
-        stop(fh, FLOW_HOST_LIMIT, "the run reached its limit of %u host calls or %u bytes of"
-             " journal (at position %u, %s)", FLOW_RUN_MAX_HOST_CALLS,
-             FLOW_RUN_MAX_JOURNAL_BYTES, (unsigned)call->position, call->kind);
+    } else if (!flow_run_usage_admit(&fh->usage, call->args_len, call, why, sizeof why)) {
+        stop(fh, FLOW_HOST_LIMIT, "%s", why);
         rc = host_reject(out, HOST_CODE_TOO_LARGE, "%s", fh->stopped);
     } else {
-        fh->calls++;
-        fh->journal_bytes += call->args_len;
         struct decision d;
         decide(fh, call->kind, args, &d);
         struct journal_entry e;
@@ -809,7 +804,7 @@ static int flow_host_call(void *self, const struct host_call *call, struct host_
             rc = journal_around(fh, &e, &d, args, false, out);
         journal_entry_free(&e);
         if (rc == 0 && out->value != NULL)
-            fh->journal_bytes += strlen(out->value);
+            fh->usage.journal_bytes += strlen(out->value);
     }
     json_decref(args);
     if (rc == 0 && fh->cut_by_deadline) /* due a day after the deadline: never released */
@@ -846,17 +841,13 @@ static void flow_host_delivered(void *self, const struct host_call *call,
         /* The driver answered without asking (too large, the call limit): journal the
          * call with what the worker saw, so a resume replays it. The row counts against
          * the run's limits like every other, and is audited as refused (flush). */
-        uint64_t bytes = call->args_len + strlen(seen->value);
-        if (fh->calls + 1 > FLOW_RUN_MAX_HOST_CALLS ||
-            fh->journal_bytes + bytes > FLOW_RUN_MAX_JOURNAL_BYTES) {
+        char why[STOP_MAX];
+        if (!flow_run_usage_admit(&fh->usage, call->args_len + strlen(seen->value), call, why,
+                                  sizeof why)) {
             delivery_free(d);
-            stop(fh, FLOW_HOST_LIMIT, "the run reached its limit of %u host calls or %u bytes"
-                 " of journal (at position %u, %.80s)", FLOW_RUN_MAX_HOST_CALLS,
-                 FLOW_RUN_MAX_JOURNAL_BYTES, (unsigned)call->position, call->kind);
+            stop(fh, FLOW_HOST_LIMIT, "%s", why);
             return;
         }
-        fh->calls++;
-        fh->journal_bytes += bytes;
         d->unjournaled = calloc(1, sizeof *d->unjournaled);
         ok = d->unjournaled != NULL &&
              fill_entry(fh, call, base_class(call->kind), d->unjournaled) == 0 &&
@@ -869,6 +860,21 @@ static void flow_host_delivered(void *self, const struct host_call *call,
     }
     fh->delivery_count++;
     test_hook_boundary(TEST_BOUNDARY_AFTER_DELIVERY, call->position);
+}
+
+bool flow_run_usage_admit(struct flow_run_usage *u, uint64_t bytes, const struct host_call *call,
+                          char *why, size_t why_cap)
+{
+    if (u->calls + 1 > FLOW_RUN_MAX_HOST_CALLS ||
+        u->journal_bytes + bytes > FLOW_RUN_MAX_JOURNAL_BYTES) {
+        snprintf(why, why_cap, "the run reached its limit of %u host calls or %u bytes of"
+                 " journal (at position %u, %.80s)", FLOW_RUN_MAX_HOST_CALLS,
+                 FLOW_RUN_MAX_JOURNAL_BYTES, (unsigned)call->position, call->kind);
+        return false;
+    }
+    u->calls++;
+    u->journal_bytes += bytes;
+    return true;
 }
 
 static const struct host_ops FLOW_HOST_OPS = {

@@ -63,6 +63,21 @@
 #define FLOW_RUN_MAX_HOST_CALLS 10000u
 #define FLOW_RUN_MAX_JOURNAL_BYTES (64u << 20) /* arguments and outcomes */
 
+/* What a run has used of those limits: its journal rows and their bytes. The one rule
+ * both a run's host and a dry run's (flows/dry_run_host.h) count by. */
+struct flow_run_usage {
+    uint64_t calls;
+    uint64_t journal_bytes;
+};
+
+/* Counts one new journal row of `bytes` (its arguments; with the outcome too for a row
+ * made at delivery): true, or false with nothing counted and why a run stops into why
+ * ("the run reached its limit of ... (at position P, KIND)") when the row would pass a
+ * limit. An outcome is added to journal_bytes once known, unchecked: the next row
+ * meets it. */
+bool flow_run_usage_admit(struct flow_run_usage *u, uint64_t bytes, const struct host_call *call,
+                          char *why, size_t why_cap);
+
 struct store;
 
 struct flow_host_config {

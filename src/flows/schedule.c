@@ -277,7 +277,11 @@ static int cron_next(const struct schedule *s, int64_t after, int64_t *next) {
         int64_t year;
         unsigned month, mday;
         zoneinfo_civil_from_days(d, &year, &month, &mday);
-        if (!((s->months >> month) & 1U) || !cron_day_matches(s, mday, zoneinfo_weekday(d)))
+        if (!((s->months >> month) & 1U)) {
+            d += zoneinfo_month_days(year, month) - mday; /* to the month's last day */
+            continue;
+        }
+        if (!cron_day_matches(s, mday, zoneinfo_weekday(d)))
             continue;
         for (unsigned h = 0; h < 24; h++) {
             if (!((s->hours >> h) & 1U)) continue;

@@ -43,9 +43,24 @@
 #include "flows/zoneinfo.h"
 
 #define SCHEDULE_CRON_MAX 128
-/* How far ahead schedule_next looks before answering "never": eight years and a day,
- * so the rarest expression parsing accepts (29 Feb, which skips 2100) is found. */
-#define SCHEDULE_SEARCH_DAYS (8 * 366 + 1)
+/* How far ahead schedule_next looks, in local days after the first: the longest wait
+ * any accepted expression can have for its next day, so that it always finds one.
+ *   - Both day fields restricted (either may match), or the weekday field alone: a
+ *     matching day within a year. The day of month alone: within eight years (29 Feb
+ *     2096, then 29 Feb 2104: 2100 is no leap year); a date that never exists is
+ *     refused at parse.
+ *   - A day field starting with '*' makes both decide: one of the dates AND one of the
+ *     weekdays. Such a field holds its first value, day 1 or Sunday. With the weekday
+ *     field starting with '*' the rarest day is 29 Feb on a Sunday (day of month 29,
+ *     month 2, day of week '*' with step 7): every 28 years within a century, but 40
+ *     years across a century year that is no leap year (2088, then 2128: 14609 days).
+ *     With the day of month starting with '*', day 1 of a month on a given weekday
+ *     recurs within 12 years (4382 days).
+ * 14609 days is also the longest gap between two days of any one (month, day,
+ * weekday), and the Gregorian calendar repeats every 400 years (146097 days, exactly
+ * 20871 weeks), so over one cycle is over all time: tests/t_schedule.c recomputes it
+ * by walking a cycle. */
+#define SCHEDULE_SEARCH_DAYS 14609
 #define SCHEDULE_INTERVAL_MAX_S (5LL * 366 * 86400)
 
 enum schedule_kind { SCHEDULE_CRON = 1, SCHEDULE_INTERVAL = 2 };
@@ -78,9 +93,11 @@ int schedule_interval(int64_t seconds, int64_t anchor_unix_s, struct schedule *o
 void schedule_free(struct schedule *s);
 
 /* The first fire instant strictly after after_unix_s, into *next. Returns 0 when
- * found; 1 when the schedule does not fire within SCHEDULE_SEARCH_DAYS (the caller
- * shows "never"; *next untouched); -1 if after_unix_s is outside the supported range
- * (years 1900..9000) or the arithmetic would overflow. */
+ * found (always, for a cron expression parsing accepted: see SCHEDULE_SEARCH_DAYS;
+ * the search skips the months the expression leaves out); 1 when none was found
+ * within SCHEDULE_SEARCH_DAYS (the caller shows "never"; *next untouched); -1 if
+ * after_unix_s is outside the supported range (years 1900..9000) or the arithmetic
+ * would overflow. */
 int schedule_next(const struct schedule *s, int64_t after_unix_s, int64_t *next);
 
 #endif

@@ -4,6 +4,8 @@
 
 #include "base/clock.h"
 #include "base/json_fields.h"
+#include "base/json_js.h"
+#include "base/json_text.h"
 
 #include "base/names.h"
 #include "base/process_identity.h"
@@ -885,23 +887,35 @@ static int settle(const struct run *r, const char *who, uint32_t timeout_ms,
     if (!WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0)
         return reject_run(out, HOST_CODE_MODULE_ERROR, r, who, "exit status %d",
                           WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1);
-    json_error_t je;
-    json_t *reply = r->reply_len > 0
-                        ? json_loadb(r->reply, r->reply_len, JSON_REJECT_DUPLICATES, &je)
-                        : NULL;
-    if (reply == NULL)
-        return reject_run(out, HOST_CODE_MODULE_ERROR, r, who, "the reply is not a JSON object");
-    int rc;
-    json_t *result = json_object_get(reply, "result");
-    json_t *error = json_object_get(reply, "error");
+    /* Held to the grammar a worker's value is (any JSON text), never converted: the
+     * result goes on as the module wrote it, a number beyond 64 bits or a double with
+     * its digits. */
+    if (r->reply_len == 0 || !utf8_valid((const uint8_t *)r->reply, r->reply_len) ||
+        !json_text_valid(r->reply, r->reply_len))
+        return reject_run(out, HOST_CODE_MODULE_ERROR, r, who, "the reply is not JSON");
+    size_t key_at, key_len, value_at, value_len;
+    json_t *key = NULL;
+    if (json_js_sole_member(r->reply, r->reply_len, &key_at, &key_len, &value_at, &value_len))
+        key = json_loadb(r->reply + key_at, key_len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    const char *name = json_string_value(key);
+    bool is_result = name != NULL && json_string_length(key) == 6 && strcmp(name, "result") == 0;
+    bool is_error = name != NULL && json_string_length(key) == 5 && strcmp(name, "error") == 0;
+    json_decref(key);
+    if (is_result) {
+        char *text = json_js_compact(r->reply + value_at, value_len);
+        int rc = text != NULL ? host_fulfil_text(out, text) : -1;
+        free(text);
+        return rc;
+    }
+    json_t *error = is_error ? json_loadb(r->reply + value_at, value_len,
+                                          JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, NULL)
+                             : NULL;
     json_t *code = json_object_get(error, "code"), *message = json_object_get(error, "message");
-    if (!json_is_object(reply) || json_object_size(reply) != 1 ||
-        (result == NULL && error == NULL)) {
+    int rc;
+    if (!is_error) {
         rc = reject_run(out, HOST_CODE_MODULE_ERROR, r, who,
                         "the reply must be {\"result\": ...} or {\"error\": {\"code\", "
                         "\"message\"}}");
-    } else if (result != NULL) {
-        rc = host_fulfil_json(out, result);
     } else if (!json_is_object(error) || json_object_size(error) != 2 || !json_is_string(code) ||
                !json_is_string(message)) {
         rc = reject_run(out, HOST_CODE_MODULE_ERROR, r, who,
@@ -912,7 +926,7 @@ static int settle(const struct run *r, const char *who, uint32_t timeout_ms,
     } else {
         rc = reject_module(out, code, message);
     }
-    json_decref(reply);
+    json_decref(error);
     return rc;
 }
 
@@ -954,7 +968,8 @@ int ops_module_invoke(const struct ops_module *m, const char *op, const char *ar
     if (op == NULL)
         return reject_run(out, HOST_CODE_INVALID_ARGUMENTS, NULL, who, "no op");
     json_error_t je;
-    json_t *args = args_json != NULL ? json_loads(args_json, JSON_DECODE_ANY, &je) : json_null();
+    json_t *args = args_json != NULL ? json_loads(args_json, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je)
+                                    : json_null();
     if (args == NULL)
         return reject_run(out, HOST_CODE_INVALID_ARGUMENTS, NULL, who, "args are not JSON");
     size_t request_len = 0;

@@ -149,6 +149,22 @@ static bool is_identifier(const char *s)
     return true;
 }
 
+/* The members TypeScript gives every object (lib.es5.d.ts, interface Object). A value
+ * that leaves out an optional property of one of these names is checked against the
+ * inherited member instead ("Type 'Function' is not assignable to type 'string'"), so
+ * such a property's type also admits that member: a function is what JSON leaves out
+ * of the input, which is then the input without the property, as the schema allows. */
+static bool inherited_member(const char *key)
+{
+    static const char *const NAMES[] = {"constructor",   "toString",      "toLocaleString",
+                                        "valueOf",       "hasOwnProperty", "isPrototypeOf",
+                                        "propertyIsEnumerable", NULL};
+    for (size_t i = 0; NAMES[i] != NULL; i++)
+        if (strcmp(key, NAMES[i]) == 0)
+            return true;
+    return false;
+}
+
 static void number_text(double d, char *buf, size_t cap)
 {
     if (floor(d) == d && fabs(d) < 1e15)
@@ -249,6 +265,8 @@ static void put_object_type(struct text *t, const json_t *schema, unsigned level
         }
         put(t, needed ? ": " : "?: ");
         put_type(t, sub, level + 1);
+        if (!needed && inherited_member(key))
+            putf(t, " | Object[\"%s\"]", key);
         put(t, ";\n");
     }
     if (!json_is_false(extra)) {

@@ -11,8 +11,10 @@
  *
  * Schema to type: string, number (integer too), boolean, null; an enum is the union
  * of its literals; an array is Array<items> (unknown[] without items); an object lists
- * its properties (optional unless required) and, unless additionalProperties is false,
- * an index signature; a list of types is their union; no type is unknown. Every
+ * its properties (optional unless required; an optional one named like a member every
+ * object inherits, "constructor" or "toString", also admits that member, so leaving
+ * it out type-checks) and, unless additionalProperties is false, an index signature;
+ * a list of types is their union; no type is unknown. Every
  * operator text is made safe for a comment ("*" "/" split, control characters
  * dropped, bidirectional controls written as \u{...}); every name and literal is a
  * JSON string with non-ASCII escaped. */

@@ -1,6 +1,7 @@
 /* flow.schedule, and the next fire `flow list` shows (docs/triggers.md): computed from
  * the flow's approved schedule and the row serve keeps, by the rule the scheduler
- * itself applies (scheduled_flow_row), so what is shown is what fires. */
+ * itself applies (scheduled_flow_row), so what is shown is what fires; both start
+ * from one first fire (first_shown). */
 #include "serve/ops_commands_internal.h"
 #include "serve/ops_dispatch.h"
 
@@ -46,6 +47,20 @@ static int load(struct store *st, const char *id, struct scheduled_flow *f,
     return 1;
 }
 
+/* The first fire flow list and flow schedule show, by one rule: the row's next fire
+ * while it is still ahead; an overdue one fires at the next serve by the missed rule
+ * (or not at all), so what is shown goes on from now. False: it never fires again. */
+static bool first_shown(const struct scheduled_flow *f, const struct schedule_row *row,
+                        int64_t *first_s)
+{
+    int64_t now_s = sql_now_ms() / 1000;
+    if (row->has_next && row->next_fire_ms / 1000 > now_s) {
+        *first_s = row->next_fire_ms / 1000;
+        return true;
+    }
+    return schedule_next(&f->schedule, now_s, first_s) == 0;
+}
+
 json_t *ops_flow_next_fire(struct store *st, const char *id)
 {
     struct scheduled_flow f;
@@ -53,9 +68,12 @@ json_t *ops_flow_next_fire(struct store *st, const char *id)
     char err[ERR_CAP];
     if (load(st, id, &f, &row, err, sizeof err) != 1)
         return json_null();
-    json_t *o = row.has_next ? instant(&f.schedule, row.next_fire_ms / 1000) : json_null();
-    if (row.has_next)
+    int64_t first_s = 0;
+    json_t *o = json_null();
+    if (first_shown(&f, &row, &first_s)) {
+        o = instant(&f.schedule, first_s);
         json_object_set_new(o, "tz", json_string(f.tz));
+    }
     scheduled_flow_free(&f);
     return o;
 }
@@ -83,18 +101,12 @@ json_t *ops_cmd_flow_schedule(struct store *st, json_t *args)
     int got = load(st, id, &f, &row, err, sizeof err);
     if (got != 1)
         return ops_reply_error(1, err);
-    /* The first is the row's next fire when it is still ahead; an overdue one fires at
-     * the next serve by the missed rule, so the list goes on from now. */
-    int64_t now_s = sql_now_ms() / 1000;
     json_t *fires = json_array();
-    int64_t at = row.has_next && row.next_fire_ms / 1000 > now_s ? row.next_fire_ms / 1000 - 1
-                                                                 : now_s;
-    for (long long i = 0; i < count; i++) {
-        int64_t next;
-        if (schedule_next(&f.schedule, at, &next) != 0)
-            break;
-        json_array_append_new(fires, instant(&f.schedule, next));
-        at = next;
+    int64_t at = 0;
+    bool more = first_shown(&f, &row, &at);
+    for (long long i = 0; more && i < count; i++) {
+        json_array_append_new(fires, instant(&f.schedule, at));
+        more = i + 1 < count && schedule_next(&f.schedule, at, &at) == 0;
     }
     json_t *o = json_object();
     json_object_set_new(o, "id", json_string(f.flow_id));

@@ -94,47 +94,65 @@ static char *value_text(const json_t *value, const char *args_text, size_t args_
     return text;
 }
 
+/* kv.set's limits, checked before anything changes: the value's size, and what the flow
+ * would hold with it. 0 with *text (the value's JSON, malloc'd) and *len when within
+ * them; else 0 with *text NULL and the rejection in *out; -1 on a store error. */
+static int kv_set_check(sqlite3 *db, const char *flow, const char *key, const json_t *value,
+                        const char *args_text, size_t args_len, struct host_settlement *out,
+                        char **text, size_t *len, char *err, size_t err_cap)
+{
+    *text = NULL;
+    if (value == NULL)
+        return host_reject(out, HOST_CODE_INVALID_ARGUMENTS, "kv.set: missing the value") == 0
+                   ? 0 : error_line(err, err_cap, "out of memory");
+    char *v = value_text(value, args_text, args_len, len);
+    if (v == NULL)
+        return error_line(err, err_cap, "out of memory");
+    long long held = 0;
+    int ret = 0;
+    if (*len > KV_VALUE_MAX_BYTES) {
+        ret = host_reject(out, HOST_CODE_TOO_LARGE, "kv.set: the value is %zu bytes of JSON,"
+                          " over %u", *len, KV_VALUE_MAX_BYTES);
+    } else if (flow_bytes(db, flow, key, &held, err, err_cap) != 0) {
+        free(v);
+        return -1;
+    } else if (held + (long long)strlen(key) + (long long)*len > KV_FLOW_MAX_BYTES) {
+        ret = host_reject(out, HOST_CODE_TOO_LARGE, "kv.set: the flow would hold %lld bytes,"
+                          " over %u", held + (long long)strlen(key) + (long long)*len,
+                          KV_FLOW_MAX_BYTES);
+    } else {
+        *text = v;
+        return 0;
+    }
+    free(v);
+    return ret == 0 ? 0 : error_line(err, err_cap, "out of memory");
+}
+
 static int kv_set(sqlite3 *db, const char *flow, const char *key, const json_t *value,
                   const char *args_text, size_t args_len, struct host_settlement *out,
                   char *err, size_t err_cap)
 {
-    if (value == NULL)
-        return host_reject(out, HOST_CODE_INVALID_ARGUMENTS, "kv.set: missing the value") == 0
-                   ? 0 : error_line(err, err_cap, "out of memory");
+    char *text;
     size_t len = 0;
-    char *text = value_text(value, args_text, args_len, &len);
+    if (kv_set_check(db, flow, key, value, args_text, args_len, out, &text, &len, err,
+                     err_cap) != 0)
+        return -1;
     if (text == NULL)
-        return error_line(err, err_cap, "out of memory");
-    long long held = 0;
-    int ret = 0;
-    if (len > KV_VALUE_MAX_BYTES) {
-        ret = host_reject(out, HOST_CODE_TOO_LARGE, "kv.set: the value is %zu bytes of JSON,"
-                          " over %u", len, KV_VALUE_MAX_BYTES);
-    } else if (flow_bytes(db, flow, key, &held, err, err_cap) != 0) {
+        return 0; /* refused: *out says why */
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "INSERT OR REPLACE INTO kv (flow_id, key, value) VALUES (?1, ?2, ?3)",
+                    &st, err, err_cap) != 0) {
         free(text);
         return -1;
-    } else if (held + (long long)strlen(key) + (long long)len > KV_FLOW_MAX_BYTES) {
-        ret = host_reject(out, HOST_CODE_TOO_LARGE, "kv.set: the flow would hold %lld bytes,"
-                          " over %u", held + (long long)strlen(key) + (long long)len,
-                          KV_FLOW_MAX_BYTES);
-    } else {
-        sqlite3_stmt *st;
-        if (sql_prepare(db, "INSERT OR REPLACE INTO kv (flow_id, key, value) VALUES (?1, ?2, ?3)",
-                        &st, err, err_cap) != 0) {
-            free(text);
-            return -1;
-        }
-        sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, text, (int)len, SQLITE_STATIC);
-        if (sql_run(db, st, err, err_cap) != 0) {
-            free(text);
-            return -1;
-        }
-        ret = host_fulfil_text(out, "null");
     }
+    sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, text, (int)len, SQLITE_STATIC);
+    int rc = sql_run(db, st, err, err_cap);
     free(text);
-    return ret == 0 ? 0 : error_line(err, err_cap, "out of memory");
+    if (rc != 0)
+        return -1;
+    return host_fulfil_text(out, "null") == 0 ? 0 : error_line(err, err_cap, "out of memory");
 }
 
 static int kv_delete(sqlite3 *db, const char *flow, const char *key,
@@ -168,4 +186,27 @@ int kv_store_call(struct store *s, const char *flow, const char *kind, const voi
         return kv_set(db, flow, key, json_array_get(array, 1), args_text, args_len, out, err,
                       err_cap);
     return kv_delete(db, flow, key, out, err, err_cap);
+}
+
+int kv_store_check(struct store *s, const char *flow, const char *kind, const void *args,
+                   const char *args_text, size_t args_len, struct host_settlement *out,
+                   bool *would_change, char *err, size_t err_cap)
+{
+    *would_change = false;
+    int rc = 0;
+    const char *key = key_arg(args, kind, out, &rc);
+    if (key == NULL)
+        return rc == 0 ? 0 : error_line(err, err_cap, "out of memory");
+    if (strcmp(kind, "kv.set") != 0) {
+        *would_change = true;
+        return 0;
+    }
+    char *text;
+    size_t len = 0;
+    if (kv_set_check(store_db(s), flow, key, json_array_get(args, 1), args_text, args_len, out,
+                     &text, &len, err, err_cap) != 0)
+        return -1;
+    *would_change = text != NULL;
+    free(text);
+    return 0;
 }

@@ -36,4 +36,14 @@ int kv_store_call(struct store *s, const char *flow, const char *kind, const voi
                   const char *args_text, size_t args_len, struct host_settlement *out,
                   char *err, size_t err_cap);
 
+/* The checks kv_store_call makes of kind ("kv.set" or "kv.delete") before it changes
+ * anything, changing nothing (a dry run's: flows/dry_run_host.h): the key, and for
+ * kv.set the value's size and what the flow would hold with it as the store holds it
+ * now (read in the caller's transaction). 0 with *would_change true when the call
+ * would be performed; else 0 with *would_change false and the rejection a run gets in
+ * *out; -1 with a reason in err on a store error or no memory. */
+int kv_store_check(struct store *s, const char *flow, const char *kind, const void *args,
+                   const char *args_text, size_t args_len, struct host_settlement *out,
+                   bool *would_change, char *err, size_t err_cap);
+
 #endif

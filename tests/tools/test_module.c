@@ -9,6 +9,7 @@
  *   fail     {"error": {"code": "no_such_ticket", ...}}
  *   badcode  an error with the code "Bad Code!"
  *   garbage  text that is not JSON
+ *   raw      args a string: that string is the whole reply, byte for byte
  *   exit3    exits 3 without a reply
  *   sleep    writes "test_module pid P child C" on stderr (C a child in the same
  *            process group, also sleeping) and sleeps 30 s (for timeouts)
@@ -348,7 +349,7 @@ int main(int argc, char **argv)
     if (input == NULL)
         return 1;
     json_error_t je;
-    json_t *req = json_loadb(input, len, 0, &je);
+    json_t *req = json_loadb(input, len, JSON_ALLOW_NUL, &je);
     free(input);
     const char *op = json_string_value(json_object_get(req, "op"));
     const char *key = json_string_value(json_object_get(req, "idempotency_key"));
@@ -379,6 +380,8 @@ int main(int argc, char **argv)
         rc = reply_error("Bad Code!", "a code outside the form");
     } else if (strcmp(op, "garbage") == 0) {
         rc = write_all(1, "this is not JSON\n", 17) == 0 ? 0 : 1;
+    } else if (strcmp(op, "raw") == 0 && json_is_string(args)) {
+        rc = write_all(1, json_string_value(args), json_string_length(args)) == 0 ? 0 : 1;
     } else if (strcmp(op, "exit3") == 0) {
         rc = 3;
     } else if (strcmp(op, "sleep") == 0) {

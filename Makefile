@@ -93,6 +93,12 @@ TOOL_BINS  := $(patsubst tests/tools/%.c,build/test/tools/%,$(TOOL_SRC))
 # Plain `make` builds both release binaries: `all` is the default goal, whatever rule
 # comes first below (tests/t_make_default.sh checks it).
 .DEFAULT_GOAL := all
+# make ARCH=aarch64: the arm64 release binaries instead (mk/aarch64.mk).
+ifeq ($(ARCH),aarch64)
+.DEFAULT_GOAL := aarch64
+else ifneq ($(ARCH),)
+$(error ARCH=$(ARCH): only ARCH=aarch64 is a cross build; the native build takes no ARCH)
+endif
 .PHONY: FORCE all test-build check test bench bench-build lint fuzz clean quickjs \
         install uninstall man-check dist
 all: $(RELEASE_WORKER) $(RELEASE_PARENT) $(RELEASE_CK)
@@ -186,7 +192,17 @@ build/test/tools/evil_worker: build/test/obj/tests/tools/evil_worker.o $(call ob
 	@mkdir -p $(dir $@)
 	$(CC) $(test_LDFLAGS) $^ -o $@ -lseccomp
 
-test-build: all $(TEST_WORKER) $(TEST_PARENT) $(TEST_CK) $(ASAN_PARENT) $(ASAN_WORKER) $(ASAN_CK) $(TEST_BINS) $(ASAN_TESTS) $(TOOL_BINS)
+# The exporter of the worker's filter (tests/tools/export_filter.c; mk/aarch64.mk runs
+# its arm64 build) links the policy table as the worker does.
+build/test/tools/export_filter: build/test/obj/tests/tools/export_filter.o $(call objs,test,src/worker/seccomp_policy.c)
+	@mkdir -p $(dir $@)
+	$(CC) $(test_LDFLAGS) $^ -o $@ -lseccomp
+
+include mk/aarch64.mk
+
+# The arm64 cross build is part of the test build: t_syscall_table checks its filter,
+# t_aarch64.sh its binaries.
+test-build: all aarch64 $(TEST_WORKER) $(TEST_PARENT) $(TEST_CK) $(ASAN_PARENT) $(ASAN_WORKER) $(ASAN_CK) $(TEST_BINS) $(ASAN_TESTS) $(TOOL_BINS)
 
 # The whole suite: builds every variant, runs every test, lint and the fuzz smoke run.
 check: test-build
@@ -289,4 +305,4 @@ dist:
 	cd build/dist && sha256sum $(DIST_NAME).tar.gz > $(DIST_NAME).tar.gz.sha256
 
 clean:
-	rm -rf build/bin build/release build/test build/asan build/lib build/bench build/dist
+	rm -rf build/bin build/release build/test build/asan build/lib build/bench build/dist build/aarch64

@@ -9,8 +9,15 @@ libjansson-dev libssl-dev libcurl4-openssl-dev libsystemd-dev libmicrohttpd-dev 
 test_pkgs="clang clang-tidy cppcheck libclang-rt-14-dev strace python3 curl
 python3-prometheus-client systemd groff-base man-db"
 
+# The arm64 cross build (mk/aarch64.mk, part of the test build): Debian's cross
+# compiler, the arm64 libraries through multiarch, and qemu-user to run the filter
+# exporter and the binaries' --version.
+cross_pkgs="gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static
+libseccomp-dev:arm64 libssl-dev:arm64 libsqlite3-dev:arm64 libjansson-dev:arm64
+libcurl4-openssl-dev:arm64 libsystemd-dev:arm64 libmicrohttpd-dev:arm64"
+
 pkgs="$build_pkgs"
-[ "${1:-}" = "--test" ] && pkgs="$pkgs $test_pkgs"
+[ "${1:-}" = "--test" ] && pkgs="$pkgs $test_pkgs $cross_pkgs"
 # npm fetches QuickJS from the registry; a machine with Node.js from elsewhere keeps it.
 command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
 
@@ -22,6 +29,9 @@ if [ -n "$missing" ]; then
   sudo=""
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
   echo "install-deps: installing$missing"
+  case "$missing" in
+  *:arm64*) dpkg --print-foreign-architectures | grep -qx arm64 || $sudo dpkg --add-architecture arm64 ;;
+  esac
   $sudo apt-get update -qq
   # shellcheck disable=SC2086
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -764,44 +764,19 @@ static void check_probe_references(void)
           "%s", detail);
 }
 
-static void check_arch(const struct arch_info *arch)
+/* Everything the document says of one architecture's filter, checked on its PFC and
+ * by running its BPF. label names the filter in each check. Frees f. */
+static void check_filter(const struct arch_info *arch, const char *label, struct filter *f)
 {
     char name[256];
     char detail[1024];
 
-    scmp_filter_ctx ctx = seccomp_policy_build(arch->scmp, SELF_PID);
-    snprintf(name, sizeof name, "%s: seccomp_policy_build builds the filter", arch->name);
-    if (!check(ctx != NULL, name, "returned NULL"))
-        return;
-
-    /* [guard default kill] [guard bad arch] [guard tsync] from libseccomp's own view. */
-    uint32_t def = 0, bad = 0, tsync = 0, nnp = 0;
-    bool got = seccomp_attr_get(ctx, SCMP_FLTATR_ACT_DEFAULT, &def) == 0 &&
-               seccomp_attr_get(ctx, SCMP_FLTATR_ACT_BADARCH, &bad) == 0 &&
-               seccomp_attr_get(ctx, SCMP_FLTATR_CTL_TSYNC, &tsync) == 0 &&
-               seccomp_attr_get(ctx, SCMP_FLTATR_CTL_NNP, &nnp) == 0;
-    snprintf(name, sizeof name,
-             "%s: default action KILL_PROCESS, bad-arch action KILL_PROCESS, TSYNC and "
-             "no_new_privs set [guard default kill] [guard bad arch] [guard tsync]", arch->name);
-    check(got && def == SCMP_ACT_KILL_PROCESS && bad == SCMP_ACT_KILL_PROCESS && tsync == 1 &&
-              nnp == 1,
-          name, "attr_get %s: default 0x%x, badarch 0x%x, tsync %u, nnp %u", got ? "ok" : "failed",
-          def, bad, tsync, nnp);
-
-    struct filter f;
-    char why[256];
-    bool exported = export_filter(ctx, &f, why, sizeof why);
-    seccomp_release(ctx);
-    snprintf(name, sizeof name, "%s: filter exports as PFC and BPF", arch->name);
-    if (!check(exported, name, "%s", why))
-        return;
-
     struct pfc_info pfc;
-    parse_pfc(f.pfc, &pfc);
+    parse_pfc(f->pfc, &pfc);
     char want_arch[64];
     snprintf(want_arch, sizeof want_arch, "%s (%u)", arch->name, arch->audit);
     snprintf(name, sizeof name, "%s: PFC has one architecture (%s), default and invalid-arch "
-             "action KILL_PROCESS [guard default kill] [guard bad arch]", arch->name, want_arch);
+             "action KILL_PROCESS [guard default kill] [guard bad arch]", label, want_arch);
     check(pfc.arch_lines == 1 && strcmp(pfc.arch_line, want_arch) == 0 && pfc.default_kill &&
               pfc.badarch_kill,
           name, "%d arch lines (last '%s'), default kill %d, invalid-arch kill %d",
@@ -835,7 +810,7 @@ static void check_arch(const struct arch_info *arch)
         }
     }
     snprintf(name, sizeof name, "%s: the filter admits exactly the documented calls, with the "
-             "documented numbers [guard allowlist]", arch->name);
+             "documented numbers [guard allowlist]", label);
     check(ok, name, "%s", detail);
 
     /* Calls with rule "any", and only those, are admitted without an argument check. */
@@ -854,7 +829,7 @@ static void check_arch(const struct arch_info *arch)
         }
     }
     snprintf(name, sizeof name, "%s: exactly the calls with rule 'any' are admitted without an "
-             "argument check (PFC) [guard argument rule]", arch->name);
+             "argument check (PFC) [guard argument rule]", label);
     check(ok, name, "%s", detail);
 
     /* [guard argument rule] run the BPF on what each rule admits and refuses. */
@@ -863,7 +838,7 @@ static void check_arch(const struct arch_info *arch)
         const char *rule = admissions.row[i].cell[3];
         int nr = seccomp_syscall_resolve_name_arch(arch->scmp, call);
         const struct rule_semantics *sem = semantics_for(rule);
-        snprintf(name, sizeof name, "%s: %s (%d) behaves as '%s' [guard argument rule]", arch->name,
+        snprintf(name, sizeof name, "%s: %s (%d) behaves as '%s' [guard argument rule]", label,
                  call, nr, rule);
         if (sem == NULL || nr < 0) {
             fail(name, "no semantics for the rule, or libseccomp does not know the call");
@@ -875,7 +850,7 @@ static void check_arch(const struct arch_info *arch)
         for (int v = 0; v < MAX_VECS && sem->admit[v].what != NULL; v++) {
             uint64_t a[6];
             fill_args(&sem->admit[v], a);
-            uint32_t verdict = bpf_run(&f, arch->audit, (uint32_t)nr, a);
+            uint32_t verdict = bpf_run(f, arch->audit, (uint32_t)nr, a);
             admitted++;
             if (verdict != SECCOMP_RET_ALLOW) {
                 snprintf(detail, sizeof detail, "%s gives %s, want ALLOW", sem->admit[v].what,
@@ -886,7 +861,7 @@ static void check_arch(const struct arch_info *arch)
         for (int v = 0; v < MAX_VECS && sem->refuse[v].what != NULL; v++) {
             uint64_t a[6];
             fill_args(&sem->refuse[v], a);
-            uint32_t verdict = bpf_run(&f, arch->audit, (uint32_t)nr, a);
+            uint32_t verdict = bpf_run(f, arch->audit, (uint32_t)nr, a);
             refused_n++;
             if (verdict != SECCOMP_RET_KILL_PROCESS) {
                 snprintf(detail, sizeof detail, "%s gives %s, want KILL_PROCESS", sem->refuse[v].what,
@@ -907,13 +882,13 @@ static void check_arch(const struct arch_info *arch)
         int lib_nr = seccomp_syscall_resolve_name_arch(arch->scmp, r->cell[0]);
         if (lib_nr < 0 || doc_nr < 0) {
             snprintf(name, sizeof name, "%s: not admitted: %s does not exist on this "
-                     "architecture, as the document says", arch->name, r->cell[0]);
+                     "architecture, as the document says", label, r->cell[0]);
             check(doc_nr == -1 && lib_nr < 0, name,
                   "document says '%s', libseccomp number %d", r->cell[arch->doc_column], lib_nr);
             continue;
         }
         snprintf(name, sizeof name, "%s: not admitted: %s (%d) is killed with any arguments "
-                 "[guard default kill]", arch->name, r->cell[0], lib_nr);
+                 "[guard default kill]", label, r->cell[0], lib_nr);
         if (doc_nr != lib_nr) {
             fail(name, "document says %d, libseccomp says %d", doc_nr, lib_nr);
             continue;
@@ -922,9 +897,9 @@ static void check_arch(const struct arch_info *arch)
         static const uint64_t junk[6] = {1, 2, 3, 4, 5, 6};
         static const uint64_t ones[6] = {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX,
                                          UINT64_MAX, UINT64_MAX};
-        uint32_t v1 = bpf_run(&f, arch->audit, (uint32_t)lib_nr, zeros);
-        uint32_t v2 = bpf_run(&f, arch->audit, (uint32_t)lib_nr, junk);
-        uint32_t v3 = bpf_run(&f, arch->audit, (uint32_t)lib_nr, ones);
+        uint32_t v1 = bpf_run(f, arch->audit, (uint32_t)lib_nr, zeros);
+        uint32_t v2 = bpf_run(f, arch->audit, (uint32_t)lib_nr, junk);
+        uint32_t v3 = bpf_run(f, arch->audit, (uint32_t)lib_nr, ones);
         check(v1 == SECCOMP_RET_KILL_PROCESS && v2 == SECCOMP_RET_KILL_PROCESS &&
                   v3 == SECCOMP_RET_KILL_PROCESS,
               name, "verdicts %s / %s / %s", verdict_name(v1), verdict_name(v2), verdict_name(v3));
@@ -946,7 +921,7 @@ static void check_arch(const struct arch_info *arch)
             continue;
         }
         static const uint64_t zeros[6] = {0, 0, 0, 0, 0, 0};
-        uint32_t v = bpf_run(&f, arch->audit, nr, zeros);
+        uint32_t v = bpf_run(f, arch->audit, nr, zeros);
         if (v != SECCOMP_RET_KILL_PROCESS) {
             snprintf(detail, sizeof detail, "number %u (%s) gives %s", nr,
                      callname ? callname : "unnamed", verdict_name(v));
@@ -957,7 +932,7 @@ static void check_arch(const struct arch_info *arch)
         free(callname);
     }
     snprintf(name, sizeof name, "%s: every other number 0..1023 is killed (%d numbers) "
-             "[guard default kill]", arch->name, killed);
+             "[guard default kill]", label, killed);
     check(ok, name, "%s", detail);
 
     /* [guard bad arch] the filter's own calls, under any other architecture, are killed. */
@@ -971,7 +946,7 @@ static void check_arch(const struct arch_info *arch)
             continue;
         for (uint32_t nr = 0; nr < 512; nr++) {
             static const uint64_t zeros[6] = {0, 0, 0, 0, 0, 0};
-            uint32_t v = bpf_run(&f, other_arches[a], nr, zeros);
+            uint32_t v = bpf_run(f, other_arches[a], nr, zeros);
             if (v != SECCOMP_RET_KILL_PROCESS) {
                 snprintf(detail, sizeof detail, "arch 0x%x number %u gives %s", other_arches[a], nr,
                          verdict_name(v));
@@ -980,7 +955,7 @@ static void check_arch(const struct arch_info *arch)
         }
     }
     snprintf(name, sizeof name, "%s: every call under another architecture (i386 int 0x80, arm, "
-             "...) is killed [guard bad arch]", arch->name);
+             "...) is killed [guard bad arch]", label);
     check(ok, name, "%s", detail);
 
     if (arch->audit == AUDIT_ARCH_X86_64) {
@@ -994,8 +969,8 @@ static void check_arch(const struct arch_info *arch)
             static const uint64_t zeros[6] = {0, 0, 0, 0, 0, 0};
             static const uint64_t fd1[6] = {1, 0, 0, 0, 0, 0};
             uint32_t x = 0x40000000U | nr;
-            uint32_t v1 = bpf_run(&f, AUDIT_ARCH_X86_64, x, zeros);
-            uint32_t v2 = bpf_run(&f, AUDIT_ARCH_X86_64, x, fd1);
+            uint32_t v1 = bpf_run(f, AUDIT_ARCH_X86_64, x, zeros);
+            uint32_t v2 = bpf_run(f, AUDIT_ARCH_X86_64, x, fd1);
             n++;
             if (v1 != SECCOMP_RET_KILL_PROCESS || v2 != SECCOMP_RET_KILL_PROCESS) {
                 snprintf(detail, sizeof detail, "x32 number 0x%x gives %s / %s", x, verdict_name(v1),
@@ -1008,8 +983,73 @@ static void check_arch(const struct arch_info *arch)
         check(ok, name, "%s", detail);
     }
 
-    free(f.pfc);
-    free(f.prog);
+    free(f->pfc);
+    free(f->prog);
+}
+
+
+static void check_arch(const struct arch_info *arch)
+{
+    char name[256];
+
+    scmp_filter_ctx ctx = seccomp_policy_build(arch->scmp, SELF_PID);
+    snprintf(name, sizeof name, "%s: seccomp_policy_build builds the filter", arch->name);
+    if (!check(ctx != NULL, name, "returned NULL"))
+        return;
+
+    /* [guard default kill] [guard bad arch] [guard tsync] from libseccomp's own view. */
+    uint32_t def = 0, bad = 0, tsync = 0, nnp = 0;
+    bool got = seccomp_attr_get(ctx, SCMP_FLTATR_ACT_DEFAULT, &def) == 0 &&
+               seccomp_attr_get(ctx, SCMP_FLTATR_ACT_BADARCH, &bad) == 0 &&
+               seccomp_attr_get(ctx, SCMP_FLTATR_CTL_TSYNC, &tsync) == 0 &&
+               seccomp_attr_get(ctx, SCMP_FLTATR_CTL_NNP, &nnp) == 0;
+    snprintf(name, sizeof name,
+             "%s: default action KILL_PROCESS, bad-arch action KILL_PROCESS, TSYNC and "
+             "no_new_privs set [guard default kill] [guard bad arch] [guard tsync]", arch->name);
+    check(got && def == SCMP_ACT_KILL_PROCESS && bad == SCMP_ACT_KILL_PROCESS && tsync == 1 &&
+              nnp == 1,
+          name, "attr_get %s: default 0x%x, badarch 0x%x, tsync %u, nnp %u", got ? "ok" : "failed",
+          def, bad, tsync, nnp);
+
+    struct filter f;
+    char why[256];
+    bool exported = export_filter(ctx, &f, why, sizeof why);
+    seccomp_release(ctx);
+    snprintf(name, sizeof name, "%s: filter exports as PFC and BPF", arch->name);
+    if (!check(exported, name, "%s", why))
+        return;
+    check_filter(arch, arch->name, &f);
+}
+
+/* The filter another build made: mk/aarch64.mk exports the arm64 build's filter
+ * (tests/tools/export_filter.c, the worker's policy object and its static libseccomp,
+ * run under qemu-aarch64-static) into build/aarch64/filter.{pfc,bpf}. Its absence is
+ * a failure: scripts/test.sh builds it. */
+static void check_built(const struct arch_info *arch, const char *label, const char *build,
+                        const char *stem)
+{
+    char pfc_path[4096], bpf_path[4096], name[256];
+    snprintf(pfc_path, sizeof pfc_path, "%s/%s.pfc", build, stem);
+    snprintf(bpf_path, sizeof bpf_path, "%s/%s.bpf", build, stem);
+    struct filter f = {0};
+    f.pfc = read_text_file(pfc_path);
+    FILE *bpf = fopen(bpf_path, "rb");
+    char *raw = bpf != NULL ? slurp_stream(bpf) : NULL;
+    long size = bpf != NULL ? ftell(bpf) : -1;
+    if (bpf != NULL)
+        fclose(bpf);
+    snprintf(name, sizeof name, "%s: the exported filter (%s.pfc, %s.bpf) is there and whole "
+             "(make aarch64)", label, stem, stem);
+    if (!check(f.pfc != NULL && raw != NULL && size > 0 && size % (long)sizeof(struct sock_filter) == 0,
+               name, "%s: %s; %s: %ld bytes", pfc_path, f.pfc != NULL ? "read" : "missing",
+               bpf_path, size)) {
+        free(f.pfc);
+        free(raw);
+        return;
+    }
+    f.prog = (struct sock_filter *)(void *)raw;
+    f.len = (size_t)size / sizeof(struct sock_filter);
+    check_filter(arch, label, &f);
 }
 
 int main(void)
@@ -1031,6 +1071,7 @@ int main(void)
     check_probe_references();
     for (size_t i = 0; i < sizeof ARCHES / sizeof ARCHES[0]; i++)
         check_arch(&ARCHES[i]);
+    check_built(&ARCHES[1], "aarch64 build", build, "aarch64/filter");
 
     free_table(&admissions);
     free_table(&forbidden);

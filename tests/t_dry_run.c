@@ -601,7 +601,7 @@ static void check_limit(const char *id, const char *body, const char *what, bool
     struct proc_result r = cli(json, ARGS("flow", "dry-run", dir));
     json_t *run = real_run(dir);
     const char *want = str_of(run, "error");
-    char name[256], line[512];
+    char name[256];
     bool failed = false, same = false, counted = false;
     if (json) {
         json_t *dry = json_loads(r.out, 0, NULL);
@@ -612,6 +612,7 @@ static void check_limit(const char *id, const char *body, const char *what, bool
                   json_integer_value(json_object_get(dry, "over_limit_calls")) == want_over;
         json_decref(dry);
     } else {
+        char line[512];
         const char *end = strchr(r.out, '\n');
         failed = end != NULL && end - r.out > 8 && strncmp(end - 8, ": failed", 8) == 0;
         sfmt(line, sizeof line, "error: %s", want);

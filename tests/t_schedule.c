@@ -333,7 +333,12 @@ static void check_long_horizon(void) {
 static void check_horizon(void) {
     char *out = oracle_answer("gaps\n", "the calendar's gaps");
     long long longest = 0, sundays = 0;
-    bool read = out != NULL && sscanf(out, "%lld %lld", &longest, &sundays) == 2;
+    char *end = out;
+    if (out != NULL) {
+        longest = strtoll(out, &end, 10);
+        sundays = strtoll(end, &end, 10);
+    }
+    bool read = out != NULL && end != out && *end == '\n';
     check(read && longest == SCHEDULE_SEARCH_DAYS && sundays == SCHEDULE_SEARCH_DAYS,
           "the search horizon is the longest wait between two days of one (month, day,"
           " weekday), that of 29 Feb on a Sunday [guard: SCHEDULE_SEARCH_DAYS]",
@@ -395,9 +400,11 @@ static void listed_fires(const struct test_home *h, size_t i, char *out, size_t 
     json_t *f;
     size_t len = 0;
     out[0] = '\0';
-    json_array_foreach (json_object_get(o, "fires"), k, f)
-        len += (size_t)snprintf(out + len, cap - len, "%s%lld", k > 0 ? " " : "",
-                                (long long)json_integer_value(json_object_get(f, "unix")));
+    json_array_foreach (json_object_get(o, "fires"), k, f) {
+        if (len < cap)
+            len += (size_t)snprintf(out + len, cap - len, "%s%lld", k > 0 ? " " : "",
+                                    (long long)json_integer_value(json_object_get(f, "unix")));
+    }
     if (!proc_exited_with(&r, 0))
         snprintf(out, cap, "(%s: %s)", proc_describe(&r), r.err);
     json_decref(o);

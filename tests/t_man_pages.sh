@@ -133,6 +133,47 @@ else
     echo "not ok - man pages: build/bin/ck --help failed (make)"
 fi
 
+# The rendered text, as a reader sees it (wide, unhyphenated, so no option is broken
+# across a line): every --option in it is one the help prints [guard man-rendered-options]
+# (a font request that glues words, ".BR [--input JSON]" rendering "--inputJSON", fails
+# here), and an option the help shows only in brackets (optional) is never shown
+# unbracketed in a command's synopsis line [guard man-rendered-optional].
+render() { groff -man -Tutf8 -rLL=2000n -rHY=0 -ww "$1" 2>/dev/null | col -bx | sed 's/\xe2\x80\x90/-/g'; }
+strip_brackets() { sed -E ':a; s/\[[^][]*\]//g; ta'; }
+check_rendered() { # PAGE HELP-TEXT [OTHER PROGRAMS' OPTIONS THE PAGE QUOTES...]
+    rendered=$(render "$1")
+    known=$( { printf '%s\n' "$2" | grep -oE -- '--[a-z][a-z-]*'; printf '%s\n' "${@:3}"; } | sort -u)
+    unknown=$(printf '%s\n' "$rendered" | grep -oE -- '--[A-Za-z][A-Za-z-]*' | sort -u |
+        grep -vxF -f <(printf '%s\n' "$known"))
+    if [ -z "$rendered" ]; then
+        echo "not ok - man pages: $1 renders to nothing"
+    elif [ -n "$unknown" ]; then
+        echo "not ok - man pages: $1 renders options its --help does not have: $(printf '%s' "$unknown" | tr '\n' ' ') [guard man-rendered-options]"
+    else
+        echo "ok - man pages: every option in the rendered $1 is one --help prints [guard man-rendered-options]"
+    fi
+    usage=$(printf '%s\n' "$2" | sed -n '/^commands:/,/^options:/p' | grep -E '^  [a-z]|^       [|[]')
+    required=$(printf '%s\n' "$usage" | strip_brackets | grep -oE -- '--[a-z][a-z-]*' | sort -u)
+    words=$(printf '%s\n' "$usage" | grep -E '^  [a-z]' | awk '{print $1}' | sort -u | paste -sd'|')
+    wrong=$(printf '%s\n' "$rendered" | grep -E "^       ($words)( |$)" | strip_brackets |
+        grep -oE -- '--[a-z][a-z-]*' | sort -u | grep -vxF -f <(printf '%s\n' "$required"))
+    if [ -n "$wrong" ]; then
+        echo "not ok - man pages: $1 shows as required what --help shows as optional: $(printf '%s' "$wrong" | tr '\n' ' ') [guard man-rendered-optional]"
+    else
+        echo "ok - man pages: $1's synopsis lines bracket every option --help brackets [guard man-rendered-optional]"
+    fi
+}
+check_rendered "$page" "$help"
+[ -n "${ck_help:-}" ] && check_rendered man/ck.1 "$ck_help" --user # systemctl --user
+# The two checks can turn red: a scratch page with a glued option and an unbracketed one.
+{ cat "$page"; printf '.SS scratch\n.TP\n.BR "codemode run " [ \\-\\-input \\fIJSON\\fR]\nglued.\n.TP\n.B flow schedule ID \\-\\-count N\nrequired.\n'; } >"$scratch/glued.1"
+red=$(check_rendered "$scratch/glued.1" "$help")
+if printf '%s\n' "$red" | grep -q 'not ok.*--inputJSON' && printf '%s\n' "$red" | grep -q 'not ok.*optional: --count'; then
+    echo "ok - man pages: the rendered-text checks fail on a page with a glued and an unbracketed option"
+else
+    echo "not ok - man pages: the rendered-text checks passed a page with a glued and an unbracketed option: $(printf '%s' "$red" | tr '\n' ' ' | cut -c1-300)"
+fi
+
 # man(1) itself, the way a reader opens it, warns about nothing either.
 for p in $page man/ck-basal-worker.8 man/ck.1; do
     out=$(MANWIDTH=80 man --warnings -l "$p" 2>&1 >/dev/null)

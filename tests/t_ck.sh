@@ -114,7 +114,7 @@ store_version() { sqlite3 "$1/basal.db" 'PRAGMA user_version' 2>&1; }
 
 # --- ck setup ---------------------------------------------------------------------------
 h1=$scratch/data1
-if out=$("$NEW/ck" setup --home "$h1" 2>&1); then
+if out=$(SHELL=/bin/bash "$NEW/ck" setup --home "$h1" 2>&1); then
     echo "ok - ck setup: installed into the default prefix (~/.local) and set up $h1"
 else
     echo "not ok - ck setup: $(one_line "$out")"
@@ -142,6 +142,26 @@ if demo_install "$ubin" "$h1" >/dev/null 2>&1 && n=$(demo_run "$ubin" "$h1") && 
 else
     echo "not ok - ck setup: the demo flow from the installed tree: ${n:-}"
 fi
+# ~/.local/bin is not on the test's PATH: setup prints the one line that puts it there
+# for the user's shell, and that line, run, does [guard ck-setup-path-line].
+line=$(printf '%s\n' "$out" | sed -n '/is not on your PATH; to add it, run:/{n;s/^    //;p;}')
+if [ "$line" = "echo 'export PATH=\"$ubin:\$PATH\"' >> ~/.bashrc" ] && sh -c "$line" &&
+    found=$(env -i HOME="$HOME" PATH=/usr/bin:/bin bash -i -c 'command -v ck-basal' 2>/dev/null) &&
+    [ "$found" = "$ubin/ck-basal" ]; then
+    echo "ok - ck setup: prints the line for bash's ~/.bashrc, and after it an interactive bash finds ck-basal in ~/.local/bin [guard ck-setup-path-line]"
+else
+    echo "not ok - ck setup: PATH line '$line' (found '${found:-}') in: $(one_line "$out") [guard ck-setup-path-line]"
+fi
+for shell_case in "/usr/bin/zsh|echo 'export PATH=\"$ubin:\$PATH\"' >> ~/.zshrc" "/usr/bin/fish|fish_add_path $ubin" \
+    "/bin/dash|echo 'export PATH=\"$ubin:\$PATH\"' >> ~/.profile"; do
+    again=$(SHELL=${shell_case%%|*} "$NEW/ck" setup --home "$h1" 2>&1)
+    line=$(printf '%s\n' "$again" | sed -n '/is not on your PATH; to add it, run:/{n;s/^    //;p;}')
+    if [ "$line" = "${shell_case#*|}" ]; then
+        echo "ok - ck setup: with SHELL=${shell_case%%|*} the PATH line is: $line"
+    else
+        echo "not ok - ck setup: with SHELL=${shell_case%%|*} the PATH line is '$line', want '${shell_case#*|}'"
+    fi
+done
 out=$("$NEW/ck" setup --prefix relative/dir 2>&1)
 rc=$?
 if [ $rc = 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ]; then

@@ -25,6 +25,36 @@ static bool on_path(const char *dir)
     return false;
 }
 
+/* Whether text can stand inside the printed shell line as it is (no quoting needed). */
+static bool plain_path(const char *text)
+{
+    return strspn(text, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/._+-") ==
+           strlen(text);
+}
+
+/* The exact line that puts dir on PATH for the user's login shell ($SHELL): fish has its
+ * own command; zsh and bash read their rc file; any other shell ~/.profile. */
+static void print_path_hint(const char *dir)
+{
+    if (!plain_path(dir)) {
+        printf("  note: %s is not on your PATH: add it to PATH in your shell's startup file\n", dir);
+        return;
+    }
+    const char *shell = getenv("SHELL") != NULL ? getenv("SHELL") : "";
+    const char *name = strrchr(shell, '/') != NULL ? strrchr(shell, '/') + 1 : shell;
+    printf("  note: %s is not on your PATH; to add it, run:\n", dir);
+    if (strcmp(name, "fish") == 0) {
+        printf("    fish_add_path %s\n", dir);
+        return;
+    }
+    const char *rc = "~/.profile";
+    if (strcmp(name, "zsh") == 0)
+        rc = "~/.zshrc";
+    else if (strcmp(name, "bash") == 0)
+        rc = "~/.bashrc";
+    printf("    echo 'export PATH=\"%s:$PATH\"' >> %s\n", dir, rc);
+}
+
 int ck_setup(const struct ck_options *o)
 {
     struct ck_paths p;
@@ -91,7 +121,7 @@ int ck_setup(const struct ck_options *o)
                CK_PROGRAMS[i]);
     }
     if (!on_path(p.bin))
-        printf("  note: %s is not on your PATH\n", p.bin);
+        print_path_hint(p.bin);
     if (lock_fd >= 0)
         close(lock_fd);
     fflush(stdout);

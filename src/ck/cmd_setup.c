@@ -40,8 +40,11 @@ static void print_path_hint(const char *dir)
         printf("  note: %s is not on your PATH: add it to PATH in your shell's startup file\n", dir);
         return;
     }
-    const char *shell = getenv("SHELL") != NULL ? getenv("SHELL") : "";
-    const char *name = strrchr(shell, '/') != NULL ? strrchr(shell, '/') + 1 : shell;
+    const char *shell = getenv("SHELL");
+    if (shell == NULL)
+        shell = "";
+    const char *slash = strrchr(shell, '/');
+    const char *name = slash != NULL ? slash + 1 : shell;
     printf("  note: %s is not on your PATH; to add it, run:\n", dir);
     if (strcmp(name, "fish") == 0) {
         printf("    fish_add_path %s\n", dir);

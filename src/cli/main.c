@@ -10,13 +10,14 @@ static const struct cli_command COMMANDS[] = {
     {"setup", " create or check the data home (owner-only) and the store; report what the "
               "kernel offers",
      cmd_setup},
-    {"flow", "install DIR | approve ID --version N --code-hash HEX | list | schedule ID "
-             "[--count N]\n       | disable ID | enable ID | drain ID\n"
+    {"flow", "install DIR | approve ID --version N --code-hash HEX | list | show ID\n"
+             "       | schedule ID [--count N] | disable ID | enable ID | drain ID\n"
              "       | reconcile RUN POSITION --observed JSON | --not-applied | --cancel\n"
              "       | dry-run DIR | ID --version N [--trigger JSON] [--fixtures FILE] "
              "[--allow-queries]\n"
              "      install a flow (pending), approve a version by its code hash, list flows\n"
-             "      (with each one's next fire), show a schedule's next fire times,\n"
+             "      (with each one's next fire), show one (hashes whole), show a schedule's\n"
+             "      next fire times,\n"
              "      switch one off or on, drain one (a running serve admits no more runs of it\n"
              "      and answers when its runs ended), settle a mutation in doubt (then resume),\n"
              "      show what a version would do before approving it (reads real, no effect)",

@@ -217,7 +217,7 @@ static void test_exec(void)
     proc_result_free(&r);
 
     r = cli(false, ARGS("exec", error_js));
-    expect_escaped(&r, false, ARGS("script error: Error: \\x1b[1A\\x1b[2Kforged\\u202e\\u0085 \\x7f\n"),
+    expect_escaped(&r, false, ARGS("script error: Error: \\x1b[1A\\x1b[2Kforged\\u202e\\u0085 \\x7f ("),
                    NULL,
                    "exec: a script error's ESC sequences, NEL, DEL and RLO are printed escaped "
                    "[guard terminal-escaping]");
@@ -339,7 +339,7 @@ static void test_flow_output(void)
     r = cli(false, ARGS("run", "forge", "--trigger", "{\"fail\":true}"));
     expect_escaped(&r, false,
                    ARGS("run 2 of flow forge: failed\n",
-                        "error: script error: Error: \\x1b[1A\\x1b[2Krun forged\\u202e\n"),
+                        "error: script error: Error: \\x1b[1A\\x1b[2Krun forged\\u202e ("),
                    NULL, "run: a script error with ESC sequences and RLO is printed escaped "
                          "[guard terminal-escaping]");
     proc_result_free(&r);

@@ -246,6 +246,7 @@ static int drive(struct store *st, int64_t id, const struct run_options *o, cons
     req.activation_id = (uint64_t)id;
     req.script = script;
     req.script_len = script_len;
+    req.script_name = strcmp(o->script, "-") == 0 ? "<stdin>" : o->script;
     req.trigger = input;
     req.max_host_calls = CODEMODE_RUN_MAX_HOST_CALLS;
     struct codemode_host_config hc = {st, id, tools, modules, CODEMODE_MAX_HOST_CALLS,

@@ -429,6 +429,7 @@ int cmd_exec(const struct cli_globals *globals, int argc, char **argv)
             req.activation_id = ++activation_id;
             req.script = scripts[s].text;
             req.script_len = scripts[s].len;
+            req.script_name = scripts[s].path;
             struct activation_outcome out;
             pool_run(pool, o.flow, use, &req, &host, &out);
             char message[1024];

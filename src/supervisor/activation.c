@@ -242,6 +242,25 @@ bool activation_keeps_worker(const struct activation_outcome *out)
     }
 }
 
+/* Where a script or syntax error was raised: the position of the first frame of its
+ * stack ("    at f (NAME:3)" or "    at NAME:2:9" gives "NAME:3", "NAME:2:9"), into
+ * where (empty when the detail has none). */
+static void error_location(const char *detail, char *where, size_t cap)
+{
+    where[0] = '\0';
+    const char *frame = detail != NULL ? strstr(detail, "\n    at ") : NULL;
+    if (frame == NULL)
+        return;
+    frame += strlen("\n    at ");
+    size_t len = strcspn(frame, "\r\n");
+    const char *open = memchr(frame, '(', len);
+    if (open != NULL && len > 0 && frame[len - 1] == ')') {
+        len -= (size_t)(open + 1 - frame) + 1;
+        frame = open + 1;
+    }
+    snprintf(where, cap, "%.*s", (int)len, frame);
+}
+
 void activation_describe(const struct activation_outcome *out, char *buf, size_t cap)
 {
     /* One line: a detail's first line only (a script error's stack follows it). */
@@ -259,7 +278,12 @@ void activation_describe(const struct activation_outcome *out, char *buf, size_t
         for (char *c = kind; *c != '\0'; c++)
             if (*c == '_')
                 *c = ' ';
-        if (detail[0] != '\0')
+        char where[256] = "";
+        if (strcmp(kind, "script error") == 0 || strcmp(kind, "syntax error") == 0)
+            error_location(out->detail, where, sizeof where);
+        if (detail[0] != '\0' && where[0] != '\0')
+            snprintf(buf, cap, "%s: %s (%s)", kind, detail, where);
+        else if (detail[0] != '\0')
             snprintf(buf, cap, "%s: %s", kind, detail);
         else
             snprintf(buf, cap, "%s", kind);
@@ -1000,6 +1024,16 @@ static bool read_frames(struct run *r)
     }
 }
 
+/* The name errors call the script, as the Activate may carry it. */
+static struct proto_text script_name_of(const char *name)
+{
+    size_t len = name != NULL ? strlen(name) : 0;
+    bool ok = len > 0 && len <= PROTO_MAX_SCRIPT_NAME_BYTES && utf8_valid((const uint8_t *)name, len);
+    for (size_t i = 0; ok && i < len; i++)
+        ok = (unsigned char)name[i] >= 0x20 && name[i] != 0x7f;
+    return proto_text_of(ok ? name : "script.js");
+}
+
 static bool send_activate(struct run *r)
 {
     const struct activation_request *req = r->req;
@@ -1010,6 +1044,7 @@ static bool send_activate(struct run *r)
     msg.activate.profile = req->profile;
     msg.activate.script.str = req->script;
     msg.activate.script.len = req->script_len;
+    msg.activate.script_name = script_name_of(req->script_name);
     msg.activate.trigger = proto_text_of(req->trigger != NULL ? req->trigger : "{}");
     msg.activate.budgets = req->budgets;
     msg.activate.prefix = req->prefix;

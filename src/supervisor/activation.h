@@ -105,6 +105,9 @@ struct activation_request {
     enum proto_profile profile;
     const char *script;
     size_t script_len;
+    /* What errors call the script (a path, "FLOW/flow.js"); NULL, or a name that is not
+     * 1 to PROTO_MAX_SCRIPT_NAME_BYTES of UTF-8 without controls: "script.js". */
+    const char *script_name;
     const char *trigger; /* JSON text; NULL means {} */
     struct proto_budgets budgets;
     long long deadline_ms; /* wall deadline from Activate; <= 0: the profile default */

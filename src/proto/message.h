@@ -28,7 +28,7 @@
 #include "proto/wire.h"
 
 /* Hello and Welcome carry it; the worker refuses any other version. */
-#define PROTO_VERSION 2u
+#define PROTO_VERSION 2u /* 2: Activate.script_name, compile_only */
 
 /* Field maxima, in bytes of UTF-8 unless said otherwise. */
 #define PROTO_MAX_SCRIPT_BYTES (1u << 20)   /* 1 MiB: Activate.script */
@@ -141,6 +141,7 @@ struct proto_activate {
     enum proto_profile profile;
     struct proto_text script;
     struct proto_text script_name; /* what errors call it ("" : "script.js") */
+    bool compile_only;             /* compile the script, run none of it: completed null */
     struct proto_text trigger; /* JSON */
     struct proto_budgets budgets;
     const struct proto_recorded_entry *prefix;

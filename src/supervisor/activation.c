@@ -1045,6 +1045,7 @@ static bool send_activate(struct run *r)
     msg.activate.script.str = req->script;
     msg.activate.script.len = req->script_len;
     msg.activate.script_name = script_name_of(req->script_name);
+    msg.activate.compile_only = req->compile_only;
     msg.activate.trigger = proto_text_of(req->trigger != NULL ? req->trigger : "{}");
     msg.activate.budgets = req->budgets;
     msg.activate.prefix = req->prefix;

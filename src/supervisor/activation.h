@@ -108,6 +108,7 @@ struct activation_request {
     /* What errors call the script (a path, "FLOW/flow.js"); NULL, or a name that is not
      * 1 to PROTO_MAX_SCRIPT_NAME_BYTES of UTF-8 without controls: "script.js". */
     const char *script_name;
+    bool compile_only;   /* only compile the script: completed null, or syntax_error */
     const char *trigger; /* JSON text; NULL means {} */
     struct proto_budgets budgets;
     long long deadline_ms; /* wall deadline from Activate; <= 0: the profile default */

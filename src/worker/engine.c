@@ -339,8 +339,10 @@ static int start_script(struct engine *engine)
         memcpy(text + sizeof SCRIPT_HEAD - 1, script->str, script->len);
     memcpy(text + sizeof SCRIPT_HEAD - 1 + script->len, SCRIPT_TAIL, sizeof SCRIPT_TAIL);
     const struct proto_text *script_name = &engine->activation->script_name;
+    bool compile_only = engine->activation->compile_only;
     JSValue function = JS_Eval(ctx, text, len, script_name->len > 0 ? script_name->str : SCRIPT_NAME,
-                               JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_FIRST_LINE_ZERO);
+                               JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_FIRST_LINE_ZERO |
+                                   (compile_only ? JS_EVAL_FLAG_COMPILE_ONLY : 0));
     free(text);
     if (JS_IsException(function)) {
         JSValue error = JS_GetException(ctx);
@@ -352,6 +354,12 @@ static int start_script(struct engine *engine)
         engine_decide_thrown(engine, error, syntax ? FAIL_SYNTAX_ERROR : FAIL_SCRIPT_ERROR);
         JS_FreeValue(ctx, error);
         return -1;
+    }
+    if (compile_only) { /* it compiled: nothing of it runs, the outcome is null */
+        JS_FreeValue(ctx, function);
+        engine->result_state = RESULT_FULFILLED;
+        engine->result = JS_NULL;
+        return 0;
     }
     JSValue returned = JS_Call(ctx, function, JS_UNDEFINED, 0, NULL);
     JS_FreeValue(ctx, function);

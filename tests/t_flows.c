@@ -418,7 +418,7 @@ static void test_bad_inputs(void)
          * [guard install-compiles]; the error names the file, line and column. */
         {"install: a script that does not compile [guard install-compiles]", "bad10",
          "const a = 1;\nlet b = ;\nreturn a;\n", m,
-         "flow.js does not compile: syntax error: SyntaxError: unexpected token in expression"},
+         "the script does not compile: syntax error: SyntaxError: unexpected token in expression"},
         {"install: a script that does not compile names file, line and column", "bad11",
          "const a = 1;\nlet b = ;\nreturn a;\n", m, "/bad11/flow.js:2:9)"},
     };

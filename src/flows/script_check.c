@@ -44,9 +44,9 @@ int script_check_compiles(const char *script, size_t len, const char *name, char
     int rc = 0;
     if (out.status == ACTIVATION_FAILED && out.failure_kind != NULL &&
         strcmp(out.failure_kind, "syntax_error") == 0)
-        rc = error_line(err, err_cap, "flow.js does not compile: %s", what);
+        rc = error_line(err, err_cap, "the script does not compile: %s", what);
     else if (out.status != ACTIVATION_COMPLETED)
-        rc = error_line(err, err_cap, "cannot check that flow.js compiles in a confined worker: %s",
+        rc = error_line(err, err_cap, "cannot check that the script compiles in a confined worker: %s",
                         what);
     activation_outcome_free(&out);
     pool_free(pool);

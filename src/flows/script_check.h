@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-/* 0 if script[0..len) compiles; -1 with err (one line) if it does not ("flow.js does
+/* 0 if script[0..len) compiles; -1 with err (one line) if it does not ("the script does
  * not compile: syntax error: ... (NAME:LINE:COLUMN)") or if no confined worker could
  * compile it (the check fails closed: the script is then not installed either).
  * name: what the error calls the script (DIR/flow.js). */

@@ -348,8 +348,7 @@ static void test_install_and_approve(void)
           "show: alpha with its version and whole approved hash", "%s / %s", proc_describe(&r), r.out);
     proc_result_free(&r);
     r = run_cli(true, show);
-    json_error_t je;
-    json_t *shown = proc_exited_with(&r, 0) ? json_loads(r.out, 0, &je) : NULL;
+    json_t *shown = proc_exited_with(&r, 0) ? json_loads(r.out, 0, NULL) : NULL;
     a = list_json();
     check(shown != NULL && json_equal(shown, list_entry(a, "alpha")),
           "show --json: the same object as alpha's entry of list --json", "%s / %s", proc_describe(&r), r.out);

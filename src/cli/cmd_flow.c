@@ -243,7 +243,7 @@ static int flow_show(const struct cli_globals *g, int argc, char **argv)
         return EXIT_OK;
     }
     char id[TERM_SHOWN_CAP(FLOW_ID_MAX)], latest[TERM_SHOWN_CAP(CODE_HASH_HEX_LEN)];
-    char approved[TERM_SHOWN_CAP(CODE_HASH_HEX_LEN)], reason[TERM_SHOWN_CAP(512)];
+    char approved[TERM_SHOWN_CAP(CODE_HASH_HEX_LEN)];
     const char *approved_hash = json_string_value(json_object_get(found, "approved_code_hash"));
     const char *disabled = json_string_value(json_object_get(found, "disabled_reason"));
     const json_t *approved_version = json_object_get(found, "approved_version");
@@ -262,8 +262,10 @@ static int flow_show(const struct cli_globals *g, int argc, char **argv)
         printf("approved version    -\n");
     printf("approved code hash  %s\n",
            term_show(approved, sizeof approved, approved_hash != NULL ? approved_hash : "-", 0));
-    if (disabled != NULL)
+    if (disabled != NULL) {
+        char reason[TERM_SHOWN_CAP(512)];
         printf("disabled by serve   %s\n", term_show(reason, sizeof reason, disabled, 0));
+    }
     char next[TERM_SHOWN_CAP(160)];
     printf("next fire           %s\n", next_fire_text(json_object_get(found, "next_fire"), next, sizeof next));
     json_decref(flows);

@@ -115,17 +115,27 @@ static int posix_locks_of(pid_t pid, const char *path)
         return -1;
     char line[256];
     int n = 0;
+    /* "1: POSIX  ADVISORY  READ 1234 08:01:5678 1073741826 1073742335"; a waiter's line
+     * has "->" after the number: not a holder. */
     while (fgets(line, sizeof line, f) != NULL) {
-        char kind[16], mode[16], access[16];
-        int lpid = 0;
-        unsigned maj = 0, min = 0;
-        unsigned long ino = 0;
-        if (strstr(line, "->") != NULL) /* a waiter, not a holder */
+        char *save = NULL, *tok[6];
+        int count = 0;
+        for (char *t = strtok_r(line, " \t\n", &save); t != NULL && count < 6;
+             t = strtok_r(NULL, " \t\n", &save))
+            tok[count++] = t;
+        if (count < 6 || strcmp(tok[1], "POSIX") != 0)
             continue;
-        if (sscanf(line, "%*d: %15s %15s %15s %d %x:%x:%lu", kind, mode, access, &lpid, &maj,
-                   &min, &ino) == 7 &&
-            strcmp(kind, "POSIX") == 0 && lpid == (int)pid && maj == major(st.st_dev) &&
-            min == minor(st.st_dev) && ino == (unsigned long)st.st_ino)
+        char *end = NULL;
+        long lpid = strtol(tok[4], &end, 10);
+        if (*end != '\0' || lpid != (long)pid)
+            continue;
+        unsigned long maj = strtoul(tok[5], &end, 16), min = 0, ino = 0;
+        if (*end == ':')
+            min = strtoul(end + 1, &end, 16);
+        if (*end == ':')
+            ino = strtoul(end + 1, &end, 10);
+        if (*end == '\0' && maj == major(st.st_dev) && min == minor(st.st_dev) &&
+            ino == (unsigned long)st.st_ino)
             n++;
     }
     fclose(f);

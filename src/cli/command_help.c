@@ -121,6 +121,18 @@ static const struct command_usage USAGES[] = {
     {"codemode", "describe", "[--format json|typescript]",
      "Describe the operator's tools as JSON (the default) or TypeScript declarations.\n",
      "ck-basal codemode describe --format typescript"},
+    {"codemode", "check", "SCRIPT.js|- [--tsc PATH]",
+     "Type-check the script against the TypeScript declarations of the operator's tools\n"
+     "with tsc and the tsconfig basal ships; runs nothing, records nothing. Findings\n"
+     "name the script's own lines; exit 1 when there are any or tsc cannot run.\n"
+     "  --tsc PATH  the compiler (default: tsc in PATH; Debian: apt-get install\n"
+     "              node-typescript)\n",
+     "ck-basal codemode check agent.js"},
+    {"codemode", "tsconfig", "",
+     "Print the tsconfig.json codemode check uses, for a directory holding the\n"
+     "declarations as tools.d.ts and the script, wrapped as the body of an async\n"
+     "function, as script.ts.\n",
+     "ck-basal codemode tsconfig > tsconfig.json"},
     {"worker-check", NULL, "[--landlock=required|optional]",
      "Start a confined worker, check its Welcome and the kernel's view of it, and show\n"
      "the result; exit 1 when it is refused.\n" LANDLOCK_OPTION,

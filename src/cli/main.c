@@ -55,10 +55,11 @@ static const struct cli_command COMMANDS[] = {
                "      safe while serve runs; checked (integrity_check) before it appears",
      cmd_backup},
     {"codemode", "run SCRIPT.js|- [--input JSON] [--landlock=required|optional]\n"
-                 "       | describe [--format json|typescript]\n"
+                 "       | describe [--format json|typescript] | check SCRIPT.js|- [--tsc PATH]\n"
+                 "       | tsconfig\n"
                  "      run an agent's script once against the operator's tools (tools.json),\n"
                  "      every tool call validated, recorded and audited; describe the tools as\n"
-                 "      JSON or TypeScript declarations",
+                 "      JSON or TypeScript declarations; type-check a script with tsc",
      cmd_codemode},
     {"worker-check", "[--landlock=required|optional]  start a confined worker, check its "
                      "Welcome and the kernel's view of it, and show the result",

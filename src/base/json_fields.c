@@ -1,7 +1,10 @@
 #include "base/json_fields.h"
 
+#include "base/terminal_chars.h"
+
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,4 +143,17 @@ int field_want_int(struct field_check *c, const json_t *v, const char *path, lon
     }
     *out = x;
     return 0;
+}
+
+int field_want_shown_text(struct field_check *c, const char *path, const char *s, size_t len,
+                          bool lines_ok)
+{
+    uint32_t cp = 0;
+    long at = terminal_chars_find(s, len, lines_ok, &cp);
+    if (at < 0)
+        return 0;
+    const char *kind = terminal_char_kind(cp);
+    return field_fail(c, path, "holds %s (U+%04X) at byte %ld%s",
+                      kind != NULL ? kind : "a byte that is not UTF-8", (unsigned)cp, at,
+                      lines_ok ? "" : " (one line of text)");
 }

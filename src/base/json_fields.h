@@ -47,6 +47,14 @@ char *field_dup(struct field_check *c, const char *path, const char *s);
 int field_want_object(struct field_check *c, json_t *v, const char *path,
                       const char *const *allowed);
 
+/* A text the document shows to people (a purpose, a description, a name) holds no
+ * character a terminal acts on (base/terminal_chars.h: controls, C1, direction
+ * controls, line separators), a line feed and a tab excepted where lines_ok: 0, or -1
+ * refused as "path: holds a direction control (U+202E) at byte 3". s[0..len) is UTF-8
+ * (jansson checked it). */
+int field_want_shown_text(struct field_check *c, const char *path, const char *s, size_t len,
+                          bool lines_ok);
+
 /* An integer in [lo, hi] into *out: 0, or -1 refused. */
 int field_want_int(struct field_check *c, const json_t *v, const char *path, long long lo,
                    long long hi, long long *out);

@@ -2,6 +2,7 @@
  * does before any flow code, and show what was checked. */
 #include "cli/commands.h"
 #include "cli/term_text.h"
+#include "base/json_out.h"
 #include "supervisor/worker_check.h"
 
 #include <jansson.h>
@@ -44,10 +45,7 @@ static void print_json(const struct worker_report *r, enum landlock_policy polic
     }
     if (r->worker_log[0] != '\0')
         json_object_set_new(root, "worker_log", json_string(r->worker_log));
-    char *text = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
-    if (text != NULL)
-        puts(text);
-    free(text);
+    (void)json_out_line(stdout, root, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(root);
 }
 

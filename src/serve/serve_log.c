@@ -1,5 +1,7 @@
 #include "serve/serve_log.h"
 
+#include "base/json_out.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -105,7 +107,7 @@ void serve_log(const char *event, ...)
             json_object_set_new(o, key, v != NULL ? v : json_string("(not UTF-8)"));
         }
         va_end(ap);
-        char *text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+        char *text = json_out_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
         json_decref(o);
         if (text != NULL) {
             size_t n = strlen(text);

@@ -18,9 +18,15 @@
  *      Results and errors with a line break stay on one line, the break shown as \n,
  *      and an ESC is shown as \u001b in the console, the result and the error alike
  *      (one style) [guard terminal-escaping].
+ *   0. The encoder itself (base/json_out.h), with the flags each output uses: nothing
+ *      raw, the value unchanged (json_equal after parsing back), other non-ASCII kept
+ *      as UTF-8, a script's own backslash text untouched, jansson's \u001B spelt
+ *      \u001b [guard json-one-encoder].
  * Every serve this test starts is stopped and reaped before it ends. */
 #include "lib/harness.h"
 #include "lib/serve_home.h"
+
+#include "base/json_out.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -36,8 +42,10 @@
 
 /* The string as JavaScript source, and as the UTF-8 bytes it is. */
 #define HOSTILE_JS "'\\u009b2J\\u202e\\u2066\\u007f\\u2028\\u0085\\x1b[2J\\x07'"
-static const char HOSTILE[] = "\xc2\x9b" "2J\xe2\x80\xae\xe2\x81\xa6\x7f\xe2\x80\xa8\xc2\x85"
-                              "\x1b[2J\x07";
+/* clang-tidy rightly flags direction controls in a literal; here they are the point. */
+static const char HOSTILE[] = // NOLINT(misc-misleading-bidirectional)
+    "\xc2\x9b" "2J\xe2\x80\xae\xe2\x81\xa6\x7f\xe2\x80\xa8\xc2\x85" // NOLINT(misc-misleading-bidirectional)
+    "\x1b[2J\x07";
 
 /* The escapes a JSON text must show for it. */
 static const char *const ESCAPED[] = {"\\u009b", "\\u202e", "\\u2066", "\\u007f",
@@ -117,6 +125,35 @@ static void expect_command_json(const struct proc_result *r, const char *name)
         expect_inert_json(r->out, r->out_len, false, name);
     else
         fail(name, "%s: stderr \"%.300s\"", proc_describe(r), r->err);
+}
+
+/* ---- 0. the encoder ------------------------------------------------------------------ */
+
+static void test_encoder(void)
+{
+    static const char kept[] = "caf\xc3\xa9 \xc2\xa0 \xe2\x82\xac \xf0\x9f\x98\x80";
+    json_t *o = json_pack("{s:s, s:s, s:s, s:[s]}", "h", HOSTILE, "kept", kept, "lit",
+                          "\\u001B \\\\ \\", "k\xe2\x80\xae", // NOLINT(misc-misleading-bidirectional)
+                          "\x1b\xe2\x80\xa9");
+    static const size_t flags[] = {JSON_COMPACT, JSON_INDENT(2) | JSON_SORT_KEYS,
+                                   JSON_COMPACT | JSON_ENSURE_ASCII};
+    static const char *const names[] = {"compact", "indented", "ASCII"};
+    for (size_t i = 0; i < 3; i++) {
+        char *text = o != NULL ? json_out_dumps(o, flags[i]) : NULL;
+        size_t len = text != NULL ? strlen(text) : 0;
+        json_t *back = text != NULL ? json_loads(text, 0, NULL) : NULL;
+        bool utf8_kept = i == 2 || (text != NULL && strstr(text, kept) != NULL);
+        char name[160];
+        sfmt(name, sizeof name, "encoder (%s): nothing raw, the value unchanged, other UTF-8 "
+                                "kept, escapes lower case [guard json-one-encoder]", names[i]);
+        check(text != NULL && raw_active_at(text, len) < 0 && back != NULL &&
+                  json_equal(o, back) && utf8_kept && strstr(text, "\\u001b[2J") != NULL &&
+                  strstr(text, "\\\\u001B") != NULL,
+              name, "text \"%.300s\"", text != NULL ? text : "(null)");
+        json_decref(back);
+        free(text);
+    }
+    json_decref(o);
 }
 
 /* ---- 1. every --json output --------------------------------------------------------- */
@@ -225,7 +262,10 @@ static void test_ops_reply(void)
     if (!check(test_serve_start(&s, &g_h, NULL, NULL), "setup: serve started", "%.300s", s.log))
         return;
     char *reply = test_ops_request(&g_h, "{\"cmd\":\"journal\",\"args\":{\"run\":\"1\"}}");
-    if (check(reply != NULL, "ops socket: journal answered", "no reply"))
+    if (reply == NULL)
+        fail("ops socket: the raw reply is escaped and exact [guard json-one-encoder]",
+             "no reply");
+    else
         expect_inert_json(reply, strlen(reply), true, "ops socket: the raw reply is escaped "
                                                       "and exact [guard json-one-encoder]");
     free(reply);
@@ -359,6 +399,7 @@ int main(void)
     }
     test_home_begin(&g_h, real, "h");
     free(real);
+    test_encoder();
     test_exec();
     test_flow_outputs();
     test_codemode();

@@ -399,12 +399,15 @@ static void test_lying_worker(void)
     struct proc_result r = cli_with(false, wrapper, ARGS("worker-check"));
     expect_escaped(&r, false,
                    ARGS("Welcome reports os '\\u001b[2K\\rlinux\\u202e'",
-                        "all is well\\u001b]0;title\\u0007\nsecond line\\u009b31m\n"),
+                        "all is well\\u001b]0;title\\u0007\n            | second line\\u009b31m\n"),
                    NULL,
                    "worker-check: a lying worker's Welcome text and log are printed escaped, "
                    "its log keeping its lines [guard terminal-escaping]");
     check(proc_exited_with(&r, 1), "worker-check: the lying worker is refused", "%s",
           proc_describe(&r));
+    check(strstr(r.out, "\nsecond line") == NULL,
+          "worker-check: no line of the worker's log begins a line of the output "
+          "[guard console-lines]", "stdout \"%.400s\"", r.out);
     proc_result_free(&r);
     r = cli_with(true, wrapper, ARGS("worker-check"));
     json_t *o = json_loads(r.out, 0, NULL);

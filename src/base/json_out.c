@@ -28,8 +28,11 @@ static size_t copy_escape(const char *s, size_t avail, char *out)
 {
     size_t n = avail >= 6 && s[1] == 'u' ? 6 : avail >= 2 ? 2 : 1;
     if (out != NULL)
-        for (size_t k = 0; k < n; k++)
-            out[k] = k >= 2 && s[k] >= 'A' && s[k] <= 'F' ? (char)(s[k] - 'A' + 'a') : s[k];
+        for (size_t k = 0; k < n; k++) {
+            out[k] = s[k];
+            if (k >= 2 && s[k] >= 'A' && s[k] <= 'F')
+                out[k] = "abcdef"[s[k] - 'A'];
+        }
     return n;
 }
 

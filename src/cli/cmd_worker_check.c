@@ -50,7 +50,8 @@ static void print_json(const struct worker_report *r, enum landlock_policy polic
 }
 
 /* The Welcome's texts, the reason quoting them and the worker's log are the worker's
- * choice: escaped (cli/term_text.h); the log keeps its line breaks. */
+ * choice: escaped (cli/term_text.h); the log keeps its line breaks, each line after
+ * the first marked "            | " so none can pass for one of ours. */
 static void print_human(const struct worker_report *r, enum landlock_policy policy, int pid)
 {
     if (r->have_welcome) {
@@ -82,7 +83,7 @@ static void print_human(const struct worker_report *r, enum landlock_policy poli
         putchar('\n');
         if (r->worker_log[0] != '\0') {
             fputs("worker said   ", stdout);
-            term_puts(stdout, r->worker_log, TERM_KEEP_NEWLINES);
+            term_put_lines(stdout, r->worker_log, "            | ");
         }
     }
 }

@@ -21,7 +21,11 @@ static size_t next_piece(const unsigned char *src, size_t avail, unsigned flags,
     }
     if (b == '\n' || b == '\r' || b == '\t') {
         piece[0] = '\\';
-        piece[1] = b == '\n' ? 'n' : b == '\r' ? 'r' : 't';
+        piece[1] = 't';
+        if (b == '\n')
+            piece[1] = 'n';
+        else if (b == '\r')
+            piece[1] = 'r';
         *piece_len = 2;
         return 1;
     }
@@ -99,6 +103,23 @@ void term_puts(FILE *f, const char *text, unsigned flags)
 {
     if (text != NULL)
         term_put(f, text, strlen(text), flags);
+}
+
+void term_put_lines(FILE *f, const char *text, const char *continuation)
+{
+    if (text == NULL)
+        return;
+    for (const char *line = text; *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        size_t len = end != NULL ? (size_t)(end - line) : strlen(line);
+        term_put(f, line, len, 0);
+        if (end == NULL)
+            return;
+        fputc('\n', f);
+        line = end + 1;
+        if (*line != '\0')
+            fputs(continuation, f);
+    }
 }
 
 void term_error_line(const char *what, const char *text)

@@ -17,11 +17,11 @@
  * valid UTF-8) is kept as is. A backslash is kept too: what is printed is for reading,
  * and --json carries the exact text.
  *
- * With TERM_KEEP_NEWLINES a "\n" is written as a line break: for console output and a
- * worker's log, which are lines by nature (every line of a console begins with basal's
- * prefix, "log: " or a continuation's "log| ": supervisor/activation.h). Every other
- * output is one line per field, so a text can neither start a line of its own nor move
- * the cursor. */
+ * With TERM_KEEP_NEWLINES a "\n" is written as a line break: for console output, which
+ * is lines by nature and whose every line begins with basal's prefix ("log: ", or a
+ * continuation's "log| ": supervisor/activation.h). A worker's log keeps its lines
+ * through term_put_lines, which marks each continuation. Every other output is one
+ * line per field, so a text can neither start a line of its own nor move the cursor. */
 #ifndef BASAL_CLI_TERM_TEXT_H
 #define BASAL_CLI_TERM_TEXT_H
 
@@ -50,6 +50,11 @@ void term_put(FILE *f, const char *src, size_t len, unsigned flags);
 
 /* term_put of a NUL-terminated text; NULL writes nothing. */
 void term_puts(FILE *f, const char *text, unsigned flags);
+
+/* text escaped, its lines kept, each line break that more text follows written as a
+ * line break and then continuation (ours, such as "            | "), so no line of
+ * text begins a line of the output (a worker's log cannot forge a verdict line). */
+void term_put_lines(FILE *f, const char *text, const char *continuation);
 
 /* "ck-basal WHAT: TEXT\n" on stderr, TEXT escaped (WHAT is ours). */
 void term_error_line(const char *what, const char *text);

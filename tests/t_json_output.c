@@ -259,8 +259,11 @@ static void test_worker_check(void)
 static void test_ops_reply(void)
 {
     struct test_serve s;
-    if (!check(test_serve_start(&s, &g_h, NULL, NULL), "setup: serve started", "%.300s", s.log))
+    if (!check(test_serve_start(&s, &g_h, NULL, NULL), "setup: serve started", "%.300s", s.log)) {
+        if (s.p.pid > 0) /* started but never ready: still stopped and reaped */
+            (void)test_serve_stop(&s);
         return;
+    }
     char *reply = test_ops_request(&g_h, "{\"cmd\":\"journal\",\"args\":{\"run\":\"1\"}}");
     if (reply == NULL)
         fail("ops socket: the raw reply is escaped and exact [guard json-one-encoder]",
@@ -271,6 +274,42 @@ static void test_ops_reply(void)
     free(reply);
     int status = test_serve_stop(&s);
     check(status == 0, "ops socket: serve stopped and reaped", "status %d", status);
+}
+
+/* serve's log, key=value and --log-json, of a data home whose path holds RLO, ESC and
+ * NEL (its start line names the home): inert, each shown as \uXXXX. Started here, not
+ * by test_serve_start, which waits for the key=value ready line; stopped and reaped
+ * whether or not it became ready. */
+static void test_serve_log(void)
+{
+    static const char *const modes[][3] = {
+        {"--log-json", "\"event\":\"ready\"", "serve --log-json"},
+        {NULL, "event=ready", "serve's key=value log"}};
+    for (size_t i = 0; i < 2; i++) {
+        struct test_home h;
+        char name[64];
+        sfmt(name, sizeof name, "log%zu\xe2\x80\xae\x1b[2J\xc2\x85", i); // NOLINT(misc-misleading-bidirectional)
+        test_home_begin(&h, g_h.dir, name);
+        char what[160];
+        sfmt(what, sizeof what, "%s: the home's RLO, ESC and NEL are written as \\uXXXX, "
+                                "nothing raw [guard json-one-encoder]", modes[i][2]);
+        const char *argv[] = {harness_test_parent(), "--home", h.home, "serve", modes[i][0],
+                              NULL};
+        struct test_serve s;
+        memset(&s, 0, sizeof s);
+        if (proc_start(&s.p, argv, NULL) != 0) {
+            fail(what, "serve could not be started");
+            continue;
+        }
+        bool ready = test_serve_wait_log(&s, modes[i][1], SERVE_HOME_TIMEOUT_MS);
+        int status = test_serve_stop(&s);
+        long at = raw_active_at(s.log, s.len);
+        check(ready && at < 0 && strstr(s.log, "\\u202e") != NULL &&
+                  strstr(s.log, "\\u001b[2J") != NULL && strstr(s.log, "\\u0085") != NULL &&
+                  status == 0,
+              what, "ready %d, raw at %ld, serve status %d; log \"%.400s\"", ready, at, status,
+              s.log);
+    }
 }
 
 /* ---- 2. the manifest refusal ----------------------------------------------------------- */
@@ -397,16 +436,19 @@ int main(void)
         fail("setup: temporary directory", "%s", strerror(errno));
         return harness_finish();
     }
-    test_home_begin(&g_h, real, "h");
+    char root[PATH_MAX];
+    sfmt(root, sizeof root, "%s", real);
     free(real);
+    test_home_begin(&g_h, root, "h");
     test_encoder();
     test_exec();
     test_flow_outputs();
     test_codemode();
     test_worker_check();
     test_ops_reply();
+    test_serve_log();
     test_manifest_refusal();
     test_console_forge();
-    harness_remove_tree(g_h.dir);
+    harness_remove_tree(root);
     return harness_finish();
 }

@@ -272,7 +272,7 @@ static void test_structure(void)
     refuse_trigger("{\"schedule\":{\"cron\":\"* * * * *\",\"jitter\":\"5s\"}}",
                    "manifest.trigger.schedule.jitter: unknown field",
                    "unknown field in schedule refused");
-    refuse_extra(",\"a\\nb\":1", "manifest.\"a\\x0ab\": unknown field",
+    refuse_extra(",\"a\\nb\":1", "manifest.\"a\\nb\": unknown field",
                  "unknown field with a newline in its name: escaped, one line");
 
     refuse("{\"format\":1,\"id\":\"x\",\"id\":\"y\",\"version\":1,\"purpose\":\"p\"," MANUAL "}",

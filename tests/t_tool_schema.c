@@ -146,7 +146,7 @@ static void validation_by_path(void)
     expect("schema: no type admits any value", "{}", "[1, {\"a\": null}]", NULL);
     expect("schema: an escape in a key cannot break the line or pass for a path",
            "{\"additionalProperties\": false}", "{\"a\\nb\\u001b[31m\": 1}",
-           "$[\"a\\x0ab\\x1b[31m\"]: not allowed (additionalProperties is false)");
+           "$[\"a\\nb\\u001b[31m\"]: not allowed (additionalProperties is false)");
 }
 
 /* The schema must be refused at load, with the line want. */

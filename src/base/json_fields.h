@@ -31,8 +31,12 @@ __attribute__((format(printf, 3, 4))) void field_fail_msg(struct field_check *c,
  * variadic calls). */
 #define field_fail(...) (field_fail_msg(__VA_ARGS__), -1)
 
-/* s escaped for a one-line message: printable ASCII kept, everything else \xNN, cut
- * after FIELD_SHOW_BYTES source bytes ("..."); quoted if quote. Returns buf. */
+/* s escaped for a one-line message, in the style of every output: a line feed, CR and
+ * tab as \n \r \t, every other character a terminal acts on (base/terminal_chars.h)
+ * as \uXXXX, a byte that is not UTF-8 as
+ * \xNN, other characters kept (with quote: quoted, '"' and '\' as \" and \\); cut
+ * after about FIELD_SHOW_BYTES source bytes, never inside a character ("..."). Returns
+ * buf. */
 const char *field_show(const char *s, bool quote, char *buf, size_t cap);
 
 /* "path.key" (just "key" when path is empty), key shown as above unless plain. */

@@ -413,6 +413,27 @@ static void test_console_forge(void)
     json_decref(o);
     proc_result_free(&r);
 
+    /* One message of 30 000 short lines: cut, every kept line still marked. */
+    const char *many = harness_tmp_file(
+        "many.js", "console.log('ab\\n'.repeat(30000) + 'budget exhausted: cpu');\nreturn 1;\n");
+    r = test_home_cli(&g_h, false, HOME_ARGS("exec", "--profile", "codemode", many));
+    const char *cut = "[console output truncated: over 65536 bytes]\n";
+    bool marked = r.err_len > strlen(cut) && strcmp(r.err + r.err_len - strlen(cut), cut) == 0;
+    size_t lines = 0;
+    for (const char *p = r.err; marked && *p != '\0'; lines++) {
+        /* a prefix and at least one character of the text, or the cut line */
+        marked = ((strncmp(p, "log: ", 5) == 0 || strncmp(p, "log| ", 5) == 0) && p[5] != '\n') ||
+                 strcmp(p, cut) == 0;
+        p = strchr(p, '\n');
+        p = p != NULL ? p + 1 : "";
+    }
+    check(proc_exited_with(&r, 0) && marked && r.err_len <= 65536 && lines > 1000,
+          "exec: a console cut inside a message of many lines keeps whole marked lines and "
+          "ends with the cut line [guard console-lines]",
+          "%s; %zu bytes, %zu lines, ending \"%s\"", proc_describe(&r), r.err_len, lines,
+          r.err_len > 80 ? r.err + r.err_len - 80 : r.err);
+    proc_result_free(&r);
+
     if (!test_home_flow(&g_h, "forge", 1, "{\"manual\":true}", FORGE_SCRIPT))
         return;
     r = test_home_cli(&g_h, false, HOME_ARGS("run", "forge", "--trigger", "{\"fail\":true}"));

@@ -8,7 +8,9 @@
  *      field), worker-check (a lying worker's Welcome), out of a sink's JSON-lines
  *      file, and out of serve's ops-socket reply read raw, with none of those
  *      characters raw and each as \uXXXX; and the JSON parses back (jansson) to a
- *      value holding HOSTILE exactly [guard json-one-encoder].
+ *      value holding HOSTILE exactly [guard json-one-encoder]. serve's log, both
+ *      --log-json and key=value, of a data home whose path holds RLO, ESC and NEL
+ *      shows them as \uXXXX.
  *   2. A manifest whose purpose holds a direction control is refused by `flow install`
  *      with one line naming manifest.purpose, exit 1, and nothing stored
  *      [guard manifest-shown-text].
@@ -17,7 +19,8 @@
  *      "log| ", and --json's console keeps the lines so marked [guard console-lines].
  *      Results and errors with a line break stay on one line, the break shown as \n,
  *      and an ESC is shown as \u001b in the console, the result and the error alike
- *      (one style) [guard terminal-escaping].
+ *      (one style) [guard terminal-escaping]. A console cut inside a message of many
+ *      lines keeps only marked lines [guard console-lines].
  *   0. The encoder itself (base/json_out.h), with the flags each output uses: nothing
  *      raw, the value unchanged (json_equal after parsing back), other non-ASCII kept
  *      as UTF-8, a script's own backslash text untouched, jansson's \u001B spelt

@@ -865,23 +865,61 @@ static bool console_append(struct run *r, const char *bytes, size_t len)
     return true;
 }
 
+/* One message as its lines, without the last line feed: "stream: text", each line
+ * break of the text followed by "stream| ", so no line a script writes begins where a
+ * line of basal's own could (an outcome line such as "budget exhausted: cpu"). NULL
+ * without memory. */
+static char *console_lines(const struct proto_console *c, size_t *len)
+{
+    size_t breaks = 0;
+    for (size_t i = 0; i < c->text.len; i++)
+        breaks += c->text.str[i] == '\n';
+    size_t marker = c->stream.len + 2;
+    size_t n = marker + c->text.len + breaks * marker;
+    char *out = malloc(n + 1);
+    if (out == NULL)
+        return NULL;
+    size_t o = 0;
+    memcpy(out, c->stream.str, c->stream.len);
+    o = c->stream.len;
+    out[o++] = ':';
+    out[o++] = ' ';
+    for (size_t i = 0; i < c->text.len; i++) {
+        out[o++] = c->text.str[i];
+        if (c->text.str[i] == '\n') {
+            memcpy(out + o, c->stream.str, c->stream.len);
+            o += c->stream.len;
+            out[o++] = '|';
+            out[o++] = ' ';
+        }
+    }
+    out[o] = '\0';
+    *len = o;
+    return out;
+}
+
 static void on_console(struct run *r, const struct proto_console *c)
 {
     if (r->out->console_truncated)
         return;
     const size_t room = ACTIVATION_CONSOLE_MAX - (sizeof CONSOLE_CUT_LINE - 1);
-    size_t head = c->stream.len + 2, text = c->text.len;
-    bool cut = r->console_len + head + text + 1 > room;
-    if (cut) /* keep what fits of this text, whole characters only */
-        text = r->console_len + head + 1 < room
-                   ? utf8_truncate((const uint8_t *)c->text.str, c->text.len,
-                                   room - r->console_len - head - 1)
+    size_t marker = c->stream.len + 2, len = 0;
+    char *lines = console_lines(c, &len);
+    bool cut = lines == NULL || r->console_len + len + 1 > room;
+    size_t keep = lines == NULL ? 0 : len;
+    if (lines != NULL && cut) {
+        /* Keep what fits, whole characters only, and never a line's prefix alone. */
+        keep = r->console_len + 1 < room
+                   ? utf8_truncate((const uint8_t *)lines, len, room - r->console_len - 1)
                    : 0;
-    if (!cut || text > 0) {
-        if (!console_append(r, c->stream.str, c->stream.len) || !console_append(r, ": ", 2) ||
-            (text > 0 && !console_append(r, c->text.str, text)) || !console_append(r, "\n", 1))
-            cut = true; /* out of memory: what is kept ends here, visibly */
+        const char *last = memrchr(lines, '\n', keep);
+        size_t line_start = last != NULL ? (size_t)(last - lines) + 1 : 0;
+        if (keep - line_start <= marker)
+            keep = last != NULL ? (size_t)(last - lines) : 0;
     }
+    if (keep > 0 && (!console_append(r, lines, keep) || !console_append(r, "\n", 1)))
+        cut = true; /* out of memory: what is kept ends here, visibly */
+    free(lines);
     if (cut) {
         r->out->console_truncated = true;
         (void)console_append(r, CONSOLE_CUT_LINE, sizeof CONSOLE_CUT_LINE - 1);

@@ -153,7 +153,8 @@ struct activation_outcome {
     uint32_t host_calls;
     uint32_t deliveries;
     long long wall_ms;
-    char *console;      /* Console texts, "stream: text\n" each, at most 64 KiB */
+    char *console;      /* Console texts, "stream: text\n" each, at most 64 KiB; a line
+                         * break in a text is followed by "stream| " (a continuation) */
     bool console_truncated; /* more came: console ends in a line saying so */
     char *worker_log;   /* the tail of the worker's stderr if it ended abnormally */
 };

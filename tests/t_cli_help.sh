@@ -112,6 +112,19 @@ else
     echo "not ok - help: two different --home: exit $rc: $(one_line "$out")"
 fi
 
+# Every --json output is one line of JSON, worker-check's too (it was the only indented
+# one) [guard json-one-line].
+for words in "worker-check --landlock=optional" "flow list" "runs" "setup" "codemode describe" \
+    "health --landlock=optional" "flow show notes-summary"; do
+    out=$("$parent" --home "$home" --json $words 2>/dev/null)
+    if [ -n "$out" ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] &&
+        printf '%s' "$out" | python3 -c 'import json,sys; json.loads(sys.stdin.read())' 2>/dev/null; then
+        echo "ok - help: --json $words prints one line of JSON [guard json-one-line]"
+    else
+        echo "not ok - help: --json $words printed $(printf '%s\n' "$out" | wc -l) lines: $(one_line "$out" 120) [guard json-one-line]"
+    fi
+done
+
 # ck: each command's usage, nothing installed.
 export HOME=$scratch/ckhome
 mkdir -p "$HOME"

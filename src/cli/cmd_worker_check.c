@@ -45,7 +45,7 @@ static void print_json(const struct worker_report *r, enum landlock_policy polic
     }
     if (r->worker_log[0] != '\0')
         json_object_set_new(root, "worker_log", json_string(r->worker_log));
-    (void)json_out_line(stdout, root, JSON_INDENT(2) | JSON_SORT_KEYS);
+    (void)json_out_line(stdout, root, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(root);
 }
 

@@ -873,13 +873,32 @@ __attribute__((format(printf, 2, 3))) static void pushf(struct argv_buf *a, cons
     push(a, slot);
 }
 
+/* Test builds: BASAL_TEST_GIT_NO_OVERRIDES=1 leaves out every override of the
+ * repository's config (the -c list and the --no-* options), to show that git's
+ * sandbox alone stops what they name. */
+static bool overrides_on(void)
+{
+#ifdef BASAL_TEST_HOOKS
+    const char *off = getenv("BASAL_TEST_GIT_NO_OVERRIDES");
+    if (off != NULL && strcmp(off, "1") == 0)
+        return false;
+#endif
+    return true;
+}
+
+static void push_override(struct argv_buf *a, const char *s)
+{
+    if (overrides_on())
+        push(a, s);
+}
+
 static void build_argv(const struct git_call *c, const char *program, struct argv_buf *a)
 {
     memset(a, 0, sizeof *a);
     push(a, program);
-    push(a, "--no-pager");
+    push_override(a, "--no-pager");
     pushf(a, "--git-dir=%s", c->gitdir);
-    for (size_t i = 0; i < GIT_CONFIG_COUNT; i++) {
+    for (size_t i = 0; i < GIT_CONFIG_COUNT && overrides_on(); i++) {
         push(a, "-c");
         push(a, GIT_CONFIG[i]);
     }
@@ -887,10 +906,10 @@ static void build_argv(const struct git_call *c, const char *program, struct arg
     case GIT_LOG:
         push(a, "log");
         push(a, "--no-color");
-        push(a, "--no-show-signature");
+        push_override(a, "--no-show-signature");
         push(a, "--no-notes");
-        push(a, "--no-ext-diff");
-        push(a, "--no-textconv");
+        push_override(a, "--no-ext-diff");
+        push_override(a, "--no-textconv");
         push(a, "-z");
         push(a, "--format=%H%x00%P%x00%an%x00%ae%x00%at%x00%cn%x00%ce%x00%ct%x00%B");
         pushf(a, "--max-count=%lld", c->max_count);
@@ -923,9 +942,9 @@ static void build_argv(const struct git_call *c, const char *program, struct arg
         } else {
             push(a, "show");
             push(a, "--no-color");
-            push(a, "--no-ext-diff");
-            push(a, "--no-textconv");
-            push(a, "--no-show-signature");
+            push_override(a, "--no-ext-diff");
+            push_override(a, "--no-textconv");
+            push_override(a, "--no-show-signature");
             push(a, "--no-notes");
             push(a, "-O/dev/null");
             push(a, "--end-of-options");
@@ -936,8 +955,8 @@ static void build_argv(const struct git_call *c, const char *program, struct arg
     case GIT_DIFF:
         push(a, "diff");
         push(a, "--no-color");
-        push(a, "--no-ext-diff");
-        push(a, "--no-textconv");
+        push_override(a, "--no-ext-diff");
+        push_override(a, "--no-textconv");
         push(a, "-O/dev/null");
         if (c->name_only) {
             push(a, "--name-only");

@@ -61,7 +61,9 @@
  *
  * Test builds only (-DBASAL_TEST_HOOKS): BASAL_TEST_GIT_PROGRAM=PATH runs PATH
  * instead of git (in the sandbox, see git_sandbox.h), BASAL_TEST_GIT_TIMEOUT_MS=N
- * sets the 20 s to N. */
+ * sets the 20 s to N, BASAL_TEST_GIT_NO_OVERRIDES=1 leaves out every override of the
+ * repository's config (the -c list, --no-pager, --no-ext-diff, --no-textconv,
+ * --no-show-signature) to show that the sandbox alone holds. */
 #ifndef BASAL_HOST_GIT_BUILTIN_H
 #define BASAL_HOST_GIT_BUILTIN_H
 

@@ -621,7 +621,7 @@ static void test_fake(void)
     const char *d = dump != NULL ? dump : "";
     static const char *const WANT_ENV =
         "env GIT_ALLOW_PROTOCOL=\nenv GIT_ATTR_NOSYSTEM=1\nenv GIT_CONFIG_GLOBAL=/dev/null\n"
-        "env GIT_CONFIG_NOSYSTEM=1\nenv GIT_CONFIG_SYSTEM=/dev/null\nenv GIT_INDEX_FILE=/no-index\n"
+        "env GIT_CONFIG_NOSYSTEM=1\nenv GIT_CONFIG_SYSTEM=/dev/null\nenv GIT_INDEX_FILE=/.basal-no-index\n"
         "env GIT_LITERAL_PATHSPECS=1\nenv GIT_NO_LAZY_FETCH=1\nenv GIT_NO_REPLACE_OBJECTS=1\n"
         "env GIT_OPTIONAL_LOCKS=0\nenv GIT_PROTOCOL_FROM_USER=0\nenv GIT_TERMINAL_PROMPT=0\n"
         "env LC_ALL=C\nenv PATH=/usr/bin:/bin\n";

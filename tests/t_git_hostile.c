@@ -268,9 +268,9 @@ static bool make_repo(const char *name, bool base, const char *extra, char *path
 struct trick {
     const char *name;
     bool base;
+    enum { SEEN_MARK, SEEN_SECRET, SEEN_LISTENER } control_shows; /* what the control shows */
     const char *build;   /* after BASE (or alone): makes $R hostile */
     const char *control; /* run on a copy $C of it with a plain git */
-    enum { SEEN_MARK, SEEN_SECRET, SEEN_LISTENER } control_shows;
     const char *code, *needle; /* the refusal expected of every call; NULL: the calls run */
     const char *guard;
 };
@@ -279,67 +279,67 @@ struct trick {
     "git clone -q --filter=blob:none --no-checkout \"file://$S\" \"$R\"; cd \"$R\"\n" extra
 
 static const struct trick TRICKS[] = {
-    {"ext-promisor", false,
+    {"ext-promisor", false, SEEN_MARK,
      PARTIAL("git config protocol.ext.allow always\n"
              "git config remote.origin.url \"ext::$M ext\"\n"),
-     "git -C \"$C\" show HEAD:secret.txt || true", SEEN_MARK, "denied", "partial clone",
+     "git -C \"$C\" show HEAD:secret.txt || true",  "denied", "partial clone",
      "partial clone refused"},
-    {"uploadpack-promisor", false,
+    {"uploadpack-promisor", false, SEEN_MARK,
      PARTIAL("git config protocol.file.allow always\n"
              "git config remote.origin.uploadpack \"$M uploadpack\"\n"),
-     "git -C \"$C\" show HEAD:secret.txt || true", SEEN_MARK, "denied", "partial clone",
+     "git -C \"$C\" show HEAD:secret.txt || true",  "denied", "partial clone",
      "partial clone refused"},
-    {"file-promisor", false, PARTIAL(""), "git -C \"$C\" show HEAD:secret.txt", SEEN_SECRET,
+    {"file-promisor", false, SEEN_SECRET, PARTIAL(""), "git -C \"$C\" show HEAD:secret.txt", 
      "denied", "partial clone", "partial clone refused"},
-    {"http-promisor", false,
+    {"http-promisor", false, SEEN_LISTENER,
      PARTIAL("git config protocol.http.allow always\n"
              "git config remote.origin.url \"http://127.0.0.1:$P/x\"\n"),
-     "git -C \"$C\" show HEAD:secret.txt || true", SEEN_LISTENER, "denied", "partial clone",
+     "git -C \"$C\" show HEAD:secret.txt || true",  "denied", "partial clone",
      "partial clone refused"},
-    {"objects-link", false,
+    {"objects-link", false, SEEN_SECRET,
      "git init -q \"$R\"; cd \"$R\"; rm -rf .git/objects; ln -s \"$S/.git/objects\" .git/objects\n"
      "git -C \"$S\" rev-parse HEAD > .git/refs/heads/master\n"
      "git symbolic-ref HEAD refs/heads/master\n",
-     "git -C \"$C\" show HEAD:secret.txt", SEEN_SECRET, "denied", "symbolic link",
+     "git -C \"$C\" show HEAD:secret.txt",  "denied", "symbolic link",
      "git directory walk: no link"},
-    {"pack-link", true,
+    {"pack-link", true, SEEN_SECRET,
      "for f in \"$S\"/.git/objects/pack/pack-*; do ln -s \"$f\" .git/objects/pack/; done\n"
      "git -C \"$S\" rev-parse HEAD > .git/refs/heads/master\n",
-     "git -C \"$C\" show HEAD:secret.txt", SEEN_SECRET, "denied", "symbolic link",
+     "git -C \"$C\" show HEAD:secret.txt",  "denied", "symbolic link",
      "git directory walk: no link"},
-    {"hooks", true,
+    {"hooks", true, SEEN_MARK,
      "mkdir .git/myhooks\n"
      "for h in pre-commit post-commit post-checkout post-index-change reference-transaction"
      " pre-auto-gc post-rewrite; do printf '#!/bin/sh\\n%s hook\\n' \"$M\" > .git/myhooks/$h;"
      " chmod +x .git/myhooks/$h; cp -p .git/myhooks/$h .git/hooks/$h; done\n"
      "git config core.hooksPath \"$R/.git/myhooks\"\n",
-     "git -C \"$C\" commit -q --allow-empty -m x", SEEN_MARK, NULL, NULL, "git sandbox"},
-    {"fsmonitor", true, "git config core.fsmonitor \"$M fsmonitor\"\n",
-     "git -C \"$C\" status >/dev/null", SEEN_MARK, NULL, NULL, "git sandbox"},
-    {"textconv", true,
+     "git -C \"$C\" commit -q --allow-empty -m x",  NULL, NULL, "git sandbox"},
+    {"fsmonitor", true, SEEN_MARK, "git config core.fsmonitor \"$M fsmonitor\"\n",
+     "git -C \"$C\" status >/dev/null",  NULL, NULL, "git sandbox"},
+    {"textconv", true, SEEN_MARK,
      "printf '* diff=evil\\n' > .gitattributes; git add .gitattributes; git commit -q -m attrs\n"
      "printf 'three\\n' > a.txt; git add a.txt; git commit -q -m third\n"
      "printf '* diff=evil\\n' > .git/info/attributes\n"
      "git config diff.evil.textconv \"$M textconv\"\n",
-     "git -C \"$C\" diff HEAD~1 HEAD >/dev/null", SEEN_MARK, NULL, NULL, "git sandbox"},
-    {"external-diff", true, "git config diff.external \"$M\"\n",
-     "git -C \"$C\" diff HEAD~1 HEAD >/dev/null", SEEN_MARK, NULL, NULL, "git sandbox"},
-    {"pager", true, "git config core.pager \"$M pager\"; git config pager.log true\n",
-     "script -qec \"git -C '$C' log -1\" /dev/null >/dev/null", SEEN_MARK, NULL, NULL,
+     "git -C \"$C\" diff HEAD~1 HEAD >/dev/null",  NULL, NULL, "git sandbox"},
+    {"external-diff", true, SEEN_MARK, "git config diff.external \"$M\"\n",
+     "git -C \"$C\" diff HEAD~1 HEAD >/dev/null",  NULL, NULL, "git sandbox"},
+    {"pager", true, SEEN_MARK, "git config core.pager \"$M pager\"; git config pager.log true\n",
+     "script -qec \"git -C '$C' log -1\" /dev/null >/dev/null",  NULL, NULL,
      "git sandbox"},
-    {"gpg", true,
+    {"gpg", true, SEEN_MARK,
      "git cat-file commit HEAD | sed '/^committer /a gpgsig -----BEGIN PGP SIGNATURE-----\\n "
      "\\n -----END PGP SIGNATURE-----' > signed.txt\n"
      "c=$(git hash-object -t commit -w signed.txt); git update-ref HEAD $c; rm signed.txt\n"
      "git config log.showSignature true; git config gpg.program \"$G\"\n",
-     "git -C \"$C\" log -1 >/dev/null", SEEN_MARK, NULL, NULL, "git sandbox"},
-    {"credential", true,
+     "git -C \"$C\" log -1 >/dev/null",  NULL, NULL, "git sandbox"},
+    {"credential", true, SEEN_MARK,
      "git config credential.helper \"!$M credential\"\n"
      "git config remote.origin.url \"https://127.0.0.1:$P/x\"\n",
      "printf 'protocol=https\\nhost=example.org\\n\\n' | git -C \"$C\" credential fill"
      " >/dev/null 2>&1 || true",
-     SEEN_MARK, NULL, NULL, "git sandbox"},
-    {"ext-submodule", true,
+      NULL, NULL, "git sandbox"},
+    {"ext-submodule", true, SEEN_MARK,
      "printf '[submodule \"sub\"]\\n\\tpath = sub\\n\\turl = ext::%s submodule\\n' \"$M\""
      " > .gitmodules\n"
      "git add .gitmodules\n"
@@ -348,7 +348,7 @@ static const struct trick TRICKS[] = {
      "git config protocol.ext.allow always; git config submodule.recurse true\n"
      "git config diff.submodule log; git config fetch.recurseSubmodules true\n",
      "git -C \"$C\" -c protocol.ext.allow=always submodule update --init >/dev/null 2>&1 || true",
-     SEEN_MARK, NULL, NULL, "git sandbox"},
+      NULL, NULL, "git sandbox"},
 };
 #define TRICK_COUNT (sizeof TRICKS / sizeof TRICKS[0])
 

@@ -56,7 +56,7 @@ static char *const GIT_ENV[] = {
     /* No index (a path that does not exist in git's sandbox: an empty file would be an
      * invalid index): nothing of a working tree is read in place of a blob, and
      * fsmonitor and the untracked cache have nothing to look at. */
-    "GIT_INDEX_FILE=" GIT_SANDBOX_INDEX_FILE, NULL,
+    GIT_SANDBOX_INDEX_ENV, NULL,
 };
 
 enum git_kind { GIT_LOG, GIT_REV_PARSE, GIT_DESCRIBE_TAGS, GIT_SHOW, GIT_DIFF, GIT_LS_FILES };
@@ -429,15 +429,16 @@ static int check_gitdir(struct git_call *c, struct refusal *why)
                       strerror(saved));
     }
     struct walk *w = malloc(sizeof *w);
-    int rc = w == NULL ? refuse(why, HOST_CODE_IO_ERROR, "%s: out of memory", c->name) : 0;
-    if (rc == 0) {
-        w->c = c;
-        w->why = why;
-        w->dev = st.st_dev;
-        w->entries = 0;
-        w->rel[0] = '\0';
-        rc = walk_dir(w, dir_fd, 0);
+    if (w == NULL) {
+        close(dir_fd);
+        return refuse(why, HOST_CODE_IO_ERROR, "%s: out of memory", c->name);
     }
+    w->c = c;
+    w->why = why;
+    w->dev = st.st_dev;
+    w->entries = 0;
+    w->rel[0] = '\0';
+    int rc = walk_dir(w, dir_fd, 0);
     free(w);
     if (rc == 0)
         rc = check_config(c, dir_fd, "config", why);

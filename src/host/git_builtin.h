@@ -45,8 +45,9 @@
  * GIT_LITERAL_PATHSPECS=1, GIT_NO_REPLACE_OBJECTS=1, GIT_OPTIONAL_LOCKS=0,
  * GIT_ATTR_NOSYSTEM=1, GIT_ALLOW_PROTOCOL= (empty: no transport, whatever the
  * repository's protocol.*.allow say), GIT_PROTOCOL_FROM_USER=0, GIT_NO_LAZY_FETCH=1
- * and GIT_INDEX_FILE=/no-index (a path that does not exist in the sandbox: no HOME;
- * no index, so no file of a working tree is ever read in place of a blob). The
+ * and GIT_INDEX_FILE=/.basal-no-index (a path that does not exist in the sandbox; a
+ * git directory under it is refused), no HOME; with no index no file of a working
+ * tree is ever read in place of a blob. The
  * command line also turns off, above anything the repository's config says: hooks
  * (core.hooksPath=/dev/null), fsmonitor, the pager (--no-pager, core.pager=cat),
  * core.sshCommand, diff.external, credential helpers, every transport

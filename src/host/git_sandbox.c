@@ -40,10 +40,12 @@
 #define LL_SCOPES ((1ULL << 0) | (1ULL << 1))  /* ABI 6: abstract unix, signals */
 #define LL_FILE_RIGHTS (LL_EXECUTE | LL_WRITE_FILE | LL_READ_FILE | LL_FS_TRUNCATE | LL_FS_IOCTL_DEV)
 
+/* The kernel reads the fields it knows from the size passed (cppcheck cannot see
+ * that use). */
 struct ll_ruleset_attr {
     uint64_t handled_access_fs;
-    uint64_t handled_access_net;
-    uint64_t scoped;
+    uint64_t handled_access_net; // cppcheck-suppress unusedStructMember
+    uint64_t scoped;             // cppcheck-suppress unusedStructMember
 };
 
 struct ll_path_beneath {
@@ -315,6 +317,13 @@ static int add_stand_in(struct git_sandbox *sb, const char *program, uint64_t ha
 struct git_sandbox *git_sandbox_prepare(const char *program, int gitdir_fd, const char *gitdir,
                                         char *why, size_t why_cap)
 {
+    size_t index_len = strlen(GIT_SANDBOX_INDEX_FILE);
+    if (strncmp(gitdir, GIT_SANDBOX_INDEX_FILE, index_len) == 0 &&
+        (gitdir[index_len] == '/' || gitdir[index_len] == '\0')) {
+        snprintf(why, why_cap, "cannot confine git: %s lies under %s, the index path it must"
+                 " not see", gitdir, GIT_SANDBOX_INDEX_FILE);
+        return NULL;
+    }
     int abi = landlock_abi();
     if (abi < 1) {
         snprintf(why, why_cap, "cannot confine git: the kernel has no Landlock (basal never"

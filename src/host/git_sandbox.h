@@ -28,9 +28,11 @@
 
 #include <stddef.h>
 
-/* The index git is pointed at: a path that does not exist in the sandbox's root, so
- * git sees no index at all (an empty file would be an invalid one). */
-#define GIT_SANDBOX_INDEX_FILE "/no-index"
+/* The index git is pointed at (as its environment's entry): a path that does not
+ * exist in the sandbox's root, so git sees no index at all (an empty file would be an
+ * invalid one). A git directory under that name is refused. */
+#define GIT_SANDBOX_INDEX_FILE "/.basal-no-index"
+#define GIT_SANDBOX_INDEX_ENV "GIT_INDEX_FILE=/.basal-no-index"
 
 struct git_sandbox;
 

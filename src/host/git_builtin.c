@@ -291,16 +291,17 @@ static bool ends_with(const char *s, const char *suffix)
  * pack. */
 static int walk_dir(struct walk *w, int dir_fd, int depth)
 {
-    if (depth > WALK_MAX_DEPTH)
+    if (depth > WALK_MAX_DEPTH) {
+        close(dir_fd);
         return refuse(w->why, HOST_CODE_DENIED, "%s: %s: %s is nested too deep", w->c->name,
                       w->c->gitdir, w->rel);
-    int fd = dup(dir_fd);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    }
+    DIR *d = fdopendir(dir_fd); /* owns dir_fd from here */
     if (d == NULL) {
-        if (fd >= 0)
-            close(fd);
+        int saved = errno;
+        close(dir_fd);
         return refuse(w->why, HOST_CODE_IO_ERROR, "%s: %s/%s: %s", w->c->name, w->c->gitdir,
-                      w->rel, strerror(errno));
+                      w->rel, strerror(saved));
     }
     size_t base = strlen(w->rel);
     int rc = 0;
@@ -319,8 +320,25 @@ static int walk_dir(struct walk *w, int dir_fd, int depth)
                         w->c->gitdir);
             break;
         }
+        /* The entry's type from the directory itself where the file system gives it
+         * (no stat of each of thousands of loose objects); a directory is opened (no
+         * link followed) and its own device compared. A mount on a single file is not
+         * seen here, but git's sandbox binds the git directory without the mounts
+         * below it, so git sees the file beneath. */
         struct stat st;
-        if (fstatat(dir_fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        memset(&st, 0, sizeof st);
+        st.st_dev = w->dev;
+        int sub = -1;
+        bool typed = e->d_type == DT_REG || e->d_type == DT_LNK || e->d_type == DT_DIR;
+        if (e->d_type == DT_DIR) {
+            sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            st.st_mode = S_IFDIR;
+            if (sub < 0 || fstat(sub, &st) != 0)
+                st.st_mode = errno == ELOOP || errno == ENOTDIR ? S_IFLNK : 0;
+        } else if (typed) {
+            st.st_mode = e->d_type == DT_REG ? S_IFREG : S_IFLNK;
+        }
+        if (!typed && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
             rc = refuse(w->why, HOST_CODE_IO_ERROR, "%s: %s/%s: %s", w->c->name, w->c->gitdir,
                         w->rel, strerror(errno));
         } else if (S_ISLNK(st.st_mode)) {
@@ -345,20 +363,22 @@ static int walk_dir(struct walk *w, int dir_fd, int depth)
                     rc = refuse(w->why, HOST_CODE_DENIED, "%s: %s borrows objects or refs from"
                                 " another repository (%s): refused", w->c->name, w->c->gitdir,
                                 w->rel);
-            if (rc == 0 && S_ISDIR(st.st_mode)) {
-                int sub = openat(dir_fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-                                                        O_CLOEXEC);
+            if (rc == 0 && S_ISDIR(st.st_mode) && sub < 0) { /* typed by fstatat */
+                sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+                                                      O_CLOEXEC);
                 struct stat again;
                 if (sub < 0 || fstat(sub, &again) != 0 || again.st_dev != st.st_dev ||
                     again.st_ino != st.st_ino)
                     rc = refuse(w->why, HOST_CODE_DENIED, "%s: %s/%s changed while it was"
                                 " checked: refused", w->c->name, w->c->gitdir, w->rel);
-                else
-                    rc = walk_dir(w, sub, depth + 1);
-                if (sub >= 0)
-                    close(sub);
+            }
+            if (rc == 0 && S_ISDIR(st.st_mode)) {
+                rc = walk_dir(w, sub, depth + 1);
+                sub = -1;
             }
         }
+        if (sub >= 0)
+            close(sub);
     }
     if (rc == 0 && errno != 0)
         rc = refuse(w->why, HOST_CODE_IO_ERROR, "%s: %s: %s", w->c->name, w->c->gitdir,
@@ -438,7 +458,10 @@ static int check_gitdir(struct git_call *c, struct refusal *why)
     w->dev = st.st_dev;
     w->entries = 0;
     w->rel[0] = '\0';
-    int rc = walk_dir(w, dir_fd, 0);
+    int walk_fd = dup(dir_fd);
+    int rc = walk_fd >= 0 ? walk_dir(w, walk_fd, 0)
+                          : refuse(why, HOST_CODE_IO_ERROR, "%s: %s: %s", c->name, c->gitdir,
+                                   strerror(errno));
     free(w);
     if (rc == 0)
         rc = check_config(c, dir_fd, "config", why);

@@ -14,7 +14,8 @@
  *      program with protocol.file.allow=always, a plain file:// promisor of the
  *      secret, an http:// promisor on the listener [guard: partial clone refused];
  *   2. a git directory whose objects/ or a pack is a link into the secret [guard:
- *      git directory walk, no link];
+ *      git directory walk, no link], or whose objects/ is the secret's bound there
+ *      (mount --bind; the test runs as root) [guard: git directory walk, no mount];
  *   3. hooks, fsmonitor, textconv (.gitattributes and info/attributes), diff.external,
  *      core.pager, gpg.program, credential.helper, an ext:: submodule: once as git
  *      runs, once with every command-line override left out (the test hook
@@ -40,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -91,7 +93,8 @@ static char *tree_hash(const char *dir)
     char script[PATH_MAX + 512];
     sfmt(script, sizeof script,
          "cd '%s'; { find . -printf '%%p %%y %%m %%s %%T@ %%l\\n' | LC_ALL=C sort;"
-         " find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum; } | sha256sum",
+         " find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum; }"
+         " | sha256sum",
          dir);
     return sh_out(script);
 }
@@ -307,6 +310,11 @@ static const struct trick TRICKS[] = {
      "git -C \"$S\" rev-parse HEAD > .git/refs/heads/master\n",
      "git -C \"$C\" show HEAD:secret.txt",  "denied", "symbolic link",
      "git directory walk: no link"},
+    {"objects-mount", true, SEEN_SECRET,
+     "mount --bind \"$S/.git/objects\" .git/objects\n"
+     "git -C \"$S\" rev-parse HEAD > .git/refs/heads/master\n",
+     "git -C \"$R\" show HEAD:secret.txt", "denied", "another file system or mount",
+     "git directory walk: no mount"},
     {"hooks", true, SEEN_MARK,
      "mkdir .git/myhooks\n"
      "for h in pre-commit post-commit post-checkout post-index-change reference-transaction"
@@ -400,7 +408,10 @@ static void control(size_t i)
 {
     const struct trick *t = &TRICKS[i];
     char script[4 * PATH_MAX + 512];
-    sfmt(script, sizeof script, "C='%s-control'; rm -rf \"$C\"; cp -a '%s' \"$C\"\n%s\n",
+    /* On a copy (a control may write: a lazy fetch stores packs), with R the original
+     * (a control that only reads may use it: a copy of a mount is no mount). */
+    sfmt(script, sizeof script,
+         "R='%s'; C='%s-control'; rm -rf \"$C\"; cp -a --one-file-system \"$R\" \"$C\"\n%s\n",
          g_paths[i], g_paths[i], t->control);
     reset_witnesses();
     sh("hostile: control", script, false);
@@ -430,9 +441,9 @@ static void basal_run(size_t i, const char *flow, bool no_overrides)
     static char *const NO_OVERRIDES[] = {"BASAL_TEST_GIT_NO_OVERRIDES=1", NULL};
     json_t *whole = NULL;
     json_t *r = run_on(flow, g_paths[i], no_overrides ? NO_OVERRIDES : NO_ENV, &whole, NULL);
-    char *after = tree_hash(gitdir);
     char *seen = marks();
     int hits = listener_hits(), events = secret_events();
+    char *after = tree_hash(gitdir); /* after the count: the hash reads a bound secret */
     const char *how = no_overrides ? " with no command-line override" : "";
     char name[512];
     bool ran = check(r != NULL, t->name, "%s", "the run gives a result");
@@ -591,6 +602,12 @@ int main(void)
             test_submodule_diff();
             test_fail_closed();
         }
+    }
+    for (size_t i = 0; i < TRICK_COUNT; i++) {
+        char objects[PATH_MAX + 96];
+        sfmt(objects, sizeof objects, "%s/.git/objects", g_paths[i]);
+        if (g_paths[i][0] != '\0' && strstr(TRICKS[i].build, "mount --bind") != NULL)
+            (void)umount2(objects, MNT_DETACH);
     }
     if (g_listener >= 0)
         close(g_listener);

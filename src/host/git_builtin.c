@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -279,6 +280,17 @@ struct walk {
     char rel[PATH_MAX]; /* the entry's path inside the git directory */
 };
 
+/* Opens the directory name under dir_fd without crossing a mount (a bind mount of
+ * the same file system included) or following a link: EXDEV or ELOOP if it would. */
+static int open_subdir(int dir_fd, const char *name)
+{
+    struct open_how how;
+    memset(&how, 0, sizeof how);
+    how.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    how.resolve = RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
+    return (int)syscall(SYS_openat2, dir_fd, name, &how, sizeof how);
+}
+
 static bool ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);
@@ -331,9 +343,11 @@ static int walk_dir(struct walk *w, int dir_fd, int depth)
         int sub = -1;
         bool typed = e->d_type == DT_REG || e->d_type == DT_LNK || e->d_type == DT_DIR;
         if (e->d_type == DT_DIR) {
-            sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            sub = open_subdir(dirfd(d), e->d_name);
             st.st_mode = S_IFDIR;
-            if (sub < 0 || fstat(sub, &st) != 0)
+            if (sub < 0 && errno == EXDEV)
+                st.st_dev = (dev_t)~w->dev; /* a mount point: refused below */
+            else if (sub < 0 || fstat(sub, &st) != 0)
                 st.st_mode = errno == ELOOP || errno == ENOTDIR ? S_IFLNK : 0;
         } else if (typed) {
             st.st_mode = e->d_type == DT_REG ? S_IFREG : S_IFLNK;
@@ -364,11 +378,14 @@ static int walk_dir(struct walk *w, int dir_fd, int depth)
                                 " another repository (%s): refused", w->c->name, w->c->gitdir,
                                 w->rel);
             if (rc == 0 && S_ISDIR(st.st_mode) && sub < 0) { /* typed by fstatat */
-                sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-                                                      O_CLOEXEC);
+                sub = open_subdir(dirfd(d), e->d_name);
                 struct stat again;
-                if (sub < 0 || fstat(sub, &again) != 0 || again.st_dev != st.st_dev ||
-                    again.st_ino != st.st_ino)
+                if (sub < 0 && errno == EXDEV)
+                    rc = refuse(w->why, HOST_CODE_DENIED, "%s: %s/%s is on another file"
+                                " system or mount than the git directory: refused", w->c->name,
+                                w->c->gitdir, w->rel);
+                else if (sub < 0 || fstat(sub, &again) != 0 || again.st_dev != st.st_dev ||
+                         again.st_ino != st.st_ino)
                     rc = refuse(w->why, HOST_CODE_DENIED, "%s: %s/%s changed while it was"
                                 " checked: refused", w->c->name, w->c->gitdir, w->rel);
             }

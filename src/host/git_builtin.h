@@ -26,9 +26,11 @@
  * would point git at another repository than the one granted; a repository or git
  * directory not owned by the user basal runs as (what git's own safe.directory check
  * guards, done here since the git directory is given explicitly); and a git
- * directory that, walked entry by entry (openat, no link followed), holds a symbolic
- * link, a mount point or another file system (device compared), anything but
- * directories and regular files, "commondir", "objects/info/alternates",
+ * directory that, walked entry by entry (each directory opened with openat2,
+ * RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS, its device compared; file types from
+ * readdir), holds a symbolic link, a directory mount point (a bind mount of the same
+ * file system included) or another file system, anything but directories and
+ * regular files, "commondir", "objects/info/alternates",
  * "objects/info/http-alternates" or "info/grafts" (objects or refs from elsewhere),
  * a promisor pack or "objects/info/promisor", or a config (config, config.worktree)
  * naming "partialclone", "promisor" or "include" anywhere (a partial clone, or

@@ -16,9 +16,11 @@
  *      path, signature verification with a gpg program, and a remote whose
  *      upload-pack is a program: every call runs and no program leaves its mark,
  *      while the same config does run them under a plain git (control) [guard:
- *      hostile repository];
- *   5. with a stand-in for git (test setting BASAL_TEST_GIT_PROGRAM): the exact
- *      environment and the options before the revision, output over 1 MiB
+ *      hostile repository] (tests/t_git_hostile.c has each trick of issue 23 on
+ *      its own, and the sandbox alone);
+ *   5. with a stand-in for git (test setting BASAL_TEST_GIT_PROGRAM; it runs in git's
+ *      sandbox, src/host/git_sandbox.h): the exact environment and the options before
+ *      the revision, output over 1 MiB
  *      (too_large), a git that never ends (timeout, killed), and a git left running
  *      when ck-basal is SIGKILLed dies with it [guard: PR_SET_PDEATHSIG]. */
 #include "lib/harness.h"

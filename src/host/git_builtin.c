@@ -717,8 +717,8 @@ static int spawn(const char *program, char *const argv[], const struct git_call 
     while ((left = deadline - monotonic_ms()) > 0) {
         struct pollfd p = {report[0], POLLIN, 0};
         int rc = poll(&p, 1, left > 60000 ? 60000 : (int)left);
-        if (rc < 0 && errno == EINTR)
-            continue;
+        if ((rc < 0 && errno == EINTR) || rc == 0)
+            continue; /* the loop's condition decides whether the deadline passed */
         if (rc > 0)
             while ((got = read(report[0], &f, sizeof f)) < 0 && errno == EINTR) {
             }

@@ -13,12 +13,14 @@
  *      option (no file written by --output) [guard: refs starting with '-'];
  *   4. a hostile repository whose own config sets fsmonitor, a pager, sshCommand, an
  *      external diff, a textconv and a diff command, filters, aliases, a hooks
- *      path, signature verification with a gpg program, and a promisor remote whose
+ *      path, signature verification with a gpg program, and a remote whose
  *      upload-pack is a program: every call runs and no program leaves its mark,
  *      while the same config does run them under a plain git (control) [guard:
- *      hostile repository];
- *   5. with a stand-in for git (test setting BASAL_TEST_GIT_PROGRAM): the exact
- *      environment and the options before the revision, output over 1 MiB
+ *      hostile repository] (tests/t_git_hostile.c has each trick of issue 23 on
+ *      its own, and the sandbox alone);
+ *   5. with a stand-in for git (test setting BASAL_TEST_GIT_PROGRAM; it runs in git's
+ *      sandbox, src/host/git_sandbox.h): the exact environment and the options before
+ *      the revision, output over 1 MiB
  *      (too_large), a git that never ends (timeout, killed), and a git left running
  *      when ck-basal is SIGKILLed dies with it [guard: PR_SET_PDEATHSIG]. */
 #include "lib/harness.h"
@@ -28,6 +30,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -250,10 +253,7 @@ static bool make_hostile(void)
          "\\n -----END PGP SIGNATURE-----' > signed.txt\n"
          "c=$(git hash-object -t commit -w signed.txt); git update-ref HEAD $c; rm signed.txt\n"
          "mkdir hooks; printf '#!/bin/sh\\n%s hook\\n' > hooks/post-checkout; chmod +x hooks/*\n"
-         "git config core.repositoryformatversion 1\n"
-         "git config extensions.partialClone origin\n"
          "git config remote.origin.url 'file://%s'\n"
-         "git config remote.origin.promisor true\n"
          "git config remote.origin.uploadpack '%s uploadpack'\n"
          "git config core.fsmonitor '%s fsmonitor'\n"
          "git config core.pager '%s pager'\n"
@@ -476,7 +476,7 @@ static void test_hostile(void)
          "git lg >/dev/null 2>&1 || true\n"
          "git log -1 >/dev/null 2>&1 || true\n"
          "git status >/dev/null 2>&1 || true\n"
-         "git cat-file -p 0123456789012345678901234567890123456789 >/dev/null 2>&1 || true\n",
+         "git fetch -q origin >/dev/null 2>&1 || true\n",
          g_hostile);
     sh("git: control run of a plain git", script);
     char *seen = marks();
@@ -541,9 +541,9 @@ static bool make_fake(void)
          "mode=$(cat '%s')\n"
          "case \"$mode\" in\n"
          "env) { for a in \"$@\"; do echo \"arg $a\"; done; env | sort | sed 's/^/env /';"
-         " echo \"cwd $(pwd)\"; grep '^Cpus_allowed_list' /proc/self/status; } > '%s';"
+         " echo \"cwd $(pwd)\"; echo \"cpus $(nproc)\"; } > '%s';"
          " echo 0123456789012345678901234567890123456789 ;;\n"
-         "big) head -c 2000000 /dev/zero | tr '\\\\0' a ;;\n"
+         "big) yes aaaaaaaaaaaaaaa | head -c 2000000 ;;\n"
          "sleep) echo $$ > '%s'; exec sleep 60 ;;\n"
          "esac\n",
          g_mode, g_dump, g_fifo);
@@ -622,9 +622,10 @@ static void test_fake(void)
     char *dump = read_text_file(g_dump);
     const char *d = dump != NULL ? dump : "";
     static const char *const WANT_ENV =
-        "env GIT_ATTR_NOSYSTEM=1\nenv GIT_CONFIG_GLOBAL=/dev/null\nenv GIT_CONFIG_NOSYSTEM=1\n"
-        "env GIT_CONFIG_SYSTEM=/dev/null\nenv GIT_INDEX_FILE=/dev/null\nenv GIT_LITERAL_PATHSPECS=1\n"
-        "env GIT_NO_REPLACE_OBJECTS=1\nenv GIT_OPTIONAL_LOCKS=0\nenv GIT_TERMINAL_PROMPT=0\n"
+        "env GIT_ALLOW_PROTOCOL=\nenv GIT_ATTR_NOSYSTEM=1\nenv GIT_CONFIG_GLOBAL=/dev/null\n"
+        "env GIT_CONFIG_NOSYSTEM=1\nenv GIT_CONFIG_SYSTEM=/dev/null\nenv GIT_INDEX_FILE=/.basal-no-index\n"
+        "env GIT_LITERAL_PATHSPECS=1\nenv GIT_NO_LAZY_FETCH=1\nenv GIT_NO_REPLACE_OBJECTS=1\n"
+        "env GIT_OPTIONAL_LOCKS=0\nenv GIT_PROTOCOL_FROM_USER=0\nenv GIT_TERMINAL_PROMPT=0\n"
         "env LC_ALL=C\nenv PATH=/usr/bin:/bin\n";
     /* env(1) under sh adds PWD (and maybe SHLVL, _): those are the shell's; every other
      * line counts, the parent's own (BASAL_TEST_*) included. */
@@ -642,16 +643,17 @@ static void test_fake(void)
                                     "of the parent's) [guard: empty environment]");
     /* The git call came during a burst's pin of the activation's thread
      * (supervisor/colocate.c); git must get the mask from before it, here the test's. */
-    char own[256] = "", *own_text = read_text_file("/proc/self/status");
-    const char *own_line = own_text != NULL ? strstr(own_text, "Cpus_allowed_list:") : NULL;
-    if (own_line != NULL)
-        sfmt(own, sizeof own, "%.*s", (int)strcspn(own_line, "\n") + 1, own_line);
-    const char *git_line = strstr(d, "Cpus_allowed_list");
+    /* Inside git's sandbox there is no /proc: nproc(1) counts the CPUs of its mask. */
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    char own[64] = "";
+    if (sched_getaffinity(0, sizeof mine, &mine) == 0)
+        sfmt(own, sizeof own, "cpus %d\n", CPU_COUNT(&mine));
+    const char *git_line = strstr(d, "cpus ");
     check(own[0] != '\0' && strstr(d, own) != NULL,
           "git started by a host call during the activation's pin may use every CPU the "
           "parent may [guard git-not-pinned]",
-          "git's %.80s, the parent's %s", git_line != NULL ? git_line : "(none)", own);
-    free(own_text);
+          "git's %.20s, the parent's %s", git_line != NULL ? git_line : "(none)", own);
     check(strstr(d, "arg --no-pager\n") != NULL && strstr(d, "arg core.fsmonitor=false\n") != NULL &&
               strstr(d, "arg protocol.allow=never\n") != NULL &&
               strstr(d, "arg core.hooksPath=/dev/null\n") != NULL &&

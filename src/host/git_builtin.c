@@ -3,13 +3,16 @@
 #include "host/git_builtin.h"
 
 #include "base/clock.h"
+#include "host/git_sandbox.h"
 #include "base/thread_affinity.h"
 #include "proto/utf8.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -39,6 +42,7 @@ static const char *const GIT_CONFIG[] = {
     "log.mailmap=false", "mailmap.file=", "mailmap.blob=", "gc.auto=0",
     "maintenance.auto=false", "i18n.logOutputEncoding=UTF-8", "color.ui=false",
     "log.decorate=false", "core.untrackedCache=false", "credential.helper=",
+    "fetch.recurseSubmodules=false", "submodule.recurse=false",
 };
 #define GIT_CONFIG_COUNT (sizeof GIT_CONFIG / sizeof GIT_CONFIG[0])
 
@@ -46,9 +50,14 @@ static char *const GIT_ENV[] = {
     "PATH=/usr/bin:/bin", "LC_ALL=C", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
     "GIT_CONFIG_SYSTEM=/dev/null", "GIT_TERMINAL_PROMPT=0", "GIT_LITERAL_PATHSPECS=1",
     "GIT_NO_REPLACE_OBJECTS=1", "GIT_OPTIONAL_LOCKS=0", "GIT_ATTR_NOSYSTEM=1",
-    /* No index: nothing of a working tree is read in place of a blob, and fsmonitor
-     * and the untracked cache have nothing to look at. */
-    "GIT_INDEX_FILE=/dev/null", NULL,
+    /* The environment's list beats every protocol.*.allow of the repository's config:
+     * an empty one allows no transport at all. No lazy fetch of a promisor's objects
+     * (git 2.39.4 and later). */
+    "GIT_ALLOW_PROTOCOL=", "GIT_PROTOCOL_FROM_USER=0", "GIT_NO_LAZY_FETCH=1",
+    /* No index (a path that does not exist in git's sandbox: an empty file would be an
+     * invalid index): nothing of a working tree is read in place of a blob, and
+     * fsmonitor and the untracked cache have nothing to look at. */
+    GIT_SANDBOX_INDEX_ENV, NULL,
 };
 
 enum git_kind { GIT_LOG, GIT_REV_PARSE, GIT_DESCRIBE_TAGS, GIT_SHOW, GIT_DIFF, GIT_LS_FILES };
@@ -102,6 +111,7 @@ struct git_call {
     const char *name;
     const char *repo;           /* as the script gave it */
     char gitdir[PATH_MAX];
+    int gitdir_fd;              /* O_PATH of the checked git directory; -1 before */
     const char *rev, *rev2;     /* rev2: git.diff's "to" */
     const char *path;           /* git.show's file, git.log's path */
     const char *paths[GIT_MAX_PATHS];
@@ -250,13 +260,232 @@ static int parse_args(struct git_call *c, const json_t *args, struct refusal *wh
 
 /* ---- the repository ----------------------------------------------------------------------- */
 
-static bool exists_nofollow(const char *dir, const char *rel)
+/* ---- the git directory's walk ------------------------------------------------------------ */
+
+#define WALK_MAX_ENTRIES 2000000L
+#define WALK_MAX_DEPTH 32
+#define CONFIG_MAX (1 << 20)
+
+/* Files of a git directory that make git read another repository's objects or refs,
+ * or rewrite history from a file. */
+static const char *const BORROWING[] = {
+    "commondir", "objects/info/alternates", "objects/info/http-alternates", "info/grafts",
+};
+
+struct walk {
+    const struct git_call *c;
+    struct refusal *why;
+    dev_t dev;
+    long entries;
+    char rel[PATH_MAX]; /* the entry's path inside the git directory */
+};
+
+/* Opens the directory name under dir_fd without crossing a mount (a bind mount of
+ * the same file system included) or following a link: EXDEV or ELOOP if it would. */
+static int open_subdir(int dir_fd, const char *name)
 {
-    char p[PATH_MAX];
+    struct open_how how;
+    memset(&how, 0, sizeof how);
+    how.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    how.resolve = RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
+    return (int)syscall(SYS_openat2, dir_fd, name, &how, sizeof how);
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Every entry under dir_fd (whose path in the git directory is w->rel) must be a
+ * directory or regular file of the git directory's own file system; no symbolic
+ * link, mount point, socket or device anywhere, no borrowing file and no promisor
+ * pack. */
+static int walk_dir(struct walk *w, int dir_fd, int depth)
+{
+    if (depth > WALK_MAX_DEPTH) {
+        close(dir_fd);
+        return refuse(w->why, HOST_CODE_DENIED, "%s: %s: %s is nested too deep", w->c->name,
+                      w->c->gitdir, w->rel);
+    }
+    DIR *d = fdopendir(dir_fd); /* owns dir_fd from here */
+    if (d == NULL) {
+        int saved = errno;
+        close(dir_fd);
+        return refuse(w->why, HOST_CODE_IO_ERROR, "%s: %s/%s: %s", w->c->name, w->c->gitdir,
+                      w->rel, strerror(saved));
+    }
+    size_t base = strlen(w->rel);
+    int rc = 0;
+    struct dirent *e;
+    while (rc == 0 && (errno = 0, e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (++w->entries > WALK_MAX_ENTRIES) {
+            rc = refuse(w->why, HOST_CODE_DENIED, "%s: %s has more than %ld entries", w->c->name,
+                        w->c->gitdir, WALK_MAX_ENTRIES);
+            break;
+        }
+        if ((size_t)snprintf(w->rel + base, sizeof w->rel - base, "%s%s", base > 0 ? "/" : "",
+                             e->d_name) >= sizeof w->rel - base) {
+            rc = refuse(w->why, HOST_CODE_DENIED, "%s: a path in %s is too long", w->c->name,
+                        w->c->gitdir);
+            break;
+        }
+        /* The entry's type from the directory itself where the file system gives it
+         * (no stat of each of thousands of loose objects); a directory is opened (no
+         * link followed) and its own device compared. A mount on a single file is not
+         * seen here, but git's sandbox binds the git directory without the mounts
+         * below it, so git sees the file beneath. */
+        struct stat st;
+        memset(&st, 0, sizeof st);
+        st.st_dev = w->dev;
+        int sub = -1;
+        bool typed = e->d_type == DT_REG || e->d_type == DT_LNK || e->d_type == DT_DIR;
+        if (e->d_type == DT_DIR) {
+            sub = open_subdir(dirfd(d), e->d_name);
+            st.st_mode = S_IFDIR;
+            if (sub < 0 && errno == EXDEV)
+                st.st_dev = (dev_t)~w->dev; /* a mount point: refused below */
+            else if (sub < 0 || fstat(sub, &st) != 0)
+                st.st_mode = errno == ELOOP || errno == ENOTDIR ? S_IFLNK : 0;
+        } else if (typed) {
+            st.st_mode = e->d_type == DT_REG ? S_IFREG : S_IFLNK;
+        }
+        if (!typed && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            rc = refuse(w->why, HOST_CODE_IO_ERROR, "%s: %s/%s: %s", w->c->name, w->c->gitdir,
+                        w->rel, strerror(errno));
+        } else if (S_ISLNK(st.st_mode)) {
+            rc = refuse(w->why, HOST_CODE_DENIED, "%s: %s/%s is a symbolic link (it could lead"
+                        " out of the granted repository): refused", w->c->name, w->c->gitdir,
+                        w->rel);
+        } else if (st.st_dev != w->dev) {
+            rc = refuse(w->why, HOST_CODE_DENIED, "%s: %s/%s is on another file system or"
+                        " mount than the git directory: refused", w->c->name, w->c->gitdir,
+                        w->rel);
+        } else if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+            rc = refuse(w->why, HOST_CODE_DENIED, "%s: %s/%s is not a directory or a regular"
+                        " file: refused", w->c->name, w->c->gitdir, w->rel);
+        } else if (S_ISREG(st.st_mode) && strncmp(w->rel, "objects/", 8) == 0 &&
+                   (ends_with(w->rel, ".promisor") || strcmp(w->rel, "objects/info/promisor") == 0)) {
+            rc = refuse(w->why, HOST_CODE_DENIED, "%s: %s is a partial clone (%s): refused,"
+                        " git would fetch its missing objects from elsewhere", w->c->name,
+                        w->c->gitdir, w->rel);
+        } else {
+            for (size_t i = 0; rc == 0 && i < sizeof BORROWING / sizeof BORROWING[0]; i++)
+                if (strcmp(w->rel, BORROWING[i]) == 0)
+                    rc = refuse(w->why, HOST_CODE_DENIED, "%s: %s borrows objects or refs from"
+                                " another repository (%s): refused", w->c->name, w->c->gitdir,
+                                w->rel);
+            if (rc == 0 && S_ISDIR(st.st_mode) && sub < 0) { /* typed by fstatat */
+                sub = open_subdir(dirfd(d), e->d_name);
+                struct stat again;
+                if (sub < 0 && errno == EXDEV)
+                    rc = refuse(w->why, HOST_CODE_DENIED, "%s: %s/%s is on another file"
+                                " system or mount than the git directory: refused", w->c->name,
+                                w->c->gitdir, w->rel);
+                else if (sub < 0 || fstat(sub, &again) != 0 || again.st_dev != st.st_dev ||
+                         again.st_ino != st.st_ino)
+                    rc = refuse(w->why, HOST_CODE_DENIED, "%s: %s/%s changed while it was"
+                                " checked: refused", w->c->name, w->c->gitdir, w->rel);
+            }
+            if (rc == 0 && S_ISDIR(st.st_mode)) {
+                rc = walk_dir(w, sub, depth + 1);
+                sub = -1;
+            }
+        }
+        if (sub >= 0)
+            close(sub);
+    }
+    if (rc == 0 && errno != 0)
+        rc = refuse(w->why, HOST_CODE_IO_ERROR, "%s: %s: %s", w->c->name, w->c->gitdir,
+                    strerror(errno));
+    closedir(d);
+    w->rel[base] = '\0';
+    return rc;
+}
+
+/* A config of the git directory (name: "config", "config.worktree") that makes it a
+ * partial clone or includes other files is refused; what git would read from those is
+ * not checked here. Matched as bytes, case-insensitively: a key or section name is a
+ * run of those letters whatever else the line holds (a false match only refuses). */
+static int check_config(const struct git_call *c, int dir_fd, const char *name,
+                        struct refusal *why)
+{
+    int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : refuse(why, HOST_CODE_IO_ERROR, "%s: %s/%s: %s", c->name,
+                                            c->gitdir, name, strerror(errno));
+    char *text = malloc(CONFIG_MAX + 1);
+    size_t len = 0;
+    ssize_t n = 0;
+    while (text != NULL && len < CONFIG_MAX &&
+           ((n = read(fd, text + len, CONFIG_MAX - len)) > 0 || (n < 0 && errno == EINTR)))
+        len += n > 0 ? (size_t)n : 0;
+    char extra;
+    bool too_big = text != NULL && len == CONFIG_MAX && read(fd, &extra, 1) > 0;
+    close(fd);
+    if (text == NULL || n < 0 || too_big) {
+        free(text);
+        return refuse(why, HOST_CODE_DENIED, "%s: %s/%s cannot be checked (%s): refused",
+                      c->name, c->gitdir, name, too_big ? "over 1 MiB" : "unreadable");
+    }
+    text[len] = '\0';
+    for (size_t i = 0; i < len; i++) /* NUL bytes must not end the search early */
+        if (text[i] == '\0')
+            text[i] = ' ';
+    static const struct {
+        const char *needle, *what;
+    } WORDS[] = {
+        {"partialclone", "a partial clone: git would fetch its missing objects from elsewhere"},
+        {"promisor", "a partial clone: git would fetch its missing objects from elsewhere"},
+        {"include", "it includes other config files"},
+    };
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < sizeof WORDS / sizeof WORDS[0]; i++)
+        if (strcasestr(text, WORDS[i].needle) != NULL)
+            rc = refuse(why, HOST_CODE_DENIED, "%s: %s/%s: %s (\"%s\"): refused", c->name,
+                        c->gitdir, name, WORDS[i].what, WORDS[i].needle);
+    free(text);
+    return rc;
+}
+
+/* Opens the git directory (no link followed) and checks all of it. */
+static int check_gitdir(struct git_call *c, struct refusal *why)
+{
+    c->gitdir_fd = open(c->gitdir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int dir_fd = c->gitdir_fd >= 0 ? openat(c->gitdir_fd, ".", O_RDONLY | O_DIRECTORY |
+                                                                 O_CLOEXEC)
+                                   : -1;
     struct stat st;
-    if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, rel) >= sizeof p)
-        return true; /* cannot tell: as if it were there (refused) */
-    return lstat(p, &st) == 0 || errno != ENOENT;
+    if (dir_fd < 0 || fstat(dir_fd, &st) != 0) {
+        int saved = errno;
+        if (dir_fd >= 0)
+            close(dir_fd);
+        return refuse(why, HOST_CODE_IO_ERROR, "%s: %s: %s", c->name, c->gitdir,
+                      strerror(saved));
+    }
+    struct walk *w = malloc(sizeof *w);
+    if (w == NULL) {
+        close(dir_fd);
+        return refuse(why, HOST_CODE_IO_ERROR, "%s: out of memory", c->name);
+    }
+    w->c = c;
+    w->why = why;
+    w->dev = st.st_dev;
+    w->entries = 0;
+    w->rel[0] = '\0';
+    int walk_fd = dup(dir_fd);
+    int rc = walk_fd >= 0 ? walk_dir(w, walk_fd, 0)
+                          : refuse(why, HOST_CODE_IO_ERROR, "%s: %s: %s", c->name, c->gitdir,
+                                   strerror(errno));
+    free(w);
+    if (rc == 0)
+        rc = check_config(c, dir_fd, "config", why);
+    if (rc == 0)
+        rc = check_config(c, dir_fd, "config.worktree", why);
+    close(dir_fd);
+    return rc;
 }
 
 static int owned(const struct git_call *c, const char *path, struct refusal *why)
@@ -300,20 +529,16 @@ static int resolve_repo(const struct git_grants *g, struct git_call *c, struct r
     } else {
         return refuse(why, HOST_CODE_IO_ERROR, "%s: %s: %s", c->name, dotgit, strerror(errno));
     }
-    if (exists_nofollow(c->gitdir, "commondir") ||
-        exists_nofollow(c->gitdir, "objects/info/alternates"))
-        return refuse(why, HOST_CODE_DENIED, "%s: %s borrows objects or refs from another"
-                      " repository (commondir or objects/info/alternates): refused", c->name,
-                      c->gitdir);
     if (owned(c, real, why) != 0 || owned(c, c->gitdir, why) != 0)
         return -1;
-    return 0;
+    return check_gitdir(c, why);
 }
 
 static int prepare(const struct git_grants *g, const char *kind, const void *args,
                    struct git_call *c, struct refusal *why)
 {
     memset(c, 0, sizeof *c);
+    c->gitdir_fd = -1;
     c->name = kind;
     if (kind_of(kind, &c->kind) != 0)
         return refuse(why, HOST_CODE_INVALID_ARGUMENTS, "%.64s is not a git call", kind);
@@ -327,7 +552,10 @@ int git_builtin_check(const struct git_grants *grants, const char *kind, const v
 {
     struct git_call c;
     struct refusal why = {NULL, ""};
-    if (prepare(grants, kind, args, &c, &why) == 0)
+    int rc = prepare(grants, kind, args, &c, &why);
+    if (c.gitdir_fd >= 0)
+        close(c.gitdir_fd);
+    if (rc == 0)
         return 0;
     snprintf(code, code_cap, "%s", why.code);
     snprintf(reason, reason_cap, "%s", why.reason);
@@ -381,10 +609,28 @@ static long git_timeout_ms(void)
     return GIT_TIMEOUT_MS;
 }
 
+static void kill_and_reap(struct run *r);
+
+/* What the child reports when it cannot confine or start git (one write: atomic). */
+struct start_failure {
+    int err;
+    char step[120];
+};
+
+static void report_failure(int fd, const char *step, int err)
+{
+    struct start_failure f;
+    memset(&f, 0, sizeof f);
+    f.err = err;
+    size_t n = strlen(step);
+    memcpy(f.step, step, n < sizeof f.step - 1 ? n : sizeof f.step - 1);
+    (void)!write(fd, &f, sizeof f);
+}
+
 /* In the child, between fork and exec: only async-signal-safe calls. */
 __attribute__((noreturn)) static void exec_git(const char *program, char *const argv[],
-                                               const char *gitdir, pid_t parent, int out_fd,
-                                               int err_fd)
+                                               const struct git_sandbox *sb, pid_t parent,
+                                               int out_fd, int err_fd, int report_fd)
 {
     /* Killed with the parent; if it already died, the signal was never armed. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
@@ -392,10 +638,23 @@ __attribute__((noreturn)) static void exec_git(const char *program, char *const 
     thread_affinity_unpin_child(); /* not the burst's CPU for git's whole run */
     (void)setpgid(0, 0);
     int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
+    if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0) {
+        report_failure(report_fd, "its standard streams", errno);
         _exit(127);
-    if (syscall(SYS_close_range, 3U, ~0U, 0U) != 0)
-        for (int fd = 3; fd < 4096; fd++)
+    }
+    const char *step = "";
+    int err = 0;
+    if (git_sandbox_enter(sb, &step, &err) != 0) {
+        report_failure(report_fd, step, err);
+        _exit(126);
+    }
+    /* The report pipe stays open (as 3) until the exec closes it. */
+    if (report_fd != 3 && dup3(report_fd, 3, O_CLOEXEC) != 3) {
+        report_failure(report_fd, "its report pipe", errno);
+        _exit(127);
+    }
+    if (syscall(SYS_close_range, 4U, ~0U, 0U) != 0)
+        for (int fd = 4; fd < 4096; fd++)
             close(fd);
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
@@ -405,43 +664,80 @@ __attribute__((noreturn)) static void exec_git(const char *program, char *const 
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    if (chdir(gitdir) != 0)
-        _exit(127);
     execve(program, argv, GIT_ENV);
-    static const char failed[] = "basal: cannot execute git\n";
-    (void)!write(2, failed, sizeof failed - 1);
+    report_failure(3, "the exec of git", errno);
     _exit(127);
 }
 
-static int spawn(const char *program, char *const argv[], const char *gitdir, struct run *r)
+/* Starts git in its sandbox. 0 (git runs), or -1 with the reason in why. */
+static int spawn(const char *program, char *const argv[], const struct git_call *c,
+                 struct run *r, long long deadline, char *why, size_t why_cap)
 {
-    int out[2] = {-1, -1}, err[2] = {-1, -1};
-    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
-        close_fd(&out[0]);
-        close_fd(&out[1]);
+    struct git_sandbox *sb = git_sandbox_prepare(program, c->gitdir_fd, c->gitdir, why, why_cap);
+    if (sb == NULL)
         return -1;
-    }
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0) {
+    int out[2] = {-1, -1}, err[2] = {-1, -1}, report[2] = {-1, -1};
+    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
+        pipe2(report, O_CLOEXEC) != 0) {
+        snprintf(why, why_cap, "cannot start git: pipe: %s", strerror(errno));
         close_fd(&out[0]);
         close_fd(&out[1]);
         close_fd(&err[0]);
         close_fd(&err[1]);
+        git_sandbox_release(sb);
         return -1;
     }
+    pid_t parent = getpid();
+    pid_t pid = fork();
     if (pid == 0)
-        exec_git(program, argv, gitdir, parent, out[1], err[1]);
+        exec_git(program, argv, sb, parent, out[1], err[1], report[1]);
+    int fork_errno = errno;
+    git_sandbox_release(sb);
+    close_fd(&out[1]);
+    close_fd(&err[1]);
+    close_fd(&report[1]);
+    if (pid < 0) {
+        snprintf(why, why_cap, "cannot start git: fork: %s", strerror(fork_errno));
+        close_fd(&out[0]);
+        close_fd(&err[0]);
+        close_fd(&report[0]);
+        return -1;
+    }
     (void)setpgid(pid, pid); /* both sides: a kill of -pid works whichever runs first */
-    close(out[1]);
-    close(err[1]);
     r->pid = pid;
     r->out_fd = out[0];
     r->err_fd = err[0];
     (void)fcntl(r->out_fd, F_SETFL, O_NONBLOCK);
     (void)fcntl(r->err_fd, F_SETFL, O_NONBLOCK);
     r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    return 0;
+    /* The report pipe closes at the exec; a failure to confine comes first. */
+    struct start_failure f;
+    ssize_t got = -1;
+    long long left;
+    while ((left = deadline - monotonic_ms()) > 0) {
+        struct pollfd p = {report[0], POLLIN, 0};
+        int rc = poll(&p, 1, left > 60000 ? 60000 : (int)left);
+        if ((rc < 0 && errno == EINTR) || rc == 0)
+            continue; /* the loop's condition decides whether the deadline passed */
+        if (rc > 0)
+            while ((got = read(report[0], &f, sizeof f)) < 0 && errno == EINTR) {
+            }
+        break;
+    }
+    close_fd(&report[0]);
+    if (got == 0)
+        return 0;
+    kill_and_reap(r);
+    close_fd(&r->out_fd);
+    close_fd(&r->err_fd);
+    if (got == (ssize_t)sizeof f) {
+        f.step[sizeof f.step - 1] = '\0';
+        snprintf(why, why_cap, "cannot confine git: %s: %s (basal never runs git unconfined)",
+                 f.step, strerror(f.err));
+    } else {
+        snprintf(why, why_cap, "cannot start git within the deadline");
+    }
+    return -1;
 }
 
 /* Reaps git if it has exited; with block, waits (only after a SIGKILL). What it left
@@ -618,13 +914,32 @@ __attribute__((format(printf, 2, 3))) static void pushf(struct argv_buf *a, cons
     push(a, slot);
 }
 
+/* Test builds: BASAL_TEST_GIT_NO_OVERRIDES=1 leaves out every override of the
+ * repository's config (the -c list and the --no-* options), to show that git's
+ * sandbox alone stops what they name. */
+static bool overrides_on(void)
+{
+#ifdef BASAL_TEST_HOOKS
+    const char *off = getenv("BASAL_TEST_GIT_NO_OVERRIDES");
+    if (off != NULL && strcmp(off, "1") == 0)
+        return false;
+#endif
+    return true;
+}
+
+static void push_override(struct argv_buf *a, const char *s)
+{
+    if (overrides_on())
+        push(a, s);
+}
+
 static void build_argv(const struct git_call *c, const char *program, struct argv_buf *a)
 {
     memset(a, 0, sizeof *a);
     push(a, program);
-    push(a, "--no-pager");
+    push_override(a, "--no-pager");
     pushf(a, "--git-dir=%s", c->gitdir);
-    for (size_t i = 0; i < GIT_CONFIG_COUNT; i++) {
+    for (size_t i = 0; i < GIT_CONFIG_COUNT && overrides_on(); i++) {
         push(a, "-c");
         push(a, GIT_CONFIG[i]);
     }
@@ -632,10 +947,10 @@ static void build_argv(const struct git_call *c, const char *program, struct arg
     case GIT_LOG:
         push(a, "log");
         push(a, "--no-color");
-        push(a, "--no-show-signature");
+        push_override(a, "--no-show-signature");
         push(a, "--no-notes");
-        push(a, "--no-ext-diff");
-        push(a, "--no-textconv");
+        push_override(a, "--no-ext-diff");
+        push_override(a, "--no-textconv");
         push(a, "-z");
         push(a, "--format=%H%x00%P%x00%an%x00%ae%x00%at%x00%cn%x00%ce%x00%ct%x00%B");
         pushf(a, "--max-count=%lld", c->max_count);
@@ -668,9 +983,9 @@ static void build_argv(const struct git_call *c, const char *program, struct arg
         } else {
             push(a, "show");
             push(a, "--no-color");
-            push(a, "--no-ext-diff");
-            push(a, "--no-textconv");
-            push(a, "--no-show-signature");
+            push_override(a, "--no-ext-diff");
+            push_override(a, "--no-textconv");
+            push_override(a, "--no-show-signature");
             push(a, "--no-notes");
             push(a, "-O/dev/null");
             push(a, "--end-of-options");
@@ -681,8 +996,8 @@ static void build_argv(const struct git_call *c, const char *program, struct arg
     case GIT_DIFF:
         push(a, "diff");
         push(a, "--no-color");
-        push(a, "--no-ext-diff");
-        push(a, "--no-textconv");
+        push_override(a, "--no-ext-diff");
+        push_override(a, "--no-textconv");
         push(a, "-O/dev/null");
         if (c->name_only) {
             push(a, "--name-only");
@@ -908,31 +1223,39 @@ int git_builtin_call(const struct git_grants *grants, const char *kind, const vo
 {
     struct git_call c;
     struct refusal why = {NULL, ""};
-    if (prepare(grants, kind, args, &c, &why) != 0)
+    if (prepare(grants, kind, args, &c, &why) != 0) {
+        close_fd(&c.gitdir_fd);
         return host_reject(out, why.code, "%s", why.reason);
+    }
     const char *program = git_program();
-    if (program == NULL)
+    if (program == NULL) {
+        close_fd(&c.gitdir_fd);
         return host_reject(out, HOST_CODE_GIT_ERROR, "%s: git is not installed"
                            " (/usr/bin/git)", kind);
+    }
     long timeout_ms = git_timeout_ms();
     long long deadline = monotonic_ms() + timeout_ms;
     if (deadline_at_ms > 0 && deadline_at_ms < deadline) {
         deadline = deadline_at_ms;
-        if (deadline <= monotonic_ms())
-            return host_reject(out, HOST_CODE_TIMEOUT, "%s: the activation's wall deadline has"
-                               " passed", kind);
+        if (deadline <= monotonic_ms()) {
+            close_fd(&c.gitdir_fd);
+            return host_reject(out, HOST_CODE_TIMEOUT, "%s: the activation's wall deadline"
+                               " has passed", kind);
+        }
     }
     struct argv_buf *a = malloc(sizeof *a);
-    if (a == NULL)
+    if (a == NULL) {
+        close_fd(&c.gitdir_fd);
         return -1;
+    }
     build_argv(&c, program, a);
     struct run r;
     memset(&r, 0, sizeof r);
     r.pidfd = r.out_fd = r.err_fd = -1;
     int rc;
-    if (spawn(program, a->argv, c.gitdir, &r) != 0) {
-        rc = host_reject(out, HOST_CODE_GIT_ERROR, "%s: cannot start git: %s", kind,
-                         strerror(errno));
+    char why_start[REASON_MAX];
+    if (spawn(program, a->argv, &c, &r, deadline, why_start, sizeof why_start) != 0) {
+        rc = host_reject(out, HOST_CODE_GIT_ERROR, "%s: %s", kind, why_start);
     } else {
         pump(&r, deadline);
         rc = settle(&c, &r, timeout_ms, out);
@@ -940,6 +1263,7 @@ int git_builtin_call(const struct git_grants *grants, const char *kind, const vo
     close_fd(&r.out_fd);
     close_fd(&r.err_fd);
     close_fd(&r.pidfd);
+    close_fd(&c.gitdir_fd);
     free(r.out);
     free(a);
     return rc;

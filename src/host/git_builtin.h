@@ -23,33 +23,50 @@
  * git directory is repo/.git when that is a directory (not a link); repo itself when
  * there is no .git (a bare repository). Refused ("denied"): a .git that is a file
  * ("gitdir: ..." of a linked worktree or submodule) or a symbolic link, since it
- * would point git at another repository than the one granted; a git directory with
- * "commondir" or "objects/info/alternates" (objects or refs borrowed from elsewhere);
- * a repository or git directory not owned by the user basal runs as (what git's own
- * safe.directory check guards, done here since the git directory is given
- * explicitly).
+ * would point git at another repository than the one granted; a repository or git
+ * directory not owned by the user basal runs as (what git's own safe.directory check
+ * guards, done here since the git directory is given explicitly); and a git
+ * directory that, walked entry by entry (each directory opened with openat2,
+ * RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS, its device compared; file types from
+ * readdir), holds a symbolic link, a directory mount point (a bind mount of the same
+ * file system included) or another file system, anything but directories and
+ * regular files, "commondir", "objects/info/alternates",
+ * "objects/info/http-alternates" or "info/grafts" (objects or refs from elsewhere),
+ * a promisor pack or "objects/info/promisor", or a config (config, config.worktree)
+ * naming "partialclone", "promisor" or "include" anywhere (a partial clone, or
+ * config read from other files).
  *
- * The program. /usr/bin/git (or /usr/local/bin/git) runs with --git-dir set to that
- * directory, its working directory there, stdin /dev/null, in its own process group,
- * every other descriptor closed, killed if the parent dies (PR_SET_PDEATHSIG), and an
+ * The program. /usr/bin/git (or /usr/local/bin/git) runs in git_sandbox.h's
+ * confinement (its own namespaces, no network, a read-only root holding only the git
+ * directory and git's own files, Landlock: reads of those only, execution of git's
+ * own binaries only, no writes; fail closed), with --git-dir set to that directory,
+ * its working directory there, stdin /dev/null, in its own process group, every
+ * other descriptor closed, killed if the parent dies (PR_SET_PDEATHSIG), and an
  * environment of only PATH=/usr/bin:/bin, LC_ALL=C, GIT_CONFIG_NOSYSTEM=1,
  * GIT_CONFIG_GLOBAL=/dev/null, GIT_CONFIG_SYSTEM=/dev/null, GIT_TERMINAL_PROMPT=0,
  * GIT_LITERAL_PATHSPECS=1, GIT_NO_REPLACE_OBJECTS=1, GIT_OPTIONAL_LOCKS=0,
- * GIT_ATTR_NOSYSTEM=1 and GIT_INDEX_FILE=/dev/null (no HOME; no index, so no file of
- * a working tree is ever read in place of a blob). The command line turns off, above anything the
- * repository's config says: hooks (core.hooksPath=/dev/null), fsmonitor, the pager
- * (--no-pager, core.pager=cat), core.sshCommand, diff.external, every transport
- * (protocol.allow=never, so no lazy fetch of a partial clone either), signature
- * verification (log.showSignature=false, gpg programs "false"), mailmap, automatic
- * gc and maintenance, submodule summaries; diffs run with --no-ext-diff
- * --no-textconv. Revisions are strings of 1-256 bytes without control characters
- * that do not start with '-', and come after --end-of-options; paths come after "--"
- * and are literal. Output over 1 MiB kills git ("too_large"); so do 20 s, cut to the
- * activation's deadline ("timeout"). git failing otherwise is "git_error" with the
- * end of its stderr.
+ * GIT_ATTR_NOSYSTEM=1, GIT_ALLOW_PROTOCOL= (empty: no transport, whatever the
+ * repository's protocol.*.allow say), GIT_PROTOCOL_FROM_USER=0, GIT_NO_LAZY_FETCH=1
+ * and GIT_INDEX_FILE=/.basal-no-index (a path that does not exist in the sandbox; a
+ * git directory under it is refused), no HOME; with no index no file of a working
+ * tree is ever read in place of a blob. The
+ * command line also turns off, above anything the repository's config says: hooks
+ * (core.hooksPath=/dev/null), fsmonitor, the pager (--no-pager, core.pager=cat),
+ * core.sshCommand, diff.external, credential helpers, every transport
+ * (protocol.allow=never), signature verification (log.showSignature=false, gpg
+ * programs "false"), mailmap, automatic gc and maintenance, submodule recursion and
+ * summaries; diffs run with --no-ext-diff --no-textconv. Revisions are strings of
+ * 1-256 bytes without control characters that do not start with '-', and come after
+ * --end-of-options; paths come after "--" and are literal. Output over 1 MiB kills
+ * git ("too_large"); so do 20 s, cut to the activation's deadline ("timeout"). git
+ * failing otherwise is "git_error" with the end of its stderr; so is a sandbox that
+ * cannot be set up ("cannot confine git: STEP: ERROR"), and git does not run.
  *
  * Test builds only (-DBASAL_TEST_HOOKS): BASAL_TEST_GIT_PROGRAM=PATH runs PATH
- * instead of git, BASAL_TEST_GIT_TIMEOUT_MS=N sets the 20 s to N. */
+ * instead of git (in the sandbox, see git_sandbox.h), BASAL_TEST_GIT_TIMEOUT_MS=N
+ * sets the 20 s to N, BASAL_TEST_GIT_NO_OVERRIDES=1 leaves out every override of the
+ * repository's config (the -c list, --no-pager, --no-ext-diff, --no-textconv,
+ * --no-show-signature) to show that the sandbox alone holds. */
 #ifndef BASAL_HOST_GIT_BUILTIN_H
 #define BASAL_HOST_GIT_BUILTIN_H
 

@@ -255,6 +255,10 @@ static int activate(struct run_driver *d, const struct run_row *run, int64_t gen
     int rc;
     enum flow_host_stop kind;
     const char *stopped = flow_host_stopped(fh, &kind);
+    /* A host that stopped serving the run leaves its worker nothing to do: it is
+     * killed now, not kept bound to the flow until it idles out. */
+    if (stopped != NULL)
+        pool_release_flow(d->pool, run->flow_id);
     if (stopped != NULL && kind == FLOW_HOST_BROKEN)
         rc = error_line(err, err_cap, "run %" PRId64 " stopped: %s", run->id, stopped);
     else

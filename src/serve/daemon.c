@@ -381,6 +381,7 @@ static int rate_take(struct daemon *d, struct store *st, const char *flow, int64
         else if (disabled) {
             serve_log("flow_auto_disabled", "flow", flow, "reason", reason, LOG_END);
             scheduler_flows_changed(d->scheduler); /* a disabled flow has no schedule */
+            pool_release_flow(d->pool, flow);
         }
     }
     return error_line(err, err_cap,
@@ -539,6 +540,7 @@ static void *handle_drain(struct daemon *d, const json_t *args)
     store_close(st);
     if (stopped)
         return ops_reply_error(1, "flow drain: serve is stopping");
+    pool_release_flow(d->pool, flow); /* no run of it comes before flow enable */
     serve_log("flow_drained", "flow", flow, LOG_END);
     json_t *data = json_object();
     json_object_set_new(data, "flow", json_string(flow));
@@ -659,6 +661,11 @@ static void *handle_request(void *ctx, const void *request)
     for (size_t i = 0; cmd != NULL && CHANGES[i] != NULL; i++)
         if (strcmp(cmd, CHANGES[i]) == 0)
             scheduler_flows_changed(d->scheduler);
+    /* A disabled flow runs nothing more: its workers end before the reply goes out. */
+    const char *flow = json_string_value(json_object_get(json_object_get(request, "args"), "id"));
+    if (cmd != NULL && strcmp(cmd, "flow.disable") == 0 && flow != NULL &&
+        json_is_true(json_object_get(reply, "ok")))
+        pool_release_flow(d->pool, flow);
     return reply;
 }
 

@@ -6,9 +6,14 @@
  * itself or below it, compared component-wise, never by string prefix alone). `..`
  * and symbolic links are resolved before the check, so a link inside a root that
  * stays inside is followed, and one leading out of every root is refused. Files are
- * then opened with O_NOFOLLOW and the opened descriptor's own path
- * (/proc/self/fd/N) is checked again, so a swap between the check and the open is
- * refused too. Mounts below a root are traversed.
+ * then opened one component at a time from "/" with openat2 (RESOLVE_BENEATH,
+ * RESOLVE_NO_SYMLINKS, RESOLVE_NO_MAGICLINKS, and RESOLVE_NO_XDEV below the root), and
+ * the opened descriptor's own path (/proc/self/fd/N) is checked again, so a swap
+ * between the check and the open is refused too. Mounts below a root are not
+ * traversed (a bind mount of the data home or of /proc inside a root would lead there
+ * under another path): such a path is "denied". No opened component may be the data
+ * home, /proc or /sys by device and inode, whatever path leads there ("denied"). A
+ * kernel without openat2 (ENOSYS) serves no fs call ("denied", saying why).
  *
  * Reads (read, list, stat) are allowed under read and write roots; fs.write only under
  * write roots. A path that is not under any granted root is "denied" whether or not

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job on a fresh Debian machine: install what is missing, build, show a
 # confined worker being started and checked exactly as ck-basal does before it runs
-# any flow code, then run a demo flow end to end (install, approve by code hash, run,
-# journal) in a data home of its own.
+# any flow code, then run a demo flow end to end (install, a dry run answered by the
+# shipped fixtures, approve by code hash, run, journal) in a data home of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -31,8 +31,10 @@ $basal --home "$home" setup >/dev/null
 installed=$($basal --home "$home" --json flow install "$work/flow")
 hash=$(printf '%s' "$installed" | sed -n 's/.*"code_hash":"\([0-9a-f]*\)".*/\1/p')
 echo "\$ ck-basal flow install $work/flow   -> code hash $hash"
-$basal --home "$home" flow approve notes-summary --version 1 --code-hash "$hash"
 trigger="{\"notes\":\"$work/notes\",\"out\":\"$work/out\"}"
+echo "\$ ck-basal flow dry-run $work/flow --trigger '$trigger' --fixtures examples/demo-flow/fixtures.json"
+$basal --home "$home" flow dry-run "$work/flow" --trigger "$trigger" --fixtures examples/demo-flow/fixtures.json
+$basal --home "$home" flow approve notes-summary --version 1 --code-hash "$hash"
 echo "\$ ck-basal run notes-summary --trigger '$trigger'"
 $basal --home "$home" run notes-summary --trigger "$trigger"
 echo "\$ ck-basal journal 1"

@@ -10,6 +10,8 @@ test_pkgs="clang clang-tidy cppcheck libclang-rt-14-dev strace python3 curl
 python3-prometheus-client systemd groff-base man-db"
 # tests/t_completion.sh drives the bash completion under bash-completion's own helpers.
 test_pkgs="$test_pkgs bash-completion"
+# tests/t_codemode_typescript.sh checks codemode check with Debian's TypeScript compiler.
+test_pkgs="$test_pkgs node-typescript"
 
 # The arm64 cross build (mk/aarch64.mk, part of the test build): Debian's cross
 # compiler, the arm64 libraries through multiarch, and qemu-user to run the filter

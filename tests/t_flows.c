@@ -321,13 +321,44 @@ static void test_install_and_approve(void)
     json_decref(a);
     const char *lh[] = {"flow", "list", NULL};
     r = run_cli(false, lh);
-    char row[256];
-    sfmt(row, sizeof row, "alpha");
-    check(proc_exited_with(&r, 0) && strstr(r.out, g_alpha_hash) != NULL &&
-              output_has_line_prefix(r.out, row),
-          "list: the human table shows alpha approved with its hash", "%s / %s",
-          proc_describe(&r), r.out);
+    char row[256], short_hash[13];
+    snprintf(short_hash, sizeof short_hash, "%.12s", g_alpha_hash);
+    sfmt(row, sizeof row, "alpha                    yes      1       1        %s -", short_hash);
+    size_t widest = 0;
+    for (const char *line = r.out; *line != '\0';) {
+        size_t len = strcspn(line, "\n");
+        widest = len > widest ? len : widest;
+        line += len + (line[len] == '\n');
+    }
+    check(proc_exited_with(&r, 0) &&
+              output_has_line_prefix(r.out, "ID                       ENABLED  LATEST  APPROVED CODE HASH    NEXT FIRE") &&
+              output_has_line_prefix(r.out, row) && strstr(r.out, g_alpha_hash) == NULL && widest < 100,
+          "list: the human table shows alpha approved, 12 hex digits of its hash, one header per column, "
+          "under 100 columns", "%s / %s", proc_describe(&r), r.out);
     proc_result_free(&r);
+    /* flow show: one flow, the hashes whole; --json is flow list --json's entry. */
+    const char *show[] = {"flow", "show", "alpha", NULL};
+    r = run_cli(false, show);
+    char want_hash[128];
+    sfmt(want_hash, sizeof want_hash, "approved code hash  %s", g_alpha_hash);
+    check(proc_exited_with(&r, 0) && output_has_line_prefix(r.out, "flow                alpha") &&
+              output_has_line_prefix(r.out, want_hash) &&
+              output_has_line_prefix(r.out, "approved version    1") &&
+              output_has_line_prefix(r.out, "latest version      1 (approved)"),
+          "show: alpha with its version and whole approved hash", "%s / %s", proc_describe(&r), r.out);
+    proc_result_free(&r);
+    r = run_cli(true, show);
+    json_t *shown = proc_exited_with(&r, 0) ? json_loads(r.out, 0, NULL) : NULL;
+    a = list_json();
+    check(shown != NULL && json_equal(shown, list_entry(a, "alpha")),
+          "show --json: the same object as alpha's entry of list --json", "%s / %s", proc_describe(&r), r.out);
+    json_decref(shown);
+    json_decref(a);
+    proc_result_free(&r);
+    const char *show_none[] = {"flow", "show", "nosuch", NULL};
+    refused_case("show an unknown flow", 1, "unknown flow 'nosuch'", show_none);
+    const char *show_bare[] = {"flow", "show", NULL};
+    refused_case("show without an id", 2, "show takes one flow id", show_bare);
     refused_case("approve an already approved version", 1, "already approved", ok);
 
     /* Versions must rise. */

@@ -16,8 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* How many hex digits of a code hash `flow list` shows (as git shows commits). */
+#define SHORT_HASH_LEN 12
+
 #define FLOW_USAGE "usage: ck-basal flow install DIR | approve ID --version N --code-hash HEX | " \
-                   "list | schedule ID [--count N] | disable ID | enable ID | drain ID | " \
+                   "list | show ID | schedule ID [--count N] | disable ID | enable ID | drain ID | " \
                    "reconcile RUN POSITION " \
                    "--observed JSON | " \
                    "--not-applied | --cancel | dry-run DIR | ID --version N [options]"
@@ -179,8 +182,8 @@ static int flow_list(const struct cli_globals *g, int argc, char **argv)
         cli_print_json(flows);
         return EXIT_OK;
     }
-    printf("%-24s %-8s %-7s %-8s %-64s %s\n", "ID", "ENABLED", "LATEST", "APPROVED",
-           "APPROVED CODE HASH", "NEXT FIRE");
+    printf("%-24s %-8s %-7s %-8s %-12s %s\n", "ID", "ENABLED", "LATEST", "APPROVED", "CODE HASH",
+           "NEXT FIRE");
     size_t i;
     const json_t *f;
     json_array_foreach (flows, i, f) {
@@ -189,14 +192,16 @@ static int flow_list(const struct cli_globals *g, int argc, char **argv)
         if (json_is_integer(approved_version))
             snprintf(approved, sizeof approved, "%" JSON_INTEGER_FORMAT,
                      json_integer_value(approved_version));
+        /* The approved version's hash, short: `flow show` and --json print it whole. */
         const char *approved_hash = json_string_value(json_object_get(f, "approved_code_hash"));
         char id[TERM_SHOWN_CAP(FLOW_ID_MAX)], hash[TERM_SHOWN_CAP(CODE_HASH_HEX_LEN)];
         char next[TERM_SHOWN_CAP(160)];
-        printf("%-24s %-8s %-7" JSON_INTEGER_FORMAT " %-8s %-64s %s\n",
+        term_show(hash, sizeof hash, approved_hash != NULL ? approved_hash : "-", 0);
+        hash[strnlen(hash, SHORT_HASH_LEN)] = '\0';
+        printf("%-24s %-8s %-7" JSON_INTEGER_FORMAT " %-8s %-12s %s\n",
                term_show(id, sizeof id, json_string_value(json_object_get(f, "id")), 0),
                json_is_true(json_object_get(f, "enabled")) ? "yes" : "no",
-               json_integer_value(json_object_get(f, "latest_version")), approved,
-               term_show(hash, sizeof hash, approved_hash != NULL ? approved_hash : "-", 0),
+               json_integer_value(json_object_get(f, "latest_version")), approved, hash,
                next_fire_text(json_object_get(f, "next_fire"), next, sizeof next));
         /* serve's own reason for disabling it (a rate limit), until `flow enable`. */
         const char *reason = json_string_value(json_object_get(f, "disabled_reason"));
@@ -205,6 +210,64 @@ static int flow_list(const struct cli_globals *g, int argc, char **argv)
             printf("  disabled by serve: %s\n", term_show(shown, sizeof shown, reason, 0));
         }
     }
+    json_decref(flows);
+    return EXIT_OK;
+}
+
+/* flow show ID: one flow of `flow list`, every field, the hashes whole. */
+static int flow_show(const struct cli_globals *g, int argc, char **argv)
+{
+    if (argc != 1 || argv[0][0] == '-')
+        return usage("show takes one flow id");
+    json_t *flows;
+    int status = call(g, "list", json_object(), &flows);
+    if (status != EXIT_OK)
+        return status;
+    size_t i;
+    json_t *f, *found = NULL;
+    json_array_foreach (flows, i, f) {
+        if (json_is_string(json_object_get(f, "id")) &&
+            strcmp(json_string_value(json_object_get(f, "id")), argv[0]) == 0)
+            found = f;
+    }
+    if (found == NULL) {
+        char err[FLOW_ID_MAX + 64];
+        snprintf(err, sizeof err, "unknown flow '%.*s'", FLOW_ID_MAX, argv[0]);
+        term_error_line("flow show", err);
+        json_decref(flows);
+        return EXIT_REFUSED;
+    }
+    if (g->json) {
+        cli_print_json(found);
+        json_decref(flows);
+        return EXIT_OK;
+    }
+    char id[TERM_SHOWN_CAP(FLOW_ID_MAX)], latest[TERM_SHOWN_CAP(CODE_HASH_HEX_LEN)];
+    char approved[TERM_SHOWN_CAP(CODE_HASH_HEX_LEN)];
+    const char *approved_hash = json_string_value(json_object_get(found, "approved_code_hash"));
+    const char *disabled = json_string_value(json_object_get(found, "disabled_reason"));
+    const json_t *approved_version = json_object_get(found, "approved_version");
+    printf("flow                %s\n", term_show(id, sizeof id, argv[0], 0));
+    printf("enabled             %s\n", json_is_true(json_object_get(found, "enabled")) ? "yes" : "no");
+    printf("latest version      %" JSON_INTEGER_FORMAT " (%s)\n",
+           json_integer_value(json_object_get(found, "latest_version")),
+           json_is_string(json_object_get(found, "latest_state"))
+               ? json_string_value(json_object_get(found, "latest_state"))
+               : "-");
+    printf("latest code hash    %s\n",
+           term_show(latest, sizeof latest, json_string_value(json_object_get(found, "latest_code_hash")), 0));
+    if (json_is_integer(approved_version))
+        printf("approved version    %" JSON_INTEGER_FORMAT "\n", json_integer_value(approved_version));
+    else
+        printf("approved version    -\n");
+    printf("approved code hash  %s\n",
+           term_show(approved, sizeof approved, approved_hash != NULL ? approved_hash : "-", 0));
+    if (disabled != NULL) {
+        char reason[TERM_SHOWN_CAP(512)];
+        printf("disabled by serve   %s\n", term_show(reason, sizeof reason, disabled, 0));
+    }
+    char next[TERM_SHOWN_CAP(160)];
+    printf("next fire           %s\n", next_fire_text(json_object_get(found, "next_fire"), next, sizeof next));
     json_decref(flows);
     return EXIT_OK;
 }
@@ -317,6 +380,8 @@ int cmd_flow(const struct cli_globals *globals, int argc, char **argv)
         return flow_approve(globals, argc - 1, argv + 1);
     if (strcmp(sub, "list") == 0)
         return flow_list(globals, argc - 1, argv + 1);
+    if (strcmp(sub, "show") == 0)
+        return flow_show(globals, argc - 1, argv + 1);
     if (strcmp(sub, "disable") == 0)
         return flow_toggle(globals, argc - 1, argv + 1, false);
     if (strcmp(sub, "enable") == 0)

@@ -216,7 +216,7 @@ static int capture(const struct dry_run_host *h, const struct host_call *call,
         return 0;
     }
     return host_reject(out, HOST_CODE_DRY_RUN, "dry run: %.80s is not performed and no fixture"
-                       " answers it", call->kind);
+                       " answers it (--fixtures FILE gives one)", call->kind);
 }
 
 static bool rejected_with(const struct host_settlement *s, const char *code)

@@ -318,6 +318,82 @@ static void test_recover_under_load(void)
     proc_result_free(&direct);
 }
 
+/* ---- 3. codemode run ------------------------------------------------------------------ */
+
+/* `codemode run` of script (a file of dir) in h, --json or not; stdin when script is
+ * NULL (then text is piped). */
+static struct proc_result codemode(const struct home *h, bool json, const char *file,
+                                   const char *stdin_text)
+{
+    const char *argv[] = {harness_test_parent(), json ? "--json" : "--home",
+                          json ? "--home" : h->t.home, json ? h->t.home : "codemode",
+                          json ? "codemode" : "run", json ? "run" : (file != NULL ? file : "-"),
+                          json ? (file != NULL ? file : "-") : NULL, NULL};
+    return proc_run(argv, stdin_text, stdin_text != NULL ? strlen(stdin_text) : 0, TIMEOUT_MS);
+}
+
+static void test_codemode(void)
+{
+    struct home a, b;
+    home_begin(&a, "codemode-a");
+    home_begin(&b, "codemode-b");
+    char script[PATH_MAX + 32], big[PATH_MAX + 32];
+    sfmt(script, sizeof script, "%s/codemode.js", g_root);
+    sfmt(big, sizeof big, "%s/big.js", g_root);
+    /* Over the size a request carries: it goes to serve by its path. */
+    size_t pad = 200u << 10;
+    char *big_text = malloc(pad + 64);
+    bool built = big_text != NULL && write_text_file(script, "console.log('line one');\n"
+                                                             "return {seven: 7};\n", 0644);
+    if (big_text != NULL) {
+        memcpy(big_text, "// ", 3);
+        memset(big_text + 3, 'x', pad);
+        sfmt(big_text + 3 + pad, 61, "\nreturn 'big';\n");
+        built = built && write_text_file(big, big_text, 0644);
+    }
+    free(big_text);
+    if (!check(built, "serve routing: codemode scripts written", "%s", "see stderr"))
+        return;
+    struct test_serve s;
+    if (!test_serve_start(&s, &a.t, NULL, NULL)) {
+        fail("serve routing: serve starts for codemode", "%.400s", s.log);
+        return;
+    }
+    for (int json = 0; json < 2; json++) {
+        struct proc_result via = codemode(&a, json == 1, script, NULL);
+        struct proc_result direct = codemode(&b, json == 1, script, NULL);
+        drop_wall(via.out);
+        drop_wall(direct.out);
+        char name[160];
+        sfmt(name, sizeof name, "serve routing: codemode run%s through serve prints what it prints "
+             "without one", json == 1 ? " --json" : "");
+        check(proc_exited_with(&via, 0) && proc_exited_with(&direct, 0) &&
+                  strcmp(via.out, direct.out) == 0 && strcmp(via.err, direct.err) == 0 &&
+                  strstr(via.out, "succeeded") != NULL,
+              name, "via serve: %s %s%s; without: %s %s%s", proc_describe(&via), via.out,
+              via.err, proc_describe(&direct), direct.out, direct.err);
+        proc_result_free(&via);
+        proc_result_free(&direct);
+    }
+    struct proc_result piped = codemode(&a, true, NULL, "return 'piped';\n");
+    check(proc_exited_with(&piped, 0) && strstr(piped.out, "\"result\":\"piped\"") != NULL,
+          "serve routing: codemode run of stdin through serve", "%s: %s%s", proc_describe(&piped),
+          piped.out, piped.err);
+    proc_result_free(&piped);
+    struct proc_result large = codemode(&a, true, big, NULL);
+    check(proc_exited_with(&large, 0) && strstr(large.out, "\"result\":\"big\"") != NULL,
+          "serve routing: a script over what a request carries goes to serve by its path",
+          "%s: %.300s%.300s", proc_describe(&large), large.out, large.err);
+    proc_result_free(&large);
+    (void)test_serve_wait_log(&s, "event=codemode_run_ended run=c4 ", TIMEOUT_MS);
+    check(test_serve_log_count(&s, "event=codemode_run_ended") == 4 &&
+              test_home_sql(&a.t, "SELECT count(*) FROM codemode_runs WHERE state = 'succeeded'") ==
+                  4,
+          "serve routing: serve made and stored every codemode run [guard: codemode run is "
+          "routed through serve]", "%.1200s", s.log);
+    check(test_serve_stop(&s) == 0, "serve routing: serve stops after codemode", "%.300s", s.log);
+}
+
 int main(void)
 {
     if (!require_binary(harness_test_parent(), "serve routing: the test build"))
@@ -325,6 +401,7 @@ int main(void)
     sfmt(g_root, sizeof g_root, "%s", harness_tmpdir("serve-routing"));
     test_reconcile();
     test_recover_under_load();
+    test_codemode();
     harness_remove_tmpdir();
     return harness_finish();
 }

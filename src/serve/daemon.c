@@ -710,6 +710,40 @@ static void *handle_recover(struct daemon *d, const json_t *args)
     return ops_reply_ok(data);
 }
 
+/* codemode.run: the run is made here, on serve's store, with serve's Landlock policy.
+ * Its single-use worker is forked by this request's thread, which reaps it before it
+ * returns (the parent-death signal follows the thread that forked). */
+static void *handle_codemode_run(struct daemon *d, const json_t *request_args)
+{
+    json_t *args = json_deep_copy(request_args); /* the checks take a mutable object */
+    if (args == NULL)
+        return ops_reply_error(1, "codemode run: out of memory");
+    pthread_mutex_lock(&d->mu);
+    bool stopping = d->stopping;
+    pthread_mutex_unlock(&d->mu);
+    if (stopping) {
+        json_decref(args);
+        return ops_reply_error(1, "codemode run: serve is stopping: no new runs");
+    }
+    struct store *st;
+    char err[512];
+    if (open_store(d, &st, err, sizeof err) != 0) {
+        json_decref(args);
+        return ops_reply_error(1, err);
+    }
+    json_t *reply = ops_cmd_codemode_run(st, d->o->home, args, d->o->landlock);
+    store_close(st);
+    json_decref(args);
+    const json_t *run = json_object_get(json_object_get(json_object_get(reply, "data"), "run"),
+                                        "run");
+    if (run != NULL)
+        serve_log("codemode_run_ended", "run", json_string_value(run), "state",
+                  json_string_value(json_object_get(
+                      json_object_get(json_object_get(reply, "data"), "run"), "state")),
+                  LOG_END);
+    return reply;
+}
+
 #ifdef BASAL_TEST_HOOKS
 /* test.clock {"ms": N}: moves the test clock (serve/serve_clock.h). */
 static void *handle_test_clock(struct daemon *d, const json_t *args)
@@ -776,6 +810,8 @@ static void *hook_handle(void *ctx, const char *cmd, const void *args)
         return handle_reconcile(d, args);
     if (strcmp(cmd, "recover") == 0)
         return handle_recover(d, args);
+    if (strcmp(cmd, "codemode.run") == 0)
+        return handle_codemode_run(d, args);
     if (strcmp(cmd, "event.emit") == 0)
         return handle_event_emit(d, args);
     if (strcmp(cmd, "flow.enable") == 0) {

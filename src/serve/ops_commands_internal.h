@@ -6,6 +6,8 @@
 #ifndef BASAL_SERVE_OPS_COMMANDS_INTERNAL_H
 #define BASAL_SERVE_OPS_COMMANDS_INTERNAL_H
 
+#include "proto/confinement.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -29,6 +31,13 @@ struct ops_reconcile {
 };
 /* NULL with *out filled, or the error reply (exit 2 for a bad argument). */
 json_t *ops_reconcile_args(json_t *args, struct ops_reconcile *out);
+
+/* ops_codemode.c: codemode.run's args {script_name, script | script_path (absolute),
+ * input (JSON text)} checked as the CLI checks them (the script read and validated
+ * again), then the run made on st (flows/codemode_run.h); the reply's data is the
+ * run's report. */
+json_t *ops_cmd_codemode_run(struct store *st, const char *home, json_t *args,
+                             enum landlock_policy policy);
 
 /* ops_flows.c */
 json_t *ops_cmd_flow_list(struct store *st, json_t *args);

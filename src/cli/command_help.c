@@ -108,6 +108,11 @@ static const struct command_usage USAGES[] = {
     {"journal", NULL, "RUN | c<id>",
      "Every host call of a run: position, kind, arguments, class, outcome, delivery order.\n",
      "ck-basal journal 12"},
+    {"backup", NULL, "DEST",
+     "Copy the store to DEST, a new file (0600), with SQLite's online backup API: safe\n"
+     "while serve runs. The copy is synced and checked (integrity_check) in DEST's\n"
+     "directory before it is renamed into place; an existing DEST is refused.\n",
+     "ck-basal backup /backups/basal-2026-12-03.db"},
     {"codemode", "run", "SCRIPT.js|- [--input JSON] [--landlock=required|optional]",
      "Run an agent's script once against the operator's tools (tools.json in the data\n"
      "home), every tool call validated, recorded and audited; - reads standard input.\n"

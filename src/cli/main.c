@@ -51,6 +51,9 @@ static const struct cli_command COMMANDS[] = {
     {"journal", "RUN | c<id>  every host call of a run: position, kind, args, class, outcome, "
                 "delivery order",
      cmd_journal},
+    {"backup", "DEST  copy the store to DEST, a new file (0600), with SQLite's online backup:\n"
+               "      safe while serve runs; checked (integrity_check) before it appears",
+     cmd_backup},
     {"codemode", "run SCRIPT.js|- [--input JSON] [--landlock=required|optional]\n"
                  "       | describe [--format json|typescript] | check SCRIPT.js|- [--tsc PATH]\n"
                  "       | tsconfig\n"

@@ -48,6 +48,8 @@ struct serve_options {
     const char *metrics_listen;   /* "127.0.0.1:PORT" or NULL */
     unsigned rate_limit;          /* admissions per flow per minute (serve/admission_rate.h);
                                      0: ADMISSION_RATE_LIMIT_DEFAULT */
+    unsigned home_narrowed_from;  /* the home's mode before datahome_prepare narrowed it to
+                                     0700 (logged: event=home_narrowed); 0: it was 0700 */
 };
 
 /* Runs the daemon until SIGTERM or SIGINT. Returns the exit status: 0 after a stop, 1

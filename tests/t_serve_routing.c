@@ -1,6 +1,7 @@
-/* While a serve runs, `flow reconcile` and `recover` ask it over the ops socket instead
- * of changing the store beside it (cli/cmd_run.c; serve/daemon.c, "flow.reconcile" and
- * "recover"), through the real ck-basal.
+/* While a serve runs, `flow reconcile`, `recover` and `codemode run` ask it over the
+ * ops socket instead of changing the store beside it (cli/cmd_run.c, cli/cmd_codemode.c;
+ * serve/daemon.c, "flow.reconcile", "recover", "codemode.run"), and `flow dry-run`,
+ * which writes only its audit row, runs beside it; through the real ck-basal.
  *
  *   1. flow reconcile: two homes built alike, in each a run left in doubt by a parent
  *      killed after dispatching an unkeyed mutation. Home A has a serve (which finds the
@@ -15,7 +16,18 @@
  *      twice and exactly one run_started per run (serve drove every run, once); the
  *      keyed module saw each run's call exactly once; one activation per run; the
  *      store's integrity_check is ok [guard: recover is routed]. With nothing left,
- *      `recover` through serve prints "nothing to recover", as without one. */
+ *      `recover` through serve prints "nothing to recover", as without one.
+ *   3. codemode run: human and --json output are the same through serve and without
+ *      one (but wall_ms); a script on stdin and one over what a request carries (sent
+ *      by its path) run through serve; serve's log shows every run ended and its store
+ *      holds them [guard: codemode run is routed].
+ *   4. flow dry-run beside a running serve: it changes no row of any table but one
+ *      audit row, performs no mutation, and serve goes on admitting and driving runs
+ *      (it is not routed: it writes nothing serve acts on).
+ *   5. under load: 16 runs on a two-runner serve while 6 codemode runs and 6 dry runs
+ *      start beside the admissions; then SIGKILL of serve and a restart: every run
+ *      succeeded once (keyed calls, activations), every codemode run and dry-run audit
+ *      row is there once, no dry run left a run, integrity_check is ok. */
 #include "lib/harness.h"
 #include "lib/serve_home.h"
 
@@ -394,6 +406,192 @@ static void test_codemode(void)
     check(test_serve_stop(&s) == 0, "serve routing: serve stops after codemode", "%.300s", s.log);
 }
 
+/* ---- 4. flow dry-run beside serve ------------------------------------------------------ */
+
+/* The store's rows outside the audit table, as one text (every table a dry run must not
+ * touch), or NULL. */
+static char *rows_but_audit(const struct home *h)
+{
+    static const char *const TABLES[] = {"flows", "flow_versions", "approvals", "runs", "journal",
+                                         "mailbox", "activations", "kv", "call_processes",
+                                         "codemode_runs", "codemode_calls", "events", NULL};
+    char *all = NULL;
+    size_t len = 0;
+    for (int i = 0; TABLES[i] != NULL; i++) {
+        char sql[160];
+        sfmt(sql, sizeof sql, "SELECT count(*) FROM %s", TABLES[i]);
+        char line[64];
+        sfmt(line, sizeof line, "%s=%lld;", TABLES[i], test_home_sql(&h->t, sql));
+        char *grown = realloc(all, len + strlen(line) + 1);
+        if (grown == NULL) {
+            free(all);
+            return NULL;
+        }
+        all = grown;
+        memcpy(all + len, line, strlen(line) + 1);
+        len += strlen(line);
+    }
+    return all;
+}
+
+static void test_dry_run_beside(void)
+{
+    struct home h;
+    home_begin(&h, "dry-run");
+    if (!check(test_home_flow(&h.t, "work0", 1, GRANTS, WORK_FLOW),
+               "serve routing: a flow to dry-run", "%s", "see stderr"))
+        return;
+    struct test_serve s;
+    if (!test_serve_start(&s, &h.t, NULL, NULL)) {
+        fail("serve routing: serve starts for the dry run", "%.400s", s.log);
+        return;
+    }
+    struct proc_result r = cli(&h, false, HOME_ARGS("run", "work0", "--trigger", "{\"n\":1}"));
+    check(proc_exited_with(&r, 0), "serve routing: a run through serve before the dry run", "%s",
+          proc_describe(&r));
+    proc_result_free(&r);
+    char *before = rows_but_audit(&h);
+    long long audit_before = test_home_sql(&h.t, "SELECT count(*) FROM audit");
+    /* Its one mutation (the keyed module) is answered by a fixture, never performed. */
+    char fixtures[PATH_MAX + 32];
+    sfmt(fixtures, sizeof fixtures, "%s/fixtures.json", h.t.dir);
+    bool written = write_text_file(fixtures,
+                                   "{\"fixtures\":[{\"kind\":\"ops.call\",\"result\":{\"ok\":true}},"
+                                   "{\"kind\":\"kv.set\",\"result\":true}]}",
+                                   0644);
+    r = cli(&h, false, HOME_ARGS("flow", "dry-run", "work0", "--version", "1", "--trigger",
+                                 "{\"n\":2}", "--fixtures", fixtures));
+    check(written && proc_exited_with(&r, 0) && strstr(r.out, "nothing was changed") != NULL,
+          "serve routing: flow dry-run beside a running serve completes", "%s: %.400s%.300s",
+          proc_describe(&r), r.out, r.err);
+    proc_result_free(&r);
+    char *after = rows_but_audit(&h);
+    check(before != NULL && after != NULL && strcmp(before, after) == 0,
+          "serve routing: the dry run changed no row of any table but the audit (so it is "
+          "not routed: nothing of serve's is written)", "before %s; after %s",
+          before != NULL ? before : "?", after != NULL ? after : "?");
+    check_int_eq(test_home_sql(&h.t, "SELECT count(*) FROM audit") - audit_before, 1,
+                 "serve routing: the dry run wrote its one audit row, beside serve");
+    check_int_eq(lines_in(h.keyed_log), 1,
+                 "serve routing: the dry run performed no mutation (only the real run's)");
+    free(before);
+    free(after);
+    r = cli(&h, false, HOME_ARGS("run", "work0", "--trigger", "{\"n\":3}"));
+    check(proc_exited_with(&r, 0) && test_serve_wait_log(&s, "event=run_ended run=2 ", TIMEOUT_MS),
+          "serve routing: serve goes on admitting and driving runs after the dry run", "%s: %s",
+          proc_describe(&r), s.log);
+    proc_result_free(&r);
+    check(test_serve_stop(&s) == 0, "serve routing: serve stops after the dry run", "%.300s",
+          s.log);
+}
+
+/* ---- 3. codemode run and flow dry-run beside a busy serve -------------------------- */
+
+#define BESIDE 6 /* of each */
+
+static void test_busy_serve_kill(void)
+{
+    struct home h;
+    home_begin(&h, "beside");
+    bool flows = true;
+    for (int f = 0; f < FLOWS && flows; f++) {
+        char id[16];
+        sfmt(id, sizeof id, "work%d", f);
+        flows = test_home_flow(&h.t, id, 1, GRANTS, WORK_FLOW);
+    }
+    char script[PATH_MAX + 32];
+    sfmt(script, sizeof script, "%s/codemode.js", h.t.dir);
+    flows = flows && write_text_file(script, "console.log('beside');\nreturn 7;\n", 0644);
+    if (!check(flows, "serve routing: flows and a codemode script for the load beside serve",
+               "%s", "see stderr"))
+        return;
+    struct test_serve s;
+    if (!test_serve_start(&s, &h.t, HOME_ARGS("--max-runs", "2"), NULL)) {
+        fail("serve routing: serve starts for the load beside it", "%.400s", s.log);
+        return;
+    }
+    char fixtures[PATH_MAX + 32];
+    sfmt(fixtures, sizeof fixtures, "%s/fixtures.json", h.t.dir);
+    if (!write_text_file(fixtures,
+                         "{\"fixtures\":[{\"kind\":\"ops.call\",\"result\":{\"ok\":true}},"
+                         "{\"kind\":\"kv.set\",\"result\":true}]}", 0644))
+        fail("serve routing: fixtures", "%s", fixtures);
+    const char *codemode_argv[] = {harness_test_parent(), "--json", "--home", h.t.home,
+                                   "codemode", "run", script, NULL};
+    const char *dry_argv[] = {harness_test_parent(), "--json", "--home", h.t.home, "flow",
+                              "dry-run", "work0", "--version", "1", "--trigger", "{\"n\":-1}",
+                              "--fixtures", fixtures, NULL};
+    struct proc beside[2 * BESIDE];
+    bool started[2 * BESIDE];
+    int admitted = 0, codemode_ok = 0, dry_ok = 0;
+    for (int i = 0; i < FLOWS * RUNS_PER_FLOW; i++) {
+        char id[16], trigger[32];
+        sfmt(id, sizeof id, "work%d", i % FLOWS);
+        sfmt(trigger, sizeof trigger, "{\"n\":%d}", i);
+        struct proc_result r = cli(&h, false, HOME_ARGS("run", id, "--detach", "--trigger", trigger));
+        admitted += proc_exited_with(&r, 0);
+        proc_result_free(&r);
+        /* A codemode run and a dry run start beside serve every few admissions, while
+         * serve's runners commit. */
+        if (i % 2 == 0 && i / 2 < BESIDE) {
+            int k = i / 2;
+            started[2 * k] = proc_start(&beside[2 * k], codemode_argv, NULL) == 0;
+            started[2 * k + 1] = proc_start(&beside[2 * k + 1], dry_argv, NULL) == 0;
+        }
+    }
+    for (int k = 0; k < 2 * BESIDE; k++) {
+        if (!started[k])
+            continue;
+        struct proc_result r = proc_finish(&beside[k], NULL, 0, TIMEOUT_MS);
+        bool good = proc_exited_with(&r, 0);
+        if (!good)
+            fprintf(stderr, "  beside %d: %s %.300s%.300s\n", k, proc_describe(&r), r.out, r.err);
+        if (k % 2 == 0)
+            codemode_ok += good && strstr(r.out, "\"succeeded\"") != NULL;
+        else
+            dry_ok += good;
+        proc_result_free(&r);
+    }
+    check_int_eq(admitted, FLOWS * RUNS_PER_FLOW, "serve routing: beside: every run admitted");
+    check_int_eq(codemode_ok, BESIDE, "serve routing: beside: every codemode run succeeded");
+    check_int_eq(dry_ok, BESIDE, "serve routing: beside: every dry run completed");
+    bool all_ended = true;
+    for (int run = 1; run <= FLOWS * RUNS_PER_FLOW && all_ended; run++) {
+        char needle[64];
+        sfmt(needle, sizeof needle, "event=run_ended run=%d ", run);
+        all_ended = test_serve_wait_log(&s, needle, TIMEOUT_MS);
+    }
+    check(all_ended, "serve routing: beside: serve ended every run", "%.800s", s.log);
+    /* The hard end: what serve acknowledged must be on disk, not in a lost WAL. */
+    kill(s.p.pid, SIGKILL);
+    (void)test_serve_end(&s, TIMEOUT_MS);
+    struct test_serve again;
+    bool restarted = test_serve_start(&again, &h.t, NULL, NULL);
+    check(restarted && strstr(again.log, "recovering=0") != NULL,
+          "serve routing: beside: after SIGKILL, a new serve finds nothing to recover",
+          "%.400s", again.log);
+    check_int_eq(test_home_sql(&h.t, "SELECT count(DISTINCT json_extract(trigger, '$.n')) FROM runs"
+                                     " WHERE state = 'succeeded'"),
+                 FLOWS * RUNS_PER_FLOW, "serve routing: beside: every run succeeded, none lost");
+    check_int_eq(lines_in(h.keyed_log), FLOWS * RUNS_PER_FLOW,
+                 "serve routing: beside: the keyed module saw each run's call once");
+    check_int_eq(test_home_sql(&h.t, "SELECT count(*) FROM activations"), FLOWS * RUNS_PER_FLOW,
+                 "serve routing: beside: one activation per run, none repeated");
+    check_int_eq(test_home_sql(&h.t, "SELECT count(*) FROM codemode_runs WHERE state = 'succeeded'"),
+                 BESIDE, "serve routing: beside: every codemode run is stored, once");
+    check_int_eq(test_home_sql(&h.t, "SELECT count(*) FROM audit WHERE kind = 'flow.dry_run'"),
+                 BESIDE, "serve routing: beside: every dry run left its one audit row");
+    check_int_eq(test_home_sql(&h.t, "SELECT count(*) FROM runs WHERE json_extract(trigger, '$.n')"
+                                     " = -1"),
+                 0, "serve routing: beside: no dry run left a run");
+    check_int_eq(test_home_sql(&h.t, "SELECT count(*) FROM pragma_integrity_check"
+                                     " WHERE integrity_check = 'ok'"),
+                 1, "serve routing: beside: the store's integrity_check is ok");
+    if (restarted)
+        check(test_serve_stop(&again) == 0, "serve routing: beside: the second serve stops",
+              "%.300s", again.log);
+}
+
 int main(void)
 {
     if (!require_binary(harness_test_parent(), "serve routing: the test build"))
@@ -402,6 +600,8 @@ int main(void)
     test_reconcile();
     test_recover_under_load();
     test_codemode();
+    test_dry_run_beside();
+    test_busy_serve_kill();
     harness_remove_tmpdir();
     return harness_finish();
 }

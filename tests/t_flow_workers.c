@@ -46,11 +46,13 @@ static int children_of(pid_t pid, pid_t *kids, int cap)
             continue;
         /* "pid (comm) state ppid ...": comm may hold spaces, so from the last ')'. */
         const char *close_paren = strrchr(stat, ')');
-        char state = 0;
-        long ppid = 0;
-        if (close_paren != NULL && sscanf(close_paren + 1, " %c %ld", &state, &ppid) == 2 &&
-            ppid == (long)pid && state != 'Z')
-            kids[n++] = (pid_t)child;
+        if (close_paren != NULL && close_paren[1] == ' ' && close_paren[2] != '\0' &&
+            close_paren[3] == ' ') {
+            char state = close_paren[2];
+            long ppid = strtol(close_paren + 4, &end, 10);
+            if (ppid == (long)pid && state != 'Z')
+                kids[n++] = (pid_t)child;
+        }
         free(stat);
     }
     closedir(d);

@@ -40,6 +40,8 @@
 #define TIMEOUT_MS SERVE_HOME_TIMEOUT_MS
 #define FLOWS 4
 #define RUNS_PER_FLOW 4
+#define TOTAL_RUNS 16 /* FLOWS * RUNS_PER_FLOW, as a constant of its own type */
+_Static_assert(TOTAL_RUNS == FLOWS * RUNS_PER_FLOW, "TOTAL_RUNS counts every run");
 
 static char g_root[PATH_MAX];
 
@@ -261,7 +263,7 @@ static void test_recover_under_load(void)
     struct proc recovers[2];
     bool started[2] = {false, false};
     int admitted = 0, listed = 0;
-    for (int i = 0; i < FLOWS * RUNS_PER_FLOW; i++) {
+    for (int i = 0; i < TOTAL_RUNS; i++) {
         char id[16], trigger[32];
         sfmt(id, sizeof id, "work%d", i % FLOWS);
         sfmt(trigger, sizeof trigger, "{\"n\":%d}", i);
@@ -273,7 +275,7 @@ static void test_recover_under_load(void)
         if (which >= 0)
             started[which] = proc_start(&recovers[which], recover_argv, NULL) == 0;
     }
-    check_int_eq(admitted, FLOWS * RUNS_PER_FLOW, "serve routing: every run admitted (--detach)");
+    check_int_eq(admitted, TOTAL_RUNS, "serve routing: every run admitted (--detach)");
     for (int k = 0; k < 2; k++) {
         if (!started[k]) {
             fail("serve routing: a recover starts", "%d", k);
@@ -291,14 +293,14 @@ static void test_recover_under_load(void)
     }
     check(listed > 0, "serve routing: the recovers found runs to wait for", "%d", listed);
     bool all_ended = true;
-    for (int run = 1; run <= FLOWS * RUNS_PER_FLOW && all_ended; run++) {
+    for (int run = 1; run <= TOTAL_RUNS && all_ended; run++) {
         char needle[64];
         sfmt(needle, sizeof needle, "event=run_ended run=%d ", run);
         all_ended = test_serve_wait_log(&s, needle, TIMEOUT_MS);
     }
     check(all_ended, "serve routing: serve ended every run", "%.800s", s.log);
     bool once = test_serve_log_count(&s, "event=recover_requested") == 2;
-    for (int run = 1; run <= FLOWS * RUNS_PER_FLOW && once; run++) {
+    for (int run = 1; run <= TOTAL_RUNS && once; run++) {
         char needle[64];
         sfmt(needle, sizeof needle, "event=run_started run=%d ", run);
         once = test_serve_log_count(&s, needle) == 1;
@@ -306,12 +308,12 @@ static void test_recover_under_load(void)
     check(once,
           "serve routing: both recovers asked serve, and serve drove every run exactly once "
           "[guard: recover is routed through serve]", "%.2000s", s.log);
-    check_int_eq(lines_in(h.keyed_log), FLOWS * RUNS_PER_FLOW,
+    check_int_eq(lines_in(h.keyed_log), TOTAL_RUNS,
                  "serve routing: the keyed module saw each run's call once");
     check_int_eq(test_home_sql(&h.t, "SELECT count(DISTINCT json_extract(trigger, '$.n')) FROM runs"
                                      " WHERE state = 'succeeded'"),
-                 FLOWS * RUNS_PER_FLOW, "serve routing: every run succeeded, none lost");
-    check_int_eq(test_home_sql(&h.t, "SELECT count(*) FROM activations"), FLOWS * RUNS_PER_FLOW,
+                 TOTAL_RUNS, "serve routing: every run succeeded, none lost");
+    check_int_eq(test_home_sql(&h.t, "SELECT count(*) FROM activations"), TOTAL_RUNS,
                  "serve routing: one activation per run, none repeated");
     check_int_eq(test_home_sql(&h.t, "SELECT count(*) FROM pragma_integrity_check"
                                      " WHERE integrity_check = 'ok'"),
@@ -358,7 +360,9 @@ static void test_codemode(void)
     bool built = big_text != NULL && write_text_file(script, "console.log('line one');\n"
                                                              "return {seven: 7};\n", 0644);
     if (big_text != NULL) {
-        memcpy(big_text, "// ", 3);
+        big_text[0] = '/';
+        big_text[1] = '/';
+        big_text[2] = ' ';
         memset(big_text + 3, 'x', pad);
         sfmt(big_text + 3 + pad, 61, "\nreturn 'big';\n");
         built = built && write_text_file(big, big_text, 0644);
@@ -428,7 +432,7 @@ static char *rows_but_audit(const struct home *h)
             return NULL;
         }
         all = grown;
-        memcpy(all + len, line, strlen(line) + 1);
+        snprintf(all + len, strlen(line) + 1, "%s", line);
         len += strlen(line);
     }
     return all;
@@ -488,6 +492,7 @@ static void test_dry_run_beside(void)
 /* ---- 3. codemode run and flow dry-run beside a busy serve -------------------------- */
 
 #define BESIDE 6 /* of each */
+#define BESIDE_PROCS ((size_t)2 * BESIDE)
 
 static void test_busy_serve_kill(void)
 {
@@ -521,10 +526,10 @@ static void test_busy_serve_kill(void)
     const char *dry_argv[] = {harness_test_parent(), "--json", "--home", h.t.home, "flow",
                               "dry-run", "work0", "--version", "1", "--trigger", "{\"n\":-1}",
                               "--fixtures", fixtures, NULL};
-    struct proc beside[2 * BESIDE];
-    bool started[2 * BESIDE];
+    struct proc beside[BESIDE_PROCS];
+    bool started[BESIDE_PROCS] = {false};
     int admitted = 0, codemode_ok = 0, dry_ok = 0;
-    for (int i = 0; i < FLOWS * RUNS_PER_FLOW; i++) {
+    for (int i = 0; i < TOTAL_RUNS; i++) {
         char id[16], trigger[32];
         sfmt(id, sizeof id, "work%d", i % FLOWS);
         sfmt(trigger, sizeof trigger, "{\"n\":%d}", i);
@@ -534,29 +539,29 @@ static void test_busy_serve_kill(void)
         /* A codemode run and a dry run start beside serve every few admissions, while
          * serve's runners commit. */
         if (i % 2 == 0 && i / 2 < BESIDE) {
-            int k = i / 2;
+            size_t k = (size_t)i / 2;
             started[2 * k] = proc_start(&beside[2 * k], codemode_argv, NULL) == 0;
             started[2 * k + 1] = proc_start(&beside[2 * k + 1], dry_argv, NULL) == 0;
         }
     }
-    for (int k = 0; k < 2 * BESIDE; k++) {
+    for (size_t k = 0; k < BESIDE_PROCS; k++) {
         if (!started[k])
             continue;
         struct proc_result r = proc_finish(&beside[k], NULL, 0, TIMEOUT_MS);
         bool good = proc_exited_with(&r, 0);
         if (!good)
-            fprintf(stderr, "  beside %d: %s %.300s%.300s\n", k, proc_describe(&r), r.out, r.err);
+            fprintf(stderr, "  beside %zu: %s %.300s%.300s\n", k, proc_describe(&r), r.out, r.err);
         if (k % 2 == 0)
             codemode_ok += good && strstr(r.out, "\"succeeded\"") != NULL;
         else
             dry_ok += good;
         proc_result_free(&r);
     }
-    check_int_eq(admitted, FLOWS * RUNS_PER_FLOW, "serve routing: beside: every run admitted");
+    check_int_eq(admitted, TOTAL_RUNS, "serve routing: beside: every run admitted");
     check_int_eq(codemode_ok, BESIDE, "serve routing: beside: every codemode run succeeded");
     check_int_eq(dry_ok, BESIDE, "serve routing: beside: every dry run completed");
     bool all_ended = true;
-    for (int run = 1; run <= FLOWS * RUNS_PER_FLOW && all_ended; run++) {
+    for (int run = 1; run <= TOTAL_RUNS && all_ended; run++) {
         char needle[64];
         sfmt(needle, sizeof needle, "event=run_ended run=%d ", run);
         all_ended = test_serve_wait_log(&s, needle, TIMEOUT_MS);
@@ -572,10 +577,10 @@ static void test_busy_serve_kill(void)
           "%.400s", again.log);
     check_int_eq(test_home_sql(&h.t, "SELECT count(DISTINCT json_extract(trigger, '$.n')) FROM runs"
                                      " WHERE state = 'succeeded'"),
-                 FLOWS * RUNS_PER_FLOW, "serve routing: beside: every run succeeded, none lost");
-    check_int_eq(lines_in(h.keyed_log), FLOWS * RUNS_PER_FLOW,
+                 TOTAL_RUNS, "serve routing: beside: every run succeeded, none lost");
+    check_int_eq(lines_in(h.keyed_log), TOTAL_RUNS,
                  "serve routing: beside: the keyed module saw each run's call once");
-    check_int_eq(test_home_sql(&h.t, "SELECT count(*) FROM activations"), FLOWS * RUNS_PER_FLOW,
+    check_int_eq(test_home_sql(&h.t, "SELECT count(*) FROM activations"), TOTAL_RUNS,
                  "serve routing: beside: one activation per run, none repeated");
     check_int_eq(test_home_sql(&h.t, "SELECT count(*) FROM codemode_runs WHERE state = 'succeeded'"),
                  BESIDE, "serve routing: beside: every codemode run is stored, once");

@@ -330,10 +330,11 @@ json_t *ops_reconcile_args(json_t *args, struct ops_reconcile *out)
     out->decision_name = decision;
     if (observed != NULL) {
         /* The rule the CLI applies to --observed, applied again to what was sent. */
-        char why[320], err[400];
+        char why[320];
         bool out_of_memory;
         out->observed = ops_json_value(observed, why, sizeof why, &out_of_memory);
         if (out->observed == NULL) {
+            char err[400];
             snprintf(err, sizeof err, "flow reconcile: the observed value %s", why);
             return ops_reply_error(out_of_memory ? 1 : 2, err);
         }

@@ -324,7 +324,7 @@ static int drive(struct run_driver *d, int64_t id, const struct run_claim *claim
         rc = journal_load(d->store, id, &rows, &row_count, err, err_cap);
     }
     if (rc == 0) {
-        (void)run_cleanup_temporaries(&in.manifest, rows, row_count);
+        (void)run_cleanup_temporaries(&in.manifest, d->home, rows, row_count);
         const struct journal_entry *doubt = in_doubt(rows, row_count);
         char why[128];
         if (doubt != NULL) {

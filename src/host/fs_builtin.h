@@ -101,7 +101,9 @@ int fs_builtin_call(const struct fs_grants *grants, const char *kind, const void
  * script's argument) may have left in path's directory: only when that directory
  * still resolves under a write root of grants (checked as fs.write checks it), only
  * regular files whose names are exactly ".basal-tmp-<tag>-<16 hex digits>", never
- * through a symbolic link (one so named is left alone, its target untouched).
+ * through a symbolic link (one so named is left alone, its target untouched). The
+ * directory is opened as fs calls open paths (openat2 from "/", grants->home needed:
+ * without it, or without openat2, nothing is removed).
  * Returns the number removed (0 when the directory is not under a write root), or -1
  * with errno set (EINVAL: tag or path malformed). */
 int fs_builtin_remove_temporaries(const struct fs_grants *grants, const char *path,

@@ -27,6 +27,7 @@
 #include "host/tools_catalog.h"
 #include "cli/tsc_check.h"
 #include "base/bounded_file.h"
+#include "base/json_out.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -336,7 +337,7 @@ static int codemode_describe(const struct cli_globals *g, int argc, char **argv)
         free(text);
     } else {
         json_t *o = tools_catalog_json(&tools);
-        char *text = o != NULL ? json_dumps(o, g->json ? JSON_COMPACT : JSON_INDENT(2)) : NULL;
+        char *text = o != NULL ? json_out_dumps(o, g->json ? JSON_COMPACT : JSON_INDENT(2)) : NULL;
         if (text != NULL)
             puts(text);
         else

@@ -90,6 +90,8 @@ static json_t *drive(struct store *st, int64_t id, const struct codemode_run_req
     req.activation_id = (uint64_t)id;
     req.script = rq->script;
     req.script_len = rq->script_len;
+    /* What the script's error locations call it. */
+    req.script_name = strcmp(rq->script_name, "-") == 0 ? "<stdin>" : rq->script_name;
     req.trigger = rq->input;
     req.max_host_calls = CODEMODE_RUN_MAX_HOST_CALLS;
     struct codemode_host_config hc = {st, id, tools, modules, CODEMODE_MAX_HOST_CALLS,

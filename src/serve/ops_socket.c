@@ -5,6 +5,7 @@
 
 #include "base/clock.h"
 #include "base/error_line.h"
+#include "base/json_out.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -81,7 +82,7 @@ static char *error_reply_line(int exit_status, const char *error)
     if (reply == NULL) /* error was not UTF-8: say less rather than nothing */
         reply = json_pack("{s:b,s:i,s:s}", "ok", 0, "exit", exit_status, "error",
                           "request refused");
-    char *text = reply != NULL ? json_dumps(reply, JSON_COMPACT) : NULL;
+    char *text = reply != NULL ? json_out_dumps(reply, JSON_COMPACT) : NULL;
     json_decref(reply);
     if (text == NULL)
         return NULL;
@@ -149,7 +150,7 @@ static void *handler_main(void *arg)
 
     char *text = NULL;
     if (reply != NULL && json_is_object(reply))
-        text = json_dumps(reply, JSON_COMPACT);
+        text = json_out_dumps(reply, JSON_COMPACT);
     json_decref(reply);
     char *line = NULL;
     if (text != NULL) {

@@ -13,7 +13,12 @@
  *      fs.read through G/home-link is "denied" [guard: the resolved path must lie
  *      under the root]. Nothing was written into the data home. Control: the same flow
  *      reads G/plain.txt.
- *   3. A kernel without openat2 (a seccomp filter answering it ENOSYS, in a child that
+ *   3. Two granted roots that are mount points: a bind mount of a directory inside the
+ *      data home (no path check can see it) is denied for fs.read and fs.list [guard:
+ *      a mount root on the data home's device at or above a root is refused when the
+ *      data home holds it]; control: the same read unconfined works, and a root
+ *      bind-mounted from elsewhere is served.
+ *   4. A kernel without openat2 (a seccomp filter answering it ENOSYS, in a child that
  *      then runs ck-basal): the plain read is "denied", saying openat2 is missing
  *      [guard: ENOSYS refuses, never falls back to open]. */
 #include "lib/harness.h"
@@ -49,6 +54,18 @@ static const char *SCRIPT =
     "await probe('proc_read', () => fs.read(g + '/proc-bind/self/comm'));\n"
     "await probe('proc_list', () => fs.list(g + '/proc-bind/self'));\n"
     "await probe('link_read', () => fs.read(g + '/home-link/secret.txt'));\n"
+    "return out;\n";
+
+static const char *INNER_SCRIPT =
+    "const out = {};\n"
+    "async function probe(name, f) {\n"
+    "  try { await f(); out[name] = 'served'; }\n"
+    "  catch (e) { out[name] = (e.data && e.data.code) || String(e);\n"
+    "              out[name + '_message'] = e.message; }\n"
+    "}\n"
+    "await probe('inner_read', () => fs.read(trigger.inner + '/secret.txt'));\n"
+    "await probe('inner_list', () => fs.list(trigger.inner));\n"
+    "await probe('other_read', () => fs.read(trigger.other + '/plain.txt'));\n"
     "return out;\n";
 
 static bool make_dir(const char *path)
@@ -126,6 +143,24 @@ static void test_mounts(void)
     built = built && write_text_file(path, "top secret", 0600);
     sfmt(path, sizeof path, "%s/home-link", g);
     built = built && symlink(h.home, path) == 0;
+    /* Two more roots, each a mount point: one will be a bind mount of a directory
+     * inside the data home, the other of a directory elsewhere. */
+    char inner_src[PATH_MAX + 32], inner_root[PATH_MAX + 32], other_src[PATH_MAX + 32],
+        other_root[PATH_MAX + 32];
+    sfmt(inner_src, sizeof inner_src, "%s/inner", h.home);
+    sfmt(inner_root, sizeof inner_root, "%s/inner-root", h.dir);
+    sfmt(other_src, sizeof other_src, "%s/other", h.dir);
+    sfmt(other_root, sizeof other_root, "%s/other-root", h.dir);
+    built = built && make_dir(inner_src) && make_dir(inner_root) && make_dir(other_src) &&
+            make_dir(other_root);
+    sfmt(path, sizeof path, "%s/secret.txt", inner_src);
+    built = built && write_text_file(path, "inner secret", 0600);
+    sfmt(path, sizeof path, "%s/plain.txt", other_src);
+    built = built && write_text_file(path, "other", 0644);
+    char inner_more[PATH_MAX * 2 + 64];
+    sfmt(inner_more, sizeof inner_more, "{\"manual\":true},\"fs\":{\"read\":[\"%s\",\"%s\"]}",
+         inner_root, other_root);
+    built = built && test_home_flow(&h, "inner", 1, inner_more, INNER_SCRIPT);
     char manifest_more[PATH_MAX * 2 + 64];
     sfmt(manifest_more, sizeof manifest_more,
          "{\"manual\":true},\"fs\":{\"read\":[\"%s\"],\"write\":[\"%s\"]}", g, g);
@@ -137,7 +172,9 @@ static void test_mounts(void)
     bool mounted = unshare(CLONE_NEWNS) == 0 &&
                    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
                    mount(h.home, home_bind, NULL, MS_BIND, NULL) == 0 &&
-                   mount("/proc", proc_bind, NULL, MS_BIND, NULL) == 0;
+                   mount("/proc", proc_bind, NULL, MS_BIND, NULL) == 0 &&
+                   mount(inner_src, inner_root, NULL, MS_BIND, NULL) == 0 &&
+                   mount(other_src, other_root, NULL, MS_BIND, NULL) == 0;
     if (!check(mounted, "fs mounts: bind mounts in a private mount namespace", "%s",
                strerror(errno)))
         return;
@@ -181,6 +218,31 @@ static void test_mounts(void)
     check(access(path, F_OK) != 0 && errno == ENOENT,
           "fs mounts: nothing was written into the data home", "%s exists", path);
 
+    sfmt(path, sizeof path, "%s/secret.txt", inner_root);
+    secret = read_text_file(path);
+    check(secret != NULL && strcmp(secret, "inner secret") == 0,
+          "fs mounts: control: unconfined, a directory of the data home is readable through "
+          "a granted root bind-mounted from it", "%s", secret != NULL ? secret : "unreadable");
+    free(secret);
+    char inner_trigger[PATH_MAX * 2 + 64];
+    sfmt(inner_trigger, sizeof inner_trigger, "{\"inner\":\"%s\",\"other\":\"%s\"}",
+         inner_root, other_root);
+    r = test_home_cli(&h, true, HOME_ARGS("run", "inner", "--trigger", inner_trigger));
+    result = run_result(r.out);
+    if (check(proc_exited_with(&r, 0) && json_is_object(result),
+              "fs mounts: the flow with mounted roots ran", "%s: %.400s%.300s",
+              proc_describe(&r), r.out, r.err)) {
+        expect(result, "inner_read", "denied",
+               "fs mounts: fs.read under a root that is a bind mount of a directory of the data "
+               "home is denied [guard: a mount root on the home's device that the home holds]");
+        expect(result, "inner_list", "denied",
+               "fs mounts: fs.list of that root is denied [same guard]");
+        expect(result, "other_read", "served",
+               "fs mounts: control: a root bind-mounted from elsewhere is read");
+    }
+    json_decref(result);
+    proc_result_free(&r);
+
     char *no_openat2 = run_without_openat2(&h, trigger);
     result = no_openat2 != NULL ? run_result(no_openat2) : NULL;
     check(result != NULL && strcmp(field(result, "plain"), "denied") == 0 &&
@@ -193,6 +255,8 @@ static void test_mounts(void)
     /* Before the tree is removed: nothing below these may be touched. */
     (void)umount2(home_bind, MNT_DETACH);
     (void)umount2(proc_bind, MNT_DETACH);
+    (void)umount2(inner_root, MNT_DETACH);
+    (void)umount2(other_root, MNT_DETACH);
 }
 
 int main(void)

@@ -17,6 +17,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -291,7 +292,66 @@ struct forbidden {
     dev_t dev[3];
     ino_t ino[3];
     size_t count;
+    char home_real[PATH_MAX]; /* the data home, resolved ("": none to walk) */
 };
+
+/* How much of the data home home_holds walks before it gives up (and refuses). */
+#define FS_HOME_WALK_DEPTH 8
+#define FS_HOME_WALK_ENTRIES 20000u
+
+/* Whether a directory inside the one open at dir_fd (which it closes) is (dev, ino).
+ * What cannot be walked, or is too much to walk, counts as held: refused. */
+static bool dir_holds(int dir_fd, dev_t dev, ino_t ino, int depth, unsigned *budget)
+{
+    DIR *d = dir_fd >= 0 ? fdopendir(dir_fd) : NULL;
+    if (d == NULL) {
+        if (dir_fd >= 0)
+            close(dir_fd);
+        return true;
+    }
+    bool held = false;
+    const struct dirent *e;
+    while (!held && (e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (*budget == 0 || depth == 0) {
+            held = true;
+            break;
+        }
+        (*budget)--;
+        struct stat st;
+        if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN)
+            continue;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+            continue;
+        held = (st.st_dev == dev && st.st_ino == ino) ||
+               dir_holds(openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC),
+                         dev, ino, depth - 1, budget);
+    }
+    closedir(d);
+    return held;
+}
+
+/* A mount root on the data home's device, met at or above a granted root, may be a
+ * bind mount of a directory inside the data home, which no path check can see: it is
+ * refused if the data home holds a directory of its device and inode. */
+static bool bound_from_home(const struct forbidden *f, int fd)
+{
+    if (f->home_real[0] == '\0')
+        return false;
+    struct statx sx;
+    if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &sx) != 0)
+        return true;
+    /* A kernel that cannot say whether it is a mount root: treated as one. */
+    bool mount_root = (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) == 0 ||
+                      (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+    if (!mount_root || makedev(sx.stx_dev_major, sx.stx_dev_minor) != f->dev[0])
+        return false;
+    unsigned budget = FS_HOME_WALK_ENTRIES;
+    return dir_holds(open(f->home_real, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC),
+                     makedev(sx.stx_dev_major, sx.stx_dev_minor), (ino_t)sx.stx_ino,
+                     FS_HOME_WALK_DEPTH, &budget);
+}
 
 static void forbidden_add(struct forbidden *f, const char *path)
 {
@@ -308,6 +368,8 @@ static void forbidden_init(struct forbidden *f, const char *home_real)
 {
     memset(f, 0, sizeof *f);
     forbidden_add(f, home_real);
+    if (f->count == 1) /* dev[0] is the home's */
+        snprintf(f->home_real, sizeof f->home_real, "%s", home_real);
     forbidden_add(f, "/proc");
     forbidden_add(f, "/sys");
 }
@@ -387,7 +449,7 @@ static int open_beneath(const char *real, const char *root, int flags,
             errno = err;
             return -1;
         }
-        if (is_forbidden(f, next)) {
+        if (is_forbidden(f, next) || (!below_root && bound_from_home(f, next))) {
             close(next);
             *why = OPEN_FORBIDDEN;
             return -1;

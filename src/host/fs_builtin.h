@@ -12,7 +12,10 @@
  * between the check and the open is refused too. Mounts below a root are not
  * traversed (a bind mount of the data home or of /proc inside a root would lead there
  * under another path): such a path is "denied". No opened component may be the data
- * home, /proc or /sys by device and inode, whatever path leads there ("denied"). A
+ * home, /proc or /sys by device and inode, whatever path leads there ("denied"); nor,
+ * at or above the root, a mount root on the data home's device that is a directory
+ * the data home holds (a root bind-mounted from inside it; found by walking the data
+ * home, which fails closed). A
  * kernel without openat2 (ENOSYS) serves no fs call ("denied", saying why).
  *
  * Reads (read, list, stat) are allowed under read and write roots; fs.write only under

@@ -3,8 +3,9 @@
  *
  * run: the script runs once, in a fresh single-use worker with the codemode budgets,
  * against the tools of the operator's catalog (tools.json) through the codemode host
- * (flows/codemode_host.h): every tools.call validated in this process before its
- * module runs, recorded and audited in the store as codemode run "c<id>". Console
+ * (flows/codemode_run.h): every tools.call validated before its module runs, recorded
+ * and audited in the store as codemode run "c<id>"; by this process, or by the serve
+ * running on the home (ops command "codemode.run"), which then alone writes the store. Console
  * output goes to stderr apart from the result (stdout). Exit 0 when the run
  * succeeded, 1 when it failed or was refused, 2 for usage.
  * describe: the catalog as JSON, or as TypeScript declarations
@@ -14,7 +15,9 @@
 #include "cli/json_argument.h"
 #include "cli/term_text.h"
 #include "flows/code_hash.h"
-#include "flows/codemode_host.h"
+#include "flows/codemode_run.h"
+#include "cli/ops_call.h"
+#include "serve/ops_commands.h"
 #include "store/codemode_store.h"
 #include "store/datahome.h"
 #include "store/store.h"
@@ -40,11 +43,6 @@
 #define CODEMODE_USAGE "usage: ck-basal codemode run SCRIPT.js|- [--input JSON] " \
                        "[--landlock=required|optional] | describe [--format json|typescript] | " \
                        "check SCRIPT.js|- [--tsc PATH] | tsconfig"
-
-/* Every host call of a codemode run, now and random included: a loop of Date.now()
- * cannot keep the parent busy until the wall deadline. Tool calls have their own,
- * smaller limit (CODEMODE_MAX_HOST_CALLS). */
-#define CODEMODE_RUN_MAX_HOST_CALLS 10000u
 
 static int usage(const char *what)
 {
@@ -150,140 +148,87 @@ static int parse_run(int argc, char **argv, struct run_options *o)
     return EXIT_OK;
 }
 
-/* What the run leaves for the report and the store. */
-struct run_end {
-    struct codemode_run_end row;
-    char error[1024];
-};
-
-static void decide_end(const struct activation_outcome *out, const struct codemode_host *h,
-                       struct run_end *end)
+/* Prints a codemode run's report (flows/codemode_run.h: {"run", "result_text"}),
+ * whoever ran it; returns the exit status it means. */
+static int print_report(bool json, json_t *report)
 {
-    memset(end, 0, sizeof *end);
-    const char *broken = codemode_host_broken(h);
-    if (broken != NULL)
-        snprintf(end->error, sizeof end->error, "%s", broken);
-    else if (out->status != ACTIVATION_COMPLETED)
-        activation_describe(out, end->error, sizeof end->error);
-    bool ok = out->status == ACTIVATION_COMPLETED && broken == NULL;
-    end->row.state = ok ? CODEMODE_SUCCEEDED : CODEMODE_FAILED;
-    end->row.outcome = activation_status_name(out->status);
-    end->row.result = ok ? out->value : NULL;
-    end->row.error = end->error[0] != '\0' ? end->error : NULL;
-    end->row.console = out->console;
-    end->row.console_truncated = out->console_truncated;
-    end->row.tool_calls = codemode_host_tool_calls(h);
-    end->row.over_limit_calls = codemode_host_over_limit(h);
-    end->row.worker_pid = (long)out->pid;
-    end->row.wall_ms = out->wall_ms;
-}
-
-static json_t *json_value_of(const char *text)
-{
-    if (text == NULL)
-        return json_null();
-    json_t *v = json_loads(text, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
-    return v != NULL ? v : json_string(text);
-}
-
-static void print_run(bool json, int64_t id, const struct run_end *end,
-                      const struct activation_outcome *out)
-{
-    char ref[24];
-    codemode_run_ref(id, ref);
-    const struct codemode_run_end *r = &end->row;
+    json_t *o = json_object_get(report, "run");
+    const char *state = json_string_value(json_object_get(o, "state"));
+    int status = state != NULL && strcmp(state, "succeeded") == 0 ? EXIT_OK : EXIT_REFUSED;
     if (json) {
-        json_t *o = json_object();
-        json_object_set_new(o, "run", json_string(ref));
-        json_object_set_new(o, "id", json_integer(id));
-        json_object_set_new(o, "state", json_string(codemode_run_state_name(r->state)));
-        json_object_set_new(o, "outcome", json_string(r->outcome));
-        json_object_set_new(o, "result", json_value_of(r->result));
-        json_object_set_new(o, "error", r->error != NULL ? json_string(r->error) : json_null());
-        if (out->status == ACTIVATION_FAILED && out->detail != NULL)
-            json_object_set_new(o, "detail", json_string(out->detail));
-        json_object_set_new(o, "console", json_string(r->console != NULL ? r->console : ""));
-        json_object_set_new(o, "console_truncated", json_boolean(r->console_truncated));
-        json_object_set_new(o, "tool_calls", json_integer(r->tool_calls));
-        json_object_set_new(o, "over_limit_calls", json_integer(r->over_limit_calls));
-        json_object_set_new(o, "wall_ms", json_integer(r->wall_ms));
-        cli_print_json(o);
-        return;
+        cli_print_json(json_incref(o));
+        return status;
     }
     /* The console first, on stderr: the script's text, escaped; stdout has only ours
      * and the result. */
-    if (r->console != NULL) {
-        term_puts(stderr, r->console, TERM_KEEP_NEWLINES);
+    const char *console = json_string_value(json_object_get(o, "console"));
+    if (console != NULL) {
+        term_puts(stderr, console, TERM_KEEP_NEWLINES);
         fflush(stderr);
     }
-    printf("codemode run %s: %s\n", ref, codemode_run_state_name(r->state));
-    if (r->result != NULL) {
+    char ref[TERM_SHOWN_CAP(24)], shown_state[TERM_SHOWN_CAP(16)];
+    printf("codemode run %s: %s\n",
+           term_show(ref, sizeof ref, json_string_value(json_object_get(o, "run")), 0),
+           term_show(shown_state, sizeof shown_state, state, 0));
+    const char *result = json_string_value(json_object_get(report, "result_text"));
+    if (result != NULL) {
         fputs("result: ", stdout);
-        term_puts(stdout, r->result, 0);
+        term_puts(stdout, result, 0);
         fputs("\n", stdout);
     }
-    if (r->error != NULL) {
+    const char *error = json_string_value(json_object_get(o, "error"));
+    if (error != NULL) {
         fputs("error: ", stdout);
-        term_puts(stdout, r->error, 0);
+        term_puts(stdout, error, 0);
         fputs("\n", stdout);
     }
-    printf("tool calls: %" PRIu32 "%s", r->tool_calls, r->over_limit_calls > 0 ? "" : "\n");
-    if (r->over_limit_calls > 0)
-        printf(" (and %" PRIu32 " refused over the limit of %u)\n", r->over_limit_calls,
+    json_int_t calls = json_integer_value(json_object_get(o, "tool_calls"));
+    json_int_t over = json_integer_value(json_object_get(o, "over_limit_calls"));
+    printf("tool calls: %" JSON_INTEGER_FORMAT "%s", calls, over > 0 ? "" : "\n");
+    if (over > 0)
+        printf(" (and %" JSON_INTEGER_FORMAT " refused over the limit of %u)\n", over,
                CODEMODE_MAX_HOST_CALLS);
-    if (r->console_truncated)
+    if (json_is_true(json_object_get(o, "console_truncated")))
         printf("console: truncated at %u bytes (the last line of the console says so)\n",
                ACTIVATION_CONSOLE_MAX);
+    return status;
 }
 
-/* Drives run id to its end and records it. */
-static int drive(struct store *st, int64_t id, const struct run_options *o, const char *script,
-                 size_t script_len, const char *input, const struct tools_catalog *tools,
-                 const struct ops_catalog *modules, bool json)
+/* A serve runs on the home: it runs the script (ops command "codemode.run") and
+ * answers with the report. The script goes in the request, or, too large for one, the
+ * path of its file for the serve to read. EXIT_OK with *report, or the exit status
+ * after the error was printed. */
+static int run_through_serve(int fd, const struct run_options *o, const char *script,
+                             size_t script_len, const char *input, json_t **report)
 {
-    struct activation_request req;
-    memset(&req, 0, sizeof req);
-    activation_request_defaults(&req, PROTO_PROFILE_CODEMODE);
-    req.activation_id = (uint64_t)id;
-    req.script = script;
-    req.script_len = script_len;
-    req.script_name = strcmp(o->script, "-") == 0 ? "<stdin>" : o->script;
-    req.trigger = input;
-    req.max_host_calls = CODEMODE_RUN_MAX_HOST_CALLS;
-    struct codemode_host_config hc = {st, id, tools, modules, CODEMODE_MAX_HOST_CALLS,
-                                      monotonic_ms() + req.deadline_ms};
-    struct pool_config cfg;
-    pool_config_defaults(&cfg);
-    cfg.policy = o->policy;
-    cfg.spares = 0; /* one single-use worker */
-    struct pool *pool = pool_new(&cfg);
-    struct codemode_host *h = codemode_host_new(&hc);
-    struct activation_outcome out;
-    memset(&out, 0, sizeof out);
-    if (pool == NULL || h == NULL) {
-        out.status = ACTIVATION_NO_WORKER;
-        out.detail = strdup("out of memory");
+    json_t *args = json_object();
+    json_object_set_new(args, "script_name", json_string(o->script));
+    if (script_len <= OPS_CODEMODE_SCRIPT_INLINE_MAX) {
+        json_object_set_new(args, "script", json_stringn(script, script_len));
     } else {
-        struct host host = codemode_host_interface(h);
-        pool_run(pool, "codemode", POOL_USE_CODEMODE, &req, &host, &out);
+        char path[PATH_MAX];
+        if (strcmp(o->script, "-") == 0 || realpath(o->script, path) == NULL) {
+            close(fd);
+            json_decref(args);
+            fprintf(stderr, "ck-basal codemode run: a script over %u bytes goes to the serve "
+                    "running on this data home by its file: %s\n",
+                    OPS_CODEMODE_SCRIPT_INLINE_MAX,
+                    strcmp(o->script, "-") == 0 ? "give it as a file, not on stdin"
+                                                : strerror(errno));
+            return EXIT_REFUSED;
+        }
+        json_object_set_new(args, "script_path", json_string(path));
     }
-    int rc = EXIT_REFUSED;
-    if (h != NULL) {
-        struct run_end end;
-        char err[512];
-        decide_end(&out, h, &end);
-        if (codemode_run_finish(st, id, &end.row, err, sizeof err) != 0)
-            fprintf(stderr, "ck-basal codemode run: run c%" PRId64 ": %s\n", id, err);
-        else
-            rc = end.row.state == CODEMODE_SUCCEEDED ? EXIT_OK : EXIT_REFUSED;
-        print_run(json, id, &end, &out);
-    } else {
+    json_object_set_new(args, "input", json_string(input));
+    json_t *request = cli_ops_request("codemode.run", args);
+    if (request == NULL) {
+        close(fd);
         fprintf(stderr, "ck-basal codemode run: out of memory\n");
+        return EXIT_REFUSED;
     }
-    activation_outcome_free(&out);
-    codemode_host_free(h);
-    pool_free(pool);
-    return rc;
+    int status = cli_ops_send("codemode run", fd, request, report);
+    json_decref(request);
+    return status;
 }
 
 static int codemode_run(const struct cli_globals *g, int argc, char **argv)
@@ -304,34 +249,29 @@ static int codemode_run(const struct cli_globals *g, int argc, char **argv)
     }
     /* A worker's death must never end us: writes to it fail with EPIPE instead. */
     signal(SIGPIPE, SIG_IGN);
-    struct store *st;
-    char home[PATH_MAX], err[1024];
-    struct ops_catalog modules;
-    struct tools_catalog tools;
-    memset(&modules, 0, sizeof modules);
-    memset(&tools, 0, sizeof tools);
+    /* With a serve on the home, the run is its to make: nothing opens the store
+     * beside it. */
+    char home[PATH_MAX];
+    int fd = -1;
+    int served = cli_ops_connect(g, "codemode run", home, &fd);
+    json_t *report = NULL;
     rc = EXIT_REFUSED;
-    int64_t id = 0;
-    if (cli_open_store(g, "codemode run", &st, home) != 0)
-        goto out;
-    /* Every refusal before the run row: nothing is stored. */
-    if (ops_catalog_load(home, &modules, err, sizeof err) != 0 ||
-        tools_catalog_load(home, &modules, &tools, err, sizeof err) != 0 ||
-        codemode_runs_abandon(st, NULL, err, sizeof err) != 0) {
-        fprintf(stderr, "ck-basal codemode run: %s\n", err);
-        goto close;
+    if (served == 1) {
+        rc = run_through_serve(fd, &o, script, script_len, input, &report);
+    } else if (served == 0) {
+        struct store *st;
+        if (cli_open_store(g, "codemode run", &st, home) == 0) {
+            char err[1024];
+            struct codemode_run_request req = {o.script, script, script_len, input, o.policy};
+            report = codemode_run_execute(st, home, &req, err, sizeof err);
+            store_close(st);
+            if (report == NULL)
+                fprintf(stderr, "ck-basal codemode run: %s\n", err);
+        }
     }
-    struct codemode_run_start start = {o.script, script, script_len, input};
-    if (codemode_run_begin(st, &start, &id, err, sizeof err) != 0) {
-        fprintf(stderr, "ck-basal codemode run: %s\n", err);
-        goto close;
-    }
-    rc = drive(st, id, &o, script, script_len, input, &tools, &modules, g->json || o.json);
-close:
-    store_close(st);
-out:
-    tools_catalog_free(&tools);
-    ops_catalog_free(&modules);
+    if (report != NULL)
+        rc = print_report(g->json || o.json, report);
+    json_decref(report);
     free(script);
     free(input);
     return rc;

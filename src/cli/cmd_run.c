@@ -1,5 +1,7 @@
-/* ck-basal run ID [--trigger JSON] and ck-basal recover: drive runs to their end in
- * this process (flows/run_driver.h). ck-basal cancel RUN: the operator ends a run that
+/* ck-basal run ID [--trigger JSON], ck-basal recover and ck-basal flow reconcile: drive
+ * runs to their end in this process (flows/run_driver.h), or, when a serve runs on the
+ * home, ask it to (ops commands "run", "recover", "flow.reconcile"): it alone then
+ * changes the runs. ck-basal cancel RUN: the operator ends a run that
  * has not (store/runs.h, runs_cancel), asked as the ops command "cancel"
  * (serve/ops_dispatch.h). */
 #include "cli/commands.h"
@@ -238,6 +240,38 @@ int cmd_run(const struct cli_globals *g, int argc, char **argv)
     return status;
 }
 
+/* recover with a serve on the home: the serve drives the runs (they are its runners'
+ * anyway) and answers with each one's end, rendered as when this process drives them. */
+static int recover_through_serve(const struct cli_globals *g, int fd)
+{
+    json_t *request = cli_ops_request("recover", json_object()), *data = NULL;
+    if (request == NULL) {
+        close(fd);
+        term_error_line("recover", "out of memory");
+        return EXIT_REFUSED;
+    }
+    int status = cli_ops_send("recover", fd, request, &data);
+    json_decref(request);
+    if (status != EXIT_OK)
+        return status;
+    const json_t *runs = json_object_get(data, "runs");
+    size_t i;
+    json_t *item;
+    json_array_foreach (runs, i, item) {
+        const char *error = json_string_value(json_object_get(item, "error"));
+        if (error != NULL) {
+            term_error_line("recover", error);
+            status = EXIT_REFUSED;
+        } else if (report_view(g, item) != EXIT_OK) {
+            status = EXIT_REFUSED;
+        }
+    }
+    if (json_array_size(runs) == 0 && !g->json)
+        printf("nothing to recover\n");
+    json_decref(data);
+    return status;
+}
+
 int cmd_recover(const struct cli_globals *g, int argc, char **argv)
 {
     struct session s;
@@ -249,6 +283,14 @@ int cmd_recover(const struct cli_globals *g, int argc, char **argv)
             return EXIT_USAGE;
         }
     }
+    /* With a serve on the home it drives them: two drivers must never race for a run. */
+    char home[PATH_MAX];
+    int fd = -1;
+    int served = cli_ops_connect(g, "recover", home, &fd);
+    if (served < 0)
+        return EXIT_REFUSED;
+    if (served == 1)
+        return recover_through_serve(g, fd);
     if (session_open(g, "recover", &s) != 0)
         return EXIT_REFUSED;
     char err[1024];
@@ -274,6 +316,54 @@ int cmd_recover(const struct cli_globals *g, int argc, char **argv)
         printf("nothing to recover\n");
     free(ids);
     session_close(&s);
+    return status;
+}
+
+/* What flow reconcile prints for a cancelled run, either way. */
+static void print_cancelled(const struct cli_globals *g, long long run_id)
+{
+    if (g->json) {
+        json_t *o = json_object();
+        json_object_set_new(o, "run", json_integer(run_id));
+        json_object_set_new(o, "state", json_string("cancelled"));
+        cli_print_json(o);
+    } else {
+        printf("run %lld cancelled\n", run_id);
+    }
+}
+
+/* flow reconcile with a serve on the home: the serve settles the run (and audits it),
+ * then resumes it and answers when it has ended, as `run` does. */
+static int reconcile_through_serve(const struct cli_globals *g, int fd, long long run_id,
+                                   uint32_t position, enum reconcile_decision decision,
+                                   const char *observed)
+{
+    static const char *const NAMES[] = {
+        [RECONCILE_OBSERVED] = "observed",
+        [RECONCILE_NOT_APPLIED] = "not_applied",
+        [RECONCILE_CANCEL] = "cancel",
+    };
+    json_t *args = json_object();
+    json_object_set_new(args, "run", json_integer(run_id));
+    json_object_set_new(args, "position", json_integer(position));
+    json_object_set_new(args, "decision", json_string(NAMES[decision]));
+    if (observed != NULL)
+        json_object_set_new(args, "observed", json_string(observed));
+    json_t *request = cli_ops_request("flow.reconcile", args), *data = NULL;
+    if (request == NULL) {
+        close(fd);
+        term_error_line("flow reconcile", "out of memory");
+        return EXIT_REFUSED;
+    }
+    int status = cli_ops_send("flow reconcile", fd, request, &data);
+    json_decref(request);
+    if (status != EXIT_OK)
+        return status;
+    if (decision == RECONCILE_CANCEL)
+        print_cancelled(g, run_id);
+    else
+        status = report_view(g, data);
+    json_decref(data);
     return status;
 }
 
@@ -325,6 +415,17 @@ int cmd_flow_reconcile(const struct cli_globals *g, int argc, char **argv)
         if (observed == NULL)
             return bad_argument;
     }
+    /* With a serve on the home, it settles the run and resumes it. */
+    char home[PATH_MAX];
+    int fd = -1;
+    int served = cli_ops_connect(g, "flow reconcile", home, &fd);
+    if (served != 0) {
+        int status = served < 0 ? EXIT_REFUSED
+                                : reconcile_through_serve(g, fd, run_id, (uint32_t)position,
+                                                          decision, observed);
+        free(observed);
+        return status;
+    }
     if (session_open(g, "flow reconcile", &s) != 0) {
         free(observed);
         return EXIT_REFUSED;
@@ -335,14 +436,7 @@ int cmd_flow_reconcile(const struct cli_globals *g, int argc, char **argv)
                          sizeof err) != 0) {
         term_error_line("flow reconcile", err);
     } else if (decision == RECONCILE_CANCEL) {
-        if (g->json) {
-            json_t *o = json_object();
-            json_object_set_new(o, "run", json_integer(run_id));
-            json_object_set_new(o, "state", json_string("cancelled"));
-            cli_print_json(o);
-        } else {
-            printf("run %lld cancelled\n", run_id);
-        }
+        print_cancelled(g, run_id);
         status = EXIT_OK;
     } else {
         struct run_report rep;

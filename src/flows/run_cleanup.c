@@ -6,8 +6,8 @@
 #include <jansson.h>
 #include <string.h>
 
-size_t run_cleanup_temporaries(const struct manifest *m, const struct journal_entry *rows,
-                               size_t count)
+size_t run_cleanup_temporaries(const struct manifest *m, const char *home,
+                               const struct journal_entry *rows, size_t count)
 {
     size_t removed = 0;
     for (size_t i = 0; i < count; i++) {
@@ -19,7 +19,7 @@ size_t run_cleanup_temporaries(const struct manifest *m, const struct journal_en
         const char *path = json_string_value(json_array_get(args, 0));
         struct fs_grants grants = {(const char *const *)m->fs_read.items, m->fs_read.count,
                                    (const char *const *)m->fs_write.items, m->fs_write.count,
-                                   NULL, NULL};
+                                   home, NULL};
         int n = path != NULL ? fs_builtin_remove_temporaries(&grants, path, e->key) : 0;
         if (n > 0)
             removed += (size_t)n;

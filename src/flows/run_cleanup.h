@@ -13,10 +13,11 @@
 
 #include <stddef.h>
 
-/* Removes those leftovers of the run whose journal is rows[0..count). Best effort: a
- * file that cannot be removed stays (it is never read). Returns how many were
- * removed. */
-size_t run_cleanup_temporaries(const struct manifest *m, const struct journal_entry *rows,
-                               size_t count);
+/* Removes those leftovers of the run whose journal is rows[0..count), home being the
+ * data home (its directories are opened as fs calls open them: host/fs_builtin.h).
+ * Best effort: a file that cannot be removed stays (it is never read). Returns how
+ * many were removed. */
+size_t run_cleanup_temporaries(const struct manifest *m, const char *home,
+                               const struct journal_entry *rows, size_t count);
 
 #endif

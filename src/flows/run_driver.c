@@ -258,6 +258,10 @@ static int activate(struct run_driver *d, const struct run_row *run, int64_t gen
     int rc;
     enum flow_host_stop kind;
     const char *stopped = flow_host_stopped(fh, &kind);
+    /* A host that stopped serving the run leaves its worker nothing to do: it is
+     * killed now, not kept bound to the flow until it idles out. */
+    if (stopped != NULL)
+        pool_release_flow(d->pool, run->flow_id);
     if (stopped != NULL && kind == FLOW_HOST_BROKEN)
         rc = error_line(err, err_cap, "run %" PRId64 " stopped: %s", run->id, stopped);
     else
@@ -323,7 +327,7 @@ static int drive(struct run_driver *d, int64_t id, const struct run_claim *claim
         rc = journal_load(d->store, id, &rows, &row_count, err, err_cap);
     }
     if (rc == 0) {
-        (void)run_cleanup_temporaries(&in.manifest, rows, row_count);
+        (void)run_cleanup_temporaries(&in.manifest, d->home, rows, row_count);
         const struct journal_entry *doubt = in_doubt(rows, row_count);
         char why[128];
         if (doubt != NULL) {

@@ -13,9 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/magic.h>
+#include <linux/openat2.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* Symbolic links followed by hand while classifying a path realpath could not resolve
@@ -280,6 +283,184 @@ static int resolve(const struct roots *r, const char *path, bool want_write,
     return -1;
 }
 
+/* ---- opening a resolved path ---------------------------------------------------- */
+
+/* What no opened component may be, whatever path leads there: the data home, and the
+ * roots of /proc and /sys (a bind mount of one inside a granted root has another path
+ * but the same device and inode). */
+struct forbidden {
+    dev_t dev[3];
+    ino_t ino[3];
+    size_t count;
+    char home_real[PATH_MAX]; /* the data home, resolved ("": none to walk) */
+};
+
+/* How much of the data home home_holds walks before it gives up (and refuses). */
+#define FS_HOME_WALK_DEPTH 8
+#define FS_HOME_WALK_ENTRIES 20000u
+
+/* Whether a directory inside the one open at dir_fd (which it closes) is (dev, ino).
+ * What cannot be walked, or is too much to walk, counts as held: refused. */
+static bool dir_holds(int dir_fd, dev_t dev, ino_t ino, int depth, unsigned *budget)
+{
+    DIR *d = dir_fd >= 0 ? fdopendir(dir_fd) : NULL;
+    if (d == NULL) {
+        if (dir_fd >= 0)
+            close(dir_fd);
+        return true;
+    }
+    bool held = false;
+    const struct dirent *e;
+    while (!held && (e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (*budget == 0 || depth == 0) {
+            held = true;
+            break;
+        }
+        (*budget)--;
+        struct stat st;
+        if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN)
+            continue;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+            continue;
+        held = (st.st_dev == dev && st.st_ino == ino) ||
+               dir_holds(openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC),
+                         dev, ino, depth - 1, budget);
+    }
+    closedir(d);
+    return held;
+}
+
+/* A mount root on the data home's device, met at or above a granted root, may be a
+ * bind mount of a directory inside the data home, which no path check can see: it is
+ * refused if the data home holds a directory of its device and inode. */
+static bool bound_from_home(const struct forbidden *f, int fd)
+{
+    if (f->home_real[0] == '\0')
+        return false;
+    struct statx sx;
+    if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &sx) != 0)
+        return true;
+    /* A kernel that cannot say whether it is a mount root: treated as one. */
+    bool mount_root = (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) == 0 ||
+                      (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+    if (!mount_root || makedev(sx.stx_dev_major, sx.stx_dev_minor) != f->dev[0])
+        return false;
+    unsigned budget = FS_HOME_WALK_ENTRIES;
+    return dir_holds(open(f->home_real, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC),
+                     makedev(sx.stx_dev_major, sx.stx_dev_minor), (ino_t)sx.stx_ino,
+                     FS_HOME_WALK_DEPTH, &budget);
+}
+
+static void forbidden_add(struct forbidden *f, const char *path)
+{
+    struct stat st;
+    if (path != NULL && stat(path, &st) == 0) {
+        f->dev[f->count] = st.st_dev;
+        f->ino[f->count] = st.st_ino;
+        f->count++;
+    }
+}
+
+/* The data home (resolved) and /proc and /sys as they are now. */
+static void forbidden_init(struct forbidden *f, const char *home_real)
+{
+    memset(f, 0, sizeof *f);
+    forbidden_add(f, home_real);
+    if (f->count == 1) /* dev[0] is the home's */
+        snprintf(f->home_real, sizeof f->home_real, "%s", home_real);
+    forbidden_add(f, "/proc");
+    forbidden_add(f, "/sys");
+}
+
+static bool is_forbidden(const struct forbidden *f, int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return true; /* what cannot be told apart is refused */
+    for (size_t i = 0; i < f->count; i++)
+        if (st.st_dev == f->dev[i] && st.st_ino == f->ino[i])
+            return true;
+    return false;
+}
+
+/* Why open_beneath refused a path (errno is set for OPEN_FAILED). */
+enum open_refusal {
+    OPEN_FAILED = 1,  /* errno: ENOENT, ELOOP (a link appeared), EXDEV (a mount), ... */
+    OPEN_FORBIDDEN,   /* a component is the data home, /proc or /sys */
+    OPEN_NO_OPENAT2,  /* the kernel has no openat2 (Linux < 5.6): nothing is opened */
+};
+
+static int openat2_one(int dir_fd, const char *name, int flags, bool same_mount)
+{
+    struct open_how how;
+    memset(&how, 0, sizeof how);
+    how.flags = (unsigned long long)(flags | O_CLOEXEC);
+    /* The path was resolved already: a symbolic link met now was swapped in since. */
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+                  (same_mount ? RESOLVE_NO_XDEV : 0);
+    /* No libc wrapper in the glibc this builds with: the system call itself. */
+    long fd = syscall(SYS_openat2, dir_fd, name, &how, sizeof how);
+    return (int)fd;
+}
+
+/* Opens real (resolved, under root) one component at a time from "/" with openat2:
+ * no component may be a symbolic or magic link, none below root may cross a mount
+ * point (a bind mount of the data home or of /proc inside a root is refused, whatever
+ * its path), and none may be the data home, /proc or /sys by device and inode. The
+ * last component is opened with flags. Returns the descriptor, or -1 with *why. */
+static int open_beneath(const char *real, const char *root, int flags,
+                        const struct forbidden *f, enum open_refusal *why)
+{
+    *why = OPEN_FAILED;
+    size_t root_len = strcmp(root, "/") == 0 ? 0 : strlen(root);
+    if (strspn(real, "/") == strlen(real))
+        return open("/", flags | O_CLOEXEC); /* a root of "/" itself */
+    int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    const char *p = real;
+    while (fd >= 0) {
+        while (*p == '/')
+            p++;
+        if (*p == '\0') { /* cannot happen: the last component returned */
+            close(fd);
+            errno = EINVAL;
+            return -1;
+        }
+        size_t len = strcspn(p, "/");
+        char name[NAME_MAX + 1];
+        if (len > NAME_MAX) {
+            close(fd);
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        memcpy(name, p, len);
+        name[len] = '\0';
+        p += len;
+        bool last = strspn(p, "/") == strlen(p);
+        /* Below the root, the root's own mount only; at or above it, any. */
+        bool below_root = (size_t)(p - real) > root_len;
+        int next = openat2_one(fd, name, last ? flags : O_PATH | O_DIRECTORY, below_root);
+        int err = errno;
+        close(fd);
+        if (next < 0) {
+            if (err == ENOSYS)
+                *why = OPEN_NO_OPENAT2;
+            errno = err;
+            return -1;
+        }
+        if (is_forbidden(f, next) || (!below_root && bound_from_home(f, next))) {
+            close(next);
+            *why = OPEN_FORBIDDEN;
+            return -1;
+        }
+        if (last)
+            return next;
+        fd = next;
+    }
+    return -1;
+}
+
 /* Whether the opened descriptor's own path still lies under root: a component
  * swapped for a link between the check and the open shows here. Returns 1 under,
  * 0 not under, -1 if /proc could not tell (errno set). */
@@ -302,6 +483,7 @@ struct fs_call {
     const char *path;         /* as the script gave it */
     char shown[FS_MESSAGE_PATH_BYTES + 4]; /* path for messages: cut, control bytes '?' */
     struct roots roots;
+    struct forbidden forbidden; /* set by refuse_forbidden_roots */
     const char *temp_tag; /* fs.write's temporary files (NULL: none) */
     struct host_settlement *out;
     bool check_only;  /* fs.write of a dry run: every check, no write */
@@ -383,6 +565,7 @@ static int refuse_forbidden_roots(struct fs_call *c, const char *home)
                            "%s: basal's data home cannot be resolved, so no fs call is served",
                            c->kind) == 0 ? 1 : -1;
     }
+    forbidden_init(&c->forbidden, home_real);
     int rc = 0;
     for (size_t i = 0; i < c->roots.count && rc == 0; i++) {
         char why[128], shown[FS_MESSAGE_PATH_BYTES + 4];
@@ -506,8 +689,12 @@ static int reject_open(struct fs_call *c, int err, int flags)
     if (err == ENOENT)
         return host_reject(c->out, HOST_CODE_NOT_FOUND, "%s: '%s' does not exist", c->kind,
                            c->shown);
-    if (err == ELOOP) /* the final component became a link since resolution */
+    if (err == ELOOP) /* a component became a link since resolution */
         return reject_swapped(c);
+    if (err == EXDEV)
+        return host_reject(c->out, HOST_CODE_DENIED,
+                           "%s: '%s' lies across a mount point below its root (mounts below a "
+                           "granted root are not traversed)", c->kind, c->shown);
     if (err == ENOTDIR && (flags & O_DIRECTORY) != 0)
         return host_reject(c->out, HOST_CODE_INVALID_ARGUMENTS, "%s: '%s' is not a directory",
                            c->kind, c->shown);
@@ -520,7 +707,21 @@ static int reject_open(struct fs_call *c, int err, int flags)
  * settlement's result). */
 static int open_checked(struct fs_call *c, const struct resolution *res, int flags, int *rc)
 {
-    int fd = open(res->real, flags | O_NOFOLLOW | O_CLOEXEC);
+    enum open_refusal why;
+    int fd = open_beneath(res->real, res->root, flags, &c->forbidden, &why);
+    if (fd < 0 && why == OPEN_NO_OPENAT2) {
+        /* Without openat2 a mount or link inside a root cannot be refused: no call. */
+        *rc = host_reject(c->out, HOST_CODE_DENIED,
+                          "%s: this kernel has no openat2 (Linux 5.6 or later is needed), so "
+                          "no fs call is served", c->kind);
+        return -1;
+    }
+    if (fd < 0 && why == OPEN_FORBIDDEN) {
+        *rc = host_reject(c->out, HOST_CODE_DENIED,
+                          "%s: '%s' leads to basal's data home, /proc or /sys (by a mount or "
+                          "another path)", c->kind, c->shown);
+        return -1;
+    }
     if (fd < 0) {
         *rc = reject_open(c, errno, flags);
         return -1;
@@ -1054,7 +1255,16 @@ int fs_builtin_remove_temporaries(const struct fs_grants *grants, const char *pa
     }
     int removed = 0;
     if (res.status == RESOLVED) { /* else: not under a write root now, nothing of ours */
-        int dir_fd = open(res.real, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        char *home_real = grants != NULL && grants->home != NULL ? realpath(grants->home, NULL)
+                                                                 : NULL;
+        struct forbidden f;
+        forbidden_init(&f, home_real);
+        enum open_refusal why;
+        /* No data home to tell apart: nothing is opened (as no call is served). */
+        int dir_fd = home_real == NULL ? -1
+                                       : open_beneath(res.real, res.root, O_RDONLY | O_DIRECTORY,
+                                                      &f, &why);
+        free(home_real);
         if (dir_fd >= 0 && fd_is_under(dir_fd, res.root) == 1)
             removed = remove_tagged(dir_fd, tag);
         if (dir_fd >= 0)

@@ -6,9 +6,17 @@
  * itself or below it, compared component-wise, never by string prefix alone). `..`
  * and symbolic links are resolved before the check, so a link inside a root that
  * stays inside is followed, and one leading out of every root is refused. Files are
- * then opened with O_NOFOLLOW and the opened descriptor's own path
- * (/proc/self/fd/N) is checked again, so a swap between the check and the open is
- * refused too. Mounts below a root are traversed.
+ * then opened one component at a time from "/" with openat2 (RESOLVE_BENEATH,
+ * RESOLVE_NO_SYMLINKS, RESOLVE_NO_MAGICLINKS, and RESOLVE_NO_XDEV below the root), and
+ * the opened descriptor's own path (/proc/self/fd/N) is checked again, so a swap
+ * between the check and the open is refused too. Mounts below a root are not
+ * traversed (a bind mount of the data home or of /proc inside a root would lead there
+ * under another path): such a path is "denied". No opened component may be the data
+ * home, /proc or /sys by device and inode, whatever path leads there ("denied"); nor,
+ * at or above the root, a mount root on the data home's device that is a directory
+ * the data home holds (a root bind-mounted from inside it; found by walking the data
+ * home, which fails closed). A
+ * kernel without openat2 (ENOSYS) serves no fs call ("denied", saying why).
  *
  * Reads (read, list, stat) are allowed under read and write roots; fs.write only under
  * write roots. A path that is not under any granted root is "denied" whether or not
@@ -96,7 +104,9 @@ int fs_builtin_call(const struct fs_grants *grants, const char *kind, const void
  * script's argument) may have left in path's directory: only when that directory
  * still resolves under a write root of grants (checked as fs.write checks it), only
  * regular files whose names are exactly ".basal-tmp-<tag>-<16 hex digits>", never
- * through a symbolic link (one so named is left alone, its target untouched).
+ * through a symbolic link (one so named is left alone, its target untouched). The
+ * directory is opened as fs calls open paths (openat2 from "/", grants->home needed:
+ * without it, or without openat2, nothing is removed).
  * Returns the number removed (0 when the directory is not under a write root), or -1
  * with errno set (EINVAL: tag or path malformed). */
 int fs_builtin_remove_temporaries(const struct fs_grants *grants, const char *path,

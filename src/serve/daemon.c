@@ -4,12 +4,14 @@
 #include "base/error_line.h"
 #include "base/names.h"
 #include "flows/flows.h"
+#include "flows/reconcile.h"
 #include "flows/run_driver.h"
 #include "serve/admission_rate.h"
 #include "serve/event_delivery.h"
 #include "serve/metrics_http.h"
 #include "serve/metrics_text.h"
 #include "serve/ops_commands.h"
+#include "serve/ops_commands_internal.h"
 #include "serve/ops_dispatch.h"
 #include "serve/ops_socket.h"
 #include "serve/run_view.h"
@@ -319,8 +321,52 @@ static json_t *string_arg(const json_t *args, const char *name)
     return json_is_string(v) ? v : NULL;
 }
 
-/* Waits for run_id's end (or the end of the stop's grace) and returns its reply. */
-static json_t *wait_for_end(struct daemon *d, int64_t run_id)
+/* Under d->mu: forgets the ends kept for run_id. A run reconciled or recovered ends
+ * again: the end it had before must not answer for the next one. */
+static void forget_ends(struct daemon *d, int64_t run_id)
+{
+    for (size_t i = 0; i < RECENT_ENDS; i++) {
+        if (d->recent[i].run_id == run_id) {
+            json_decref(d->recent[i].reply);
+            d->recent[i].reply = NULL;
+            d->recent[i].run_id = 0;
+        }
+    }
+}
+
+/* Under d->mu: whether run_id cannot go on by itself because the first unfinished run
+ * of its flow, another one, waits for the operator (suspended or needs_reconcile): no
+ * runner starts it until then (why says so). */
+static bool waits_behind_operator(struct store *st, int64_t run_id, char *why, size_t why_cap)
+{
+    struct run_row run;
+    char err[256];
+    if (runs_get(st, run_id, &run, err, sizeof err) != 1)
+        return false;
+    struct run_head *heads = NULL;
+    size_t n = 0;
+    bool waits = false;
+    if (runs_heads(st, &heads, &n, err, sizeof err) == 0) {
+        for (size_t i = 0; i < n && !waits; i++) {
+            const struct run_head *h = &heads[i];
+            if (strcmp(h->flow_id, run.flow_id) != 0 || h->id == run_id ||
+                (h->state != RUN_SUSPENDED && h->state != RUN_NEEDS_RECONCILE))
+                continue;
+            waits = true;
+            snprintf(why, why_cap,
+                     "run %" PRId64 ": waits behind run %" PRId64 " of its flow, which is %s",
+                     run_id, h->id, run_state_name(h->state));
+        }
+    }
+    free(heads);
+    run_row_free(&run);
+    return waits;
+}
+
+/* Waits for run_id's end (or the end of the stop's grace) and returns its reply. With
+ * st (the caller's connection), also stops waiting for a run that waits behind one the
+ * operator must settle first (waits_behind_operator): the reply is then that. */
+static json_t *wait_for_end_on(struct daemon *d, int64_t run_id, struct store *st)
 {
     struct waiter *w = calloc(1, sizeof *w);
     if (w == NULL)
@@ -337,8 +383,19 @@ static json_t *wait_for_end(struct daemon *d, int64_t run_id)
     w->next = d->waiters;
     d->waiters = w;
     pthread_cond_broadcast(&d->work);
-    while (!w->done && !d->gave_up)
-        pthread_cond_wait(&d->changed, &d->mu);
+    char behind[256] = "";
+    while (!w->done && !d->gave_up) {
+        if (st == NULL) {
+            pthread_cond_wait(&d->changed, &d->mu);
+            continue;
+        }
+        if (waits_behind_operator(st, run_id, behind, sizeof behind))
+            break;
+        struct timespec until; /* an operator's settlement elsewhere wakes nobody here */
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
+        (void)pthread_cond_timedwait(&d->changed, &d->mu, &until);
+    }
     for (struct waiter **p = &d->waiters; *p != NULL; p = &(*p)->next) {
         if (*p == w) {
             *p = w->next;
@@ -350,10 +407,17 @@ static json_t *wait_for_end(struct daemon *d, int64_t run_id)
     free(w);
     if (reply != NULL)
         return reply;
+    if (behind[0] != '\0')
+        return ops_reply_error(1, behind);
     char err[160];
     snprintf(err, sizeof err,
              "run %" PRId64 ": serve is stopping; the run is left to the next start", run_id);
     return ops_reply_error(1, err);
+}
+
+static json_t *wait_for_end(struct daemon *d, int64_t run_id)
+{
+    return wait_for_end_on(d, run_id, NULL);
 }
 
 /* The rate limit's part of daemon_admit (serve/admission_rate.h): 0 with a slot taken,
@@ -382,6 +446,7 @@ static int rate_take(struct daemon *d, struct store *st, const char *flow, int64
         else if (disabled) {
             serve_log("flow_auto_disabled", "flow", flow, "reason", reason, LOG_END);
             scheduler_flows_changed(d->scheduler); /* a disabled flow has no schedule */
+            pool_release_flow(d->pool, flow);
         }
     }
     return error_line(err, err_cap,
@@ -569,11 +634,144 @@ static void *handle_drain(struct daemon *d, const json_t *args)
     store_close(st);
     if (stopped)
         return ops_reply_error(1, "flow drain: serve is stopping");
+    pool_release_flow(d->pool, flow); /* no run of it comes before flow enable */
     serve_log("flow_drained", "flow", flow, LOG_END);
     json_t *data = json_object();
     json_object_set_new(data, "flow", json_string(flow));
     json_object_set_new(data, "drained", json_true());
     return ops_reply_ok(data);
+}
+
+/* flow.reconcile: the operator's settlement (flows/reconcile.h), made and audited here
+ * on serve's store; then, unless cancelled, the run is a runner's to resume, and the
+ * reply comes when it has ended, as for `run`. */
+static void *handle_reconcile(struct daemon *d, const json_t *request_args)
+{
+    /* The argument checks take a mutable object; the request is the dispatcher's. */
+    json_t *args = json_deep_copy(request_args);
+    if (args == NULL)
+        return ops_reply_error(1, "flow reconcile: out of memory");
+    struct ops_reconcile r;
+    json_t *reply = ops_reconcile_args(args, &r);
+    if (reply != NULL) {
+        json_decref(args);
+        return reply;
+    }
+    struct store *st;
+    char err[1024];
+    if (open_store(d, &st, err, sizeof err) != 0) {
+        free(r.observed);
+        json_decref(args);
+        return ops_reply_error(1, err);
+    }
+    pthread_mutex_lock(&d->mu);
+    forget_ends(d, r.run); /* its end as needs_reconcile is not the one to report */
+    pthread_mutex_unlock(&d->mu);
+    int rc = reconcile_settle(st, r.run, r.position, (enum reconcile_decision)r.decision,
+                              r.observed, err, sizeof err);
+    free(r.observed);
+    char id_text[24], position_text[16], decision[16];
+    snprintf(decision, sizeof decision, "%s", r.decision_name);
+    json_decref(args); /* r.decision_name was borrowed from it */
+    if (rc != 0) {
+        store_close(st);
+        return ops_reply_error(1, err);
+    }
+    snprintf(id_text, sizeof id_text, "%lld", r.run);
+    snprintf(position_text, sizeof position_text, "%" PRIu32, r.position);
+    serve_log("run_reconciled", "run", id_text, "position", position_text, "decision", decision,
+              LOG_END);
+    if (r.decision == RECONCILE_CANCEL) {
+        store_close(st);
+        json_t *data = json_object();
+        json_object_set_new(data, "run", json_integer(r.run));
+        json_object_set_new(data, "state", json_string("cancelled"));
+        return ops_reply_ok(data);
+    }
+    reply = wait_for_end_on(d, r.run, st);
+    store_close(st);
+    return reply;
+}
+
+/* recover: every run a dead process left (store/runs.h, runs_recoverable) is a
+ * runner's anyway; this waits for each one's end, in admission order, and answers
+ * {"runs": [the run view of each, or {"run", "error"}]}. */
+static void *handle_recover(struct daemon *d, const json_t *args)
+{
+    if (json_object_size(args) != 0)
+        return ops_reply_error(2, "recover takes no arguments");
+    struct store *st;
+    char err[1024];
+    if (open_store(d, &st, err, sizeof err) != 0)
+        return ops_reply_error(1, err);
+    int64_t *ids = NULL;
+    size_t count = 0;
+    pthread_mutex_lock(&d->mu); /* no end is reported between the listing and the wait */
+    int rc = runs_recoverable(st, &ids, &count, err, sizeof err);
+    for (size_t i = 0; rc == 0 && i < count; i++)
+        forget_ends(d, ids[i]);
+    pthread_cond_broadcast(&d->work);
+    pthread_mutex_unlock(&d->mu);
+    if (rc != 0) {
+        store_close(st);
+        return ops_reply_error(1, err);
+    }
+    char count_text[24];
+    snprintf(count_text, sizeof count_text, "%zu", count);
+    serve_log("recover_requested", "runs", count_text, LOG_END);
+    json_t *runs = json_array();
+    for (size_t i = 0; i < count && runs != NULL; i++) {
+        json_t *end = wait_for_end_on(d, ids[i], st);
+        json_t *item;
+        if (json_is_true(json_object_get(end, "ok"))) {
+            item = json_incref(json_object_get(end, "data"));
+        } else {
+            item = json_object();
+            json_object_set_new(item, "run", json_integer(ids[i]));
+            json_object_set(item, "error", json_object_get(end, "error"));
+        }
+        json_decref(end);
+        json_array_append_new(runs, item);
+    }
+    free(ids);
+    store_close(st);
+    json_t *data = json_object();
+    json_object_set_new(data, "runs", runs);
+    return ops_reply_ok(data);
+}
+
+/* codemode.run: the run is made here, on serve's store, with serve's Landlock policy.
+ * Its single-use worker is forked by this request's thread, which reaps it before it
+ * returns (the parent-death signal follows the thread that forked). */
+static void *handle_codemode_run(struct daemon *d, const json_t *request_args)
+{
+    json_t *args = json_deep_copy(request_args); /* the checks take a mutable object */
+    if (args == NULL)
+        return ops_reply_error(1, "codemode run: out of memory");
+    pthread_mutex_lock(&d->mu);
+    bool stopping = d->stopping;
+    pthread_mutex_unlock(&d->mu);
+    if (stopping) {
+        json_decref(args);
+        return ops_reply_error(1, "codemode run: serve is stopping: no new runs");
+    }
+    struct store *st;
+    char err[512];
+    if (open_store(d, &st, err, sizeof err) != 0) {
+        json_decref(args);
+        return ops_reply_error(1, err);
+    }
+    json_t *reply = ops_cmd_codemode_run(st, d->o->home, args, d->o->landlock);
+    store_close(st);
+    json_decref(args);
+    const json_t *run = json_object_get(json_object_get(json_object_get(reply, "data"), "run"),
+                                        "run");
+    if (run != NULL)
+        serve_log("codemode_run_ended", "run", json_string_value(run), "state",
+                  json_string_value(json_object_get(
+                      json_object_get(json_object_get(reply, "data"), "run"), "state")),
+                  LOG_END);
+    return reply;
 }
 
 #ifdef BASAL_TEST_HOOKS
@@ -638,6 +836,12 @@ static void *hook_handle(void *ctx, const char *cmd, const void *args)
         return handle_run(d, args);
     if (strcmp(cmd, "flow.drain") == 0)
         return handle_drain(d, args);
+    if (strcmp(cmd, "flow.reconcile") == 0)
+        return handle_reconcile(d, args);
+    if (strcmp(cmd, "recover") == 0)
+        return handle_recover(d, args);
+    if (strcmp(cmd, "codemode.run") == 0)
+        return handle_codemode_run(d, args);
     if (strcmp(cmd, "event.emit") == 0)
         return handle_event_emit(d, args);
     if (strcmp(cmd, "flow.enable") == 0) {
@@ -689,6 +893,11 @@ static void *handle_request(void *ctx, const void *request)
     for (size_t i = 0; cmd != NULL && CHANGES[i] != NULL; i++)
         if (strcmp(cmd, CHANGES[i]) == 0)
             scheduler_flows_changed(d->scheduler);
+    /* A disabled flow runs nothing more: its workers end before the reply goes out. */
+    const char *flow = json_string_value(json_object_get(json_object_get(request, "args"), "id"));
+    if (cmd != NULL && strcmp(cmd, "flow.disable") == 0 && flow != NULL &&
+        json_is_true(json_object_get(reply, "ok")))
+        pool_release_flow(d->pool, flow);
     return reply;
 }
 

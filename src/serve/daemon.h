@@ -21,10 +21,15 @@
  *             serve ran are delivered once at start (serve/event_delivery.h).
  *   rate      every admission counts against its flow's rate limit; a flow saturated 3
  *             windows in a row is disabled (serve/admission_rate.h).
+ *   operator  `flow reconcile`, `recover` and `codemode run` are sent here while serve
+ *             runs ("flow.reconcile", "recover", "codemode.run"): serve settles, waits
+ *             for its runners, or makes the codemode run, on its own store.
  *   log       one line per event on stderr (serve/serve_log.h).
  *
  * Children (workers, module programs) are forked only by threads that live as long as
- * the process: the runners and the main thread. */
+ * the process (the runners and the main thread), or that reap them before they end: a
+ * codemode.run request's thread ends its single-use worker and the tools' programs
+ * before it answers. */
 #ifndef BASAL_SERVE_DAEMON_H
 #define BASAL_SERVE_DAEMON_H
 

@@ -21,4 +21,8 @@ bool ops_cancel_reason_valid(const char *text);
 #define OPS_JSON_VALUE_MAX_BYTES (64u << 10)
 char *ops_json_value(const char *text, char *why, size_t why_cap, bool *out_of_memory);
 
+/* codemode.run carries a script of at most this many bytes in the request (the
+ * request is bounded by OPS_REQUEST_MAX); a larger one goes as the path of its file. */
+#define OPS_CODEMODE_SCRIPT_INLINE_MAX (192u << 10)
+
 #endif

@@ -6,9 +6,12 @@
 #ifndef BASAL_SERVE_OPS_COMMANDS_INTERNAL_H
 #define BASAL_SERVE_OPS_COMMANDS_INTERNAL_H
 
+#include "proto/confinement.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct store;
 
@@ -16,6 +19,25 @@ struct store;
 json_t *ops_cmd_runs(struct store *st, json_t *args);
 json_t *ops_cmd_journal(struct store *st, json_t *args);
 json_t *ops_cmd_cancel(struct store *st, json_t *args);
+
+/* flow.reconcile's args {run, position, decision: "observed" | "not_applied" | "cancel",
+ * observed (JSON text, with "observed" only)}, checked (the --observed rule again). */
+struct ops_reconcile {
+    long long run;
+    uint32_t position;
+    int decision;              /* enum reconcile_decision (flows/reconcile.h) */
+    const char *decision_name; /* borrowed from args */
+    char *observed;            /* compact JSON text, malloc'd (free it), or NULL */
+};
+/* NULL with *out filled, or the error reply (exit 2 for a bad argument). */
+json_t *ops_reconcile_args(json_t *args, struct ops_reconcile *out);
+
+/* ops_codemode.c: codemode.run's args {script_name, script | script_path (absolute),
+ * input (JSON text)} checked as the CLI checks them (the script read and validated
+ * again), then the run made on st (flows/codemode_run.h); the reply's data is the
+ * run's report. */
+json_t *ops_cmd_codemode_run(struct store *st, const char *home, json_t *args,
+                             enum landlock_policy policy);
 
 /* ops_flows.c */
 json_t *ops_cmd_flow_list(struct store *st, json_t *args);

@@ -101,7 +101,8 @@ void *ops_dispatch(const struct ops_context *ctx, const void *request_)
         /* No serve: recorded for the next one (a serve's hooks deliver it at once). */
         reply = ops_cmd_event_emit(ctx->store, args);
     else if (strcmp(cmd, "run") == 0 || strcmp(cmd, "flow.drain") == 0 ||
-             strcmp(cmd, "serve.stop") == 0)
+             strcmp(cmd, "serve.stop") == 0 || strcmp(cmd, "flow.reconcile") == 0 ||
+             strcmp(cmd, "recover") == 0 || strcmp(cmd, "codemode.run") == 0)
         /* The daemon's own (its hooks answered above when one runs). */
         reply = ops_reply_error(1, "this needs a running serve (none on this data home)");
     else

@@ -20,7 +20,8 @@ struct ops_daemon_hooks {
     /* Adds the live figures (pool gauges, per-flow queue depth and last run) to a
      * health object (a json_t *) built from the store. */
     void (*add_live_health)(void *daemon, void *health);
-    /* Commands the daemon answers itself ("run", "flow.drain", "event.emit"): a reply
+    /* Commands the daemon answers itself ("run", "flow.drain", "flow.reconcile",
+     * "recover", "codemode.run", "event.emit", "serve.stop"): a reply
      * object, or NULL when cmd is not one of them. May block (a run the client waits
      * for). */
     void *(*handle)(void *daemon, const char *cmd, const void *args);

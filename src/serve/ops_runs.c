@@ -8,6 +8,7 @@
 #include "base/json_js.h"
 #include "base/names.h"
 #include "flows/flows.h"
+#include "flows/reconcile.h"
 #include "store/codemode_store.h"
 #include "store/journal.h"
 #include "store/runs.h"
@@ -297,4 +298,46 @@ json_t *ops_cmd_cancel(struct store *st, json_t *args)
     json_object_set_new(o, "error", ops_json_text(run.error));
     run_row_free(&run);
     return ops_reply_ok(o);
+}
+
+json_t *ops_reconcile_args(json_t *args, struct ops_reconcile *out)
+{
+    static const char *const NAMES[] = {"run", "position", "decision", "observed", NULL};
+    long long run, position;
+    const char *decision, *observed;
+    json_t *reply;
+    memset(out, 0, sizeof *out);
+    if (ops_args_only(args, NAMES, &reply) != 0 ||
+        ops_arg_integer(args, "run", 1, INT64_MAX, &run, &reply) != 0 ||
+        ops_arg_integer(args, "position", 0, UINT32_MAX, &position, &reply) != 0 ||
+        ops_arg_string(args, "decision", true, 16, &decision, &reply) != 0 ||
+        ops_arg_string(args, "observed", false, OPS_JSON_VALUE_MAX_BYTES, &observed, &reply) != 0)
+        return reply;
+    if (strcmp(decision, "observed") == 0)
+        out->decision = RECONCILE_OBSERVED;
+    else if (strcmp(decision, "not_applied") == 0)
+        out->decision = RECONCILE_NOT_APPLIED;
+    else if (strcmp(decision, "cancel") == 0)
+        out->decision = RECONCILE_CANCEL;
+    else
+        return ops_reply_error(2, "argument 'decision' must be \"observed\", \"not_applied\" or "
+                                  "\"cancel\"");
+    if ((out->decision == RECONCILE_OBSERVED) != (observed != NULL))
+        return ops_reply_error(2, "argument 'observed' is given with decision \"observed\" and "
+                                  "only then");
+    out->run = run;
+    out->position = (uint32_t)position;
+    out->decision_name = decision;
+    if (observed != NULL) {
+        /* The rule the CLI applies to --observed, applied again to what was sent. */
+        char why[320];
+        bool out_of_memory;
+        out->observed = ops_json_value(observed, why, sizeof why, &out_of_memory);
+        if (out->observed == NULL) {
+            char err[400];
+            snprintf(err, sizeof err, "flow reconcile: the observed value %s", why);
+            return ops_reply_error(out_of_memory ? 1 : 2, err);
+        }
+    }
+    return NULL;
 }

@@ -17,6 +17,7 @@ struct pool_worker {
     char *flow;       /* NULL: an unbound spare */
     bool busy;
     bool single_use;
+    bool released; /* its flow stopped while it was busy: killed when the activation returns */
     unsigned activations;
     long long idle_since_ms; /* pool clock */
 };
@@ -382,7 +383,7 @@ void pool_run(struct pool *pool, const char *flow, enum pool_use use,
 
     if (out->worker_ended)
         account_ended(pool, pw, out);
-    else if (!activation_keeps_worker(out))
+    else if (!activation_keeps_worker(out) || pw->released)
         retire(pool, pw, RETIRE_KILL); /* its engine state is not trusted */
     else if (pw->single_use || pw->activations >= pool->cfg.max_activations)
         retire(pool, pw, RETIRE_SHUTDOWN);
@@ -430,13 +431,30 @@ pid_t pool_flow_worker(struct pool *pool, const char *flow)
     return pid;
 }
 
+void pool_release_flow(struct pool *pool, const char *flow)
+{
+    pthread_mutex_lock(&pool->lock);
+    for (size_t i = pool->count; i-- > 0;) {
+        struct pool_worker *pw = pool->workers[i];
+        if (pw->flow == NULL || strcmp(pw->flow, flow) != 0)
+            continue;
+        if (pw->busy)
+            pw->released = true; /* pool_run kills it when its activation returns */
+        else
+            retire(pool, pw, RETIRE_KILL);
+    }
+    pthread_mutex_unlock(&pool->lock);
+}
+
 void pool_free(struct pool *pool)
 {
     if (pool == NULL)
         return;
+    /* Killed, not asked: a worker holds nothing worth a clean exit, and a stop must
+     * not leave one alive for a grace (nor wait for it). */
     while (pool->count > 0) {
         struct pool_worker *pw = pool->workers[pool->count - 1];
-        (void)worker_conn_shutdown(&pw->conn, pool->cfg.shutdown_timeout_ms);
+        (void)worker_conn_kill(&pw->conn);
         forget(pool, pw);
     }
     free(pool->workers);

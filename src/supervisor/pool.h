@@ -7,7 +7,8 @@
  *     pool is used): Shutdown, then SIGKILL if it does not exit;
  *   - after a budget exhaustion or any other unclean end of a live worker: SIGKILL at
  *     once, so it is replaced before the flow's next activation;
- *   - after a crash, a deadline kill or a protocol error (the driver already reaped it).
+ *   - after a crash, a deadline kill or a protocol error (the driver already reaped it);
+ *   - when its flow stops (pool_release_flow) or the pool is freed: SIGKILL at once.
  * A completed, stalled or suspended activation, or one the script failed by itself,
  * keeps the worker; so does a caught memory or stack error whose activation completes.
  * A worker that wrote anything after its Finished is killed at once (its bytes must
@@ -66,8 +67,14 @@ struct pool;
 
 /* NULL on no memory. The configuration (and worker_path) must outlive the pool. */
 struct pool *pool_new(const struct pool_config *cfg);
-/* Ends every worker (Shutdown, then SIGKILL after the grace) and frees the pool. */
+/* Kills (SIGKILL) and reaps every worker and frees the pool: when it returns, no
+ * worker of it is alive. */
 void pool_free(struct pool *pool);
+
+/* The flow's host stopped (the flow was disabled or drained, or its host stopped
+ * serving a run): every idle worker bound to it is killed (SIGKILL) and reaped before
+ * this returns; one running an activation is killed as soon as that returns. */
+void pool_release_flow(struct pool *pool, const char *flow);
 
 /* Retires idle and dead workers, then starts spares up to cfg.spares (within
  * max_size, unless backing off). Call it between activations: it keeps cold starts

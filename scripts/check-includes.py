@@ -28,9 +28,10 @@ MAY_INCLUDE = {
     "supervisor": {"host", "base", "proto"},
     "store": {"supervisor", "host", "base", "proto"},
     "flows": {"store", "supervisor", "host", "base", "proto"},
-    "serve": {"flows", "store", "supervisor", "host", "base", "proto"},
-    "cli": {"serve", "flows", "store", "supervisor", "host", "base", "proto"},
-    "ck": {"serve", "flows", "store", "supervisor", "host", "base", "proto"},
+    "web": {"flows", "store", "supervisor", "host", "base", "proto"},
+    "serve": {"web", "flows", "store", "supervisor", "host", "base", "proto"},
+    "cli": {"serve", "web", "flows", "store", "supervisor", "host", "base", "proto"},
+    "ck": {"serve", "web", "flows", "store", "supervisor", "host", "base", "proto"},
     "worker": {"base", "proto"},
 }
 CONSUMERS = ("tests", "bench", "fuzz")  # above every part of src/

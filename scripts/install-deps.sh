@@ -10,6 +10,8 @@ test_pkgs="clang clang-tidy cppcheck libclang-rt-14-dev strace python3 curl
 python3-prometheus-client systemd groff-base man-db"
 # tests/t_completion.sh drives the bash completion under bash-completion's own helpers.
 test_pkgs="$test_pkgs bash-completion"
+# tests/t_web.sh drives the status page (serve --web) in headless Chromium.
+test_pkgs="$test_pkgs chromium"
 
 # The arm64 cross build (mk/aarch64.mk, part of the test build): Debian's cross
 # compiler, the arm64 libraries through multiarch, and qemu-user to run the filter

@@ -22,6 +22,7 @@
 #include "store/health_store.h"
 #include "store/runs.h"
 #include "store/store.h"
+#include "web/web_server.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -854,10 +855,28 @@ int serve_main(const struct serve_options *o)
         snprintf(port, sizeof port, "%u", metrics_http_port(metrics));
         serve_log("metrics_listening", "listen", o->metrics_listen, "port", port, LOG_END);
     }
+    struct web_server *web = NULL;
+    if (o->web_listen != NULL) {
+        /* The page asks what the ops socket answers, by the same dispatch. */
+        struct web_env env = {o->home,
+                              o->landlock == LANDLOCK_POLICY_OPTIONAL ? "optional" : "required",
+                              handle_request, &d};
+        web = web_server_start(o->web_listen, o->web_allow_remote, &env, err, sizeof err);
+        if (web == NULL) {
+            metrics_http_stop(metrics);
+            ops_server_stop(ops);
+            pool_free(d.pool);
+            return start_fail(err);
+        }
+        char port[16];
+        snprintf(port, sizeof port, "%u", web_server_port(web));
+        serve_log("web_listening", "listen", o->web_listen, "port", port, LOG_END);
+    }
     pool_maintain(d.pool);
     struct scheduler_hooks sched_hooks = {&d, scheduler_open_store, scheduler_admit};
     d.scheduler = scheduler_start(&sched_hooks, err, sizeof err);
     if (d.scheduler == NULL) {
+        web_server_stop(web);
         metrics_http_stop(metrics);
         ops_server_stop(ops);
         pool_free(d.pool);
@@ -900,6 +919,7 @@ int serve_main(const struct serve_options *o)
     serve_notify_stopping();
     serve_log("stopping", "signal", stop_name, LOG_END);
     scheduler_stop(d.scheduler); /* no fire after this */
+    web_server_stop(web);        /* no page action after this */
     stop_runners(&d);
     bool idle = wait_runs(&d, o->grace_ms);
     pthread_mutex_lock(&d.mu);

@@ -20,7 +20,7 @@ static void escaped(const char *in, size_t len, const char *want, const char *na
     free(got);
 }
 
-#define ESCAPED(in, want, name) escaped(in, sizeof in - 1, want, name)
+#define ESCAPED(in, want, name) escaped((in), sizeof(in) - 1, (want), (name))
 
 int main(void)
 {

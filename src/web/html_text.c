@@ -38,7 +38,7 @@ static bool reserve(struct html *h, size_t more)
 {
     if (h->failed)
         return false;
-    if (h->len + more + 1 <= h->cap)
+    if (h->text != NULL && h->len + more + 1 <= h->cap)
         return true;
     size_t cap = h->cap > 0 ? h->cap : HTML_INITIAL_CAP;
     while (cap < h->len + more + 1) {

@@ -162,8 +162,9 @@ static void json_table(struct html *h, json_t *v)
     } else if (json_is_array(v) && json_array_size(v) > 0 && json_is_object(json_array_get(v, 0))) {
         size_t i;
         json_t *child;
-        json_array_foreach(v, i, child)
+        json_array_foreach(v, i, child) {
             json_table(h, child);
+        }
     } else
         scalar_text(h, v);
 }
@@ -277,7 +278,9 @@ static void query_link(struct html *h, const char *path, const struct web_runs_q
 void web_runs_table(struct html *h, const json_t *runs, const struct web_runs_query *q)
 {
     size_t total = json_array_size(runs), matched = 0;
-    const json_t **order = calloc(total > 0 ? total : 1, sizeof *order);
+    /* The runs of this page, sorted: pointers into runs (borrowed). */
+    typedef const json_t *run_ref;
+    run_ref *order = calloc(total > 0 ? total : 1, sizeof(run_ref));
     if (order == NULL) {
         h->failed = true;
         return;
@@ -287,7 +290,7 @@ void web_runs_table(struct html *h, const json_t *runs, const struct web_runs_qu
         if (run_matches(run, q))
             order[matched++] = run;
     }
-    qsort((void *)order, matched, sizeof *order, newest_first);
+    qsort((void *)order, matched, sizeof(run_ref), newest_first);
     size_t first = (size_t)q->page * WEB_RUNS_PER_PAGE;
     html_raw(h, "<table id=\"runs\" data-live=\"");
     query_link(h, "/runs/table", q, q->page);
@@ -434,10 +437,11 @@ void web_page_run(struct html *h, const json_t *run, const char *csrf)
                     "<button id=\"cancel\">cancel the run</button></form>");
         size_t i;
         const json_t *call;
-        if (state != NULL && strcmp(state, "needs_reconcile") == 0)
-            json_array_foreach(calls, i, call)
-                if (str(call, "state") != NULL && strcmp(str(call, "state"), "unknown") == 0)
-                    reconcile_form(h, csrf, run, call);
+        bool in_doubt = state != NULL && strcmp(state, "needs_reconcile") == 0;
+        json_array_foreach(calls, i, call) {
+            if (in_doubt && str(call, "state") != NULL && strcmp(str(call, "state"), "unknown") == 0)
+                reconcile_form(h, csrf, run, call);
+        }
     }
 
     html_rawf(h, "<h2>journal (%zu calls)</h2><table id=\"journal\"><tr><th>position</th>"

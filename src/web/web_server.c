@@ -265,6 +265,16 @@ static bool run_id_of(const char *text, long long *out)
     return true;
 }
 
+/* A journal position: decimal digits, 0 to UINT32_MAX. */
+static bool position_of(const char *text, long long *out)
+{
+    size_t n = text != NULL ? strlen(text) : 0;
+    if (n == 0 || n > 10 || strspn(text, "0123456789") != n || (n > 1 && text[0] == '0'))
+        return false;
+    *out = strtoll(text, NULL, 10);
+    return *out <= (long long)UINT32_MAX;
+}
+
 static enum MHD_Result after_action(struct MHD_Connection *c, long long run)
 {
     char location[48];
@@ -297,8 +307,8 @@ static enum MHD_Result action_reconcile(struct web_server *s, struct MHD_Connect
     long long run, position;
     const char *decision_text = r->field[FIELD_DECISION];
     enum reconcile_decision decision;
-    if (!run_id_of(r->field[FIELD_RUN], &run) || !run_id_of(r->field[FIELD_POSITION], &position) ||
-        position > UINT32_MAX || decision_text == NULL)
+    if (!run_id_of(r->field[FIELD_RUN], &run) || !position_of(r->field[FIELD_POSITION], &position) ||
+        decision_text == NULL)
         return answer_message(c, MHD_HTTP_BAD_REQUEST, "reconcile",
                               "the form needs a run, a position and a decision");
     if (strcmp(decision_text, "observed") == 0)

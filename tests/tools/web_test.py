@@ -29,6 +29,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 
@@ -36,6 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cdp  # noqa: E402
 
 failures = 0
+SERVES = []  # every serve started, for its log when the harness itself fails
 
 
 def ok(cond, name, detail=""):
@@ -48,9 +50,9 @@ def ok(cond, name, detail=""):
     return cond
 
 
-def cli(args, home, check=True, env=None):
+def cli(args, home, check=True, env=None, timeout=120):
     r = subprocess.run([BIN + "/ck-basal", "--home", home] + args, capture_output=True,
-                       text=True, timeout=120, env=env)
+                       text=True, timeout=timeout, env=env)
     if check and r.returncode != 0:
         raise RuntimeError("ck-basal %s: exit %d: %s" % (" ".join(args), r.returncode, r.stderr))
     return r
@@ -92,15 +94,19 @@ class Serve:
                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.PIPE, text=True)
         self.log = []
-        deadline = time.monotonic() + 60
-        while True:
-            r, _, _ = select.select([self.p.stderr], [], [], max(0, deadline - time.monotonic()))
-            line = self.p.stderr.readline() if r else ""
-            if not line:
-                break
+        SERVES.append(self)
+        self.ready_seen = threading.Event()
+        # Its log is read to the end by a thread of its own: a full pipe would block it.
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self.ready_seen.wait(60)
+
+    def _read(self):
+        for line in self.p.stderr:
             self.log.append(line)
             if "event=ready" in line:
-                return
+                self.ready_seen.set()
+        self.ready_seen.set()
 
     @property
     def ready(self):
@@ -110,11 +116,11 @@ class Serve:
         if self.p.poll() is None:
             self.p.terminate()
         try:
-            rest = self.p.communicate(timeout=60)[1]
+            self.p.wait(timeout=60)
         except subprocess.TimeoutExpired:
             self.p.kill()
-            rest = self.p.communicate()[1]
-        self.log.extend(rest.splitlines(True))
+            self.p.wait()
+        self.reader.join(30)
         return self.p.returncode
 
 
@@ -185,7 +191,8 @@ def main():
         json.dump({"modules": {"blocker": {"program": os.path.abspath(a.module),
                                            "args": ["--log", os.path.join(root, "module.log")],
                                            "timeout_ms": 60000,
-                                           "ops": {"hold": {"kind": "query"}}}}}, f)
+                                           "ops": {"hold": {"kind": "query"},
+                                                   "echo": {"kind": "mutate"}}}}}, f)
     os.chmod(os.path.join(home, "modules.json"), 0o600)
     install_flow(home, root, "xss", 'return trigger.html ?? "<img src=x onerror=alert(1)>";\n')
     install_flow(home, root, "hold", "return await ops.call('blocker', 'hold', {fifo: trigger.fifo});\n",
@@ -204,11 +211,25 @@ def main():
                             home).stdout)
     xss_run, probe_run = first["run"], second["run"]
 
+    # Two runs left in doubt: killed after an unkeyed mutation was performed, before its
+    # outcome was stored; the serve's recovery puts each in needs_reconcile.
+    doubt_runs = []
+    for fid in ("doubt1", "doubt2"):
+        install_flow(home, root, fid, "return await ops.call('blocker', 'echo', {n: 1});\n",
+                     ', "ops": [{"module": "blocker", "op": "echo"}]')
+        env = dict(os.environ, BASAL_TEST_KILL_AT="after_dispatch:0")
+        r = cli(["run", fid], home, check=False, env=env)
+        doubt_runs.append(runs_json(home, fid)[0]["run"])
+        ok(r.returncode == -9, "run %s: the parent died after the mutation" % fid, r.returncode)
+
     # --- refusals before anything listens ---------------------------------------------
     other = os.path.join(root, "other")
     cli(["setup"], other)
     for addr in ("0.0.0.0:0", "192.0.2.1:8080", "[::]:0", "localhost:8080"):
-        r = cli(["serve", "--web", addr], other, check=False)
+        try:
+            r = cli(["serve", "--web", addr], other, check=False, timeout=20)
+        except subprocess.TimeoutExpired:  # it served instead of refusing
+            r = subprocess.CompletedProcess([], -1, "", "still running after 20 s")
         ok(r.returncode == 1 and len(r.stderr.strip().splitlines()) >= 1 and
            ("not loopback" in r.stderr or "names are not resolved" in r.stderr),
            "serve --web %s is refused [guard web-loopback]" % addr, "exit %d: %s" % (r.returncode, r.stderr))
@@ -295,7 +316,7 @@ def main():
         serve.stop()
         return
     try:
-        browse(browser, base, home, a.docs, xss_run, probe_run, probe, pending, token)
+        browse(browser, base, home, a.docs, xss_run, probe_run, probe, pending, doubt_runs)
     finally:
         browser.close()
         os.close(reader)  # the hold run goes on
@@ -305,18 +326,28 @@ def main():
     ok(code == 0 and not os.path.exists(os.path.join(home, "web-address")),
        "serve stops and removes web-address", "exit %s" % code)
 
+    # The CLI's reconcile of the other run in doubt, with no serve running (the CLI then
+    # drives the run itself): the same audit row as the page's.
+    page_doubt, cli_doubt = doubt_runs
+    out = json.loads(cli(["--json", "flow", "reconcile", str(cli_doubt), "0", "--observed",
+                          '{"seen": "<b>yes</b>"}'], home).stdout)
+    page_audit = [row[1:] for row in audit_rows(home, page_doubt) if row[2] == "reconcile"]
+    cli_audit = [row[1:] for row in audit_rows(home, cli_doubt) if row[2] == "reconcile"]
+    ok(out.get("result") == {"seen": "<b>yes</b>"} and len(page_audit) == 1 and page_audit == cli_audit,
+       "the page's reconcile is audited exactly as the CLI's", (out, page_audit, cli_audit))
 
-def browse(b, base, home, docs, xss_run, probe_run, probe, pending, token):
+
+def browse(b, base, home, docs, xss_run, probe_run, probe, pending, doubt_runs):
     dialogs = lambda: [e for e in b.events if e["method"] == "Page.javascriptDialogOpening"]
     url = cli(["web-url"], home).stdout.strip()
     b.navigate(url)
     ok(b.evaluate("location.pathname") == "/flows", "the login URL lands on the flows page",
        b.evaluate("location.href"))
     flows = b.evaluate("[...document.querySelectorAll('#flows tr.flow td:first-child')].map(td => td.textContent)")
-    ok(flows == ["hold", "xss"] or sorted(flows or []) == ["hold", "xss"], "the flows page lists the store's flows",
-       flows)
-    hashes = b.evaluate("[...document.querySelectorAll('#flows tr.flow td.text')].map(td => td.textContent)")
     listed = json.loads(cli(["--json", "flow", "list"], home).stdout)
+    ok(sorted(flows or []) == sorted(f["id"] for f in listed) and "xss" in flows,
+       "the flows page lists the store's flows", flows)
+    hashes = b.evaluate("[...document.querySelectorAll('#flows tr.flow td.text')].map(td => td.textContent)")
     want = sorted(f["approved_code_hash"] for f in listed)
     ok(sorted(hashes or []) == want, "each flow's approved code hash as flow list has it", (hashes, want))
     b.screenshot(os.path.join(docs, "web-flows.png"))
@@ -384,6 +415,30 @@ def browse(b, base, home, docs, xss_run, probe_run, probe, pending, token):
        "operator looked" in (page_audit[0][4] or ""),
        "the page's cancel is audited exactly as the CLI's", (page_audit, cli_audit))
 
+    # A reconcile from the page; the serve resumes the run with the observed value.
+    page_doubt = doubt_runs[0]
+    ok(wait_state(home, page_doubt, "needs_reconcile") == "needs_reconcile" and
+       wait_state(home, doubt_runs[1], "needs_reconcile") == "needs_reconcile",
+       "the serve's recovery leaves both runs in doubt in needs_reconcile",
+       [run_state(home, r) for r in doubt_runs])
+    b.navigate(base + "/run?id=%d" % page_doubt)
+    mark = len(b.events)
+    forms = b.evaluate("document.querySelectorAll('form.reconcile').length")
+    b.evaluate("const f = document.querySelector('form.reconcile'); "
+               "f.querySelector('[name=decision]').value = 'observed'; "
+               "f.querySelector('[name=observed]').value = '{\"seen\": \"<b>yes</b>\"}'; "
+               "f.querySelector('button').click(); true")
+    b.wait_event("Page.loadEventFired", time.monotonic() + 30, mark)
+    end = wait_state(home, page_doubt, "succeeded")
+    result = json.loads(cli(["--json", "journal", str(page_doubt)], home).stdout)["result"]
+    ok(forms == 1 and end == "succeeded" and result == {"seen": "<b>yes</b>"},
+       "the page's reconcile settles the call; the serve resumes the run with the observed value",
+       (forms, end, result))
+    b.navigate(base + "/run?id=%d" % page_doubt)
+    ok(b.evaluate("document.querySelectorAll('b').length") == 0 and
+       "<b>yes</b>" in b.evaluate("document.getElementById('run-result').textContent"),
+       "the observed value's markup is text on the run page [guard web-escape]", "")
+
     # Live updates: a new run appears without a reload, polling stops while hidden.
     b.navigate(base + "/runs")
     b.evaluate("window.notReloaded = true")
@@ -436,4 +491,10 @@ if __name__ == "__main__":
         main()
     except Exception as e:  # any failure of the harness itself is a failure, not a skip
         ok(False, "web test", repr(e))
+        for serve in SERVES:
+            sys.stdout.write("".join("# " + line for line in serve.log[-30:]))
+        if os.environ.get("WEB_TEST_LOG"):
+            with open(os.environ["WEB_TEST_LOG"], "w") as f:
+                for serve in SERVES:
+                    f.write("".join(serve.log))
     sys.exit(1 if failures else 0)

@@ -6,9 +6,12 @@
 # of each page (docs/web-*.png, shown by docs/web.md); else they go to the scratch dir.
 set -u
 cd "$(dirname "$0")/.." || exit 2
-bin=${BASAL_WEB_BIN:-build/test/bin}
-for b in ck-basal ck-basal-worker; do
-    [ -x "$bin/$b" ] || { echo "not ok - web: $bin/$b is missing (make test-build)"; exit 1; }
+# Both builds, as the test programs run: the test build and the sanitizer build.
+variants=${BASAL_WEB_VARIANTS:-test asan}
+for v in $variants; do
+    for b in ck-basal ck-basal-worker; do
+        [ -x "build/$v/bin/$b" ] || { echo "not ok - web: build/$v/bin/$b is missing (make test-build)"; exit 1; }
+    done
 done
 [ -x build/test/tools/test_module ] || { echo "not ok - web: build/test/tools/test_module is missing (make test-build)"; exit 1; }
 chromium=$(command -v chromium || true)
@@ -18,6 +21,12 @@ if [ -z "$chromium" ]; then
 fi
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/basal-web.XXXXXX") || exit 2
 trap 'rm -rf "$scratch"' EXIT
-python3 tests/tools/web_test.py --bin "$bin" --module build/test/tools/test_module \
-    --chromium "$chromium" --scratch "$scratch" --docs "${BASAL_WEB_SCREENSHOTS:-$scratch}"
-exit $?
+status=0
+for v in $variants; do
+    mkdir -p "$scratch/$v"
+    shots="$scratch/$v"
+    [ "$v" = test ] && shots=${BASAL_WEB_SCREENSHOTS:-$shots}
+    python3 tests/tools/web_test.py --bin "build/$v/bin" --label "$v" --module build/test/tools/test_module \
+        --chromium "$chromium" --scratch "$scratch/$v" --docs "$shots" || status=1
+done
+exit $status

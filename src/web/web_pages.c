@@ -292,9 +292,11 @@ void web_runs_table(struct html *h, const json_t *runs, const struct web_runs_qu
     }
     qsort((void *)order, matched, sizeof(run_ref), newest_first);
     size_t first = (size_t)q->page * WEB_RUNS_PER_PAGE;
-    html_raw(h, "<table id=\"runs\" data-live=\"");
+    /* One element (id "runs") holds the table and its page line: the live update
+     * replaces both. */
+    html_raw(h, "<div id=\"runs\" data-live=\"");
     query_link(h, "/runs/table", q, q->page);
-    html_rawf(h, "\" data-count=\"%zu\"><tr><th>run</th><th>flow</th><th>version</th>"
+    html_rawf(h, "\" data-count=\"%zu\"><table><tr><th>run</th><th>flow</th><th>version</th>"
                  "<th>state</th><th>trigger id</th><th>admitted</th><th>updated</th>"
                  "<th>result or error</th></tr>", matched);
     for (size_t i = first; i < matched && i < first + WEB_RUNS_PER_PAGE; i++) {
@@ -333,7 +335,7 @@ void web_runs_table(struct html *h, const json_t *runs, const struct web_runs_qu
         query_link(h, "/runs", q, q->page + 1);
         html_raw(h, "\">older</a>");
     }
-    html_raw(h, "</p>");
+    html_raw(h, "</p></div>");
 }
 
 void web_page_runs(struct html *h, const json_t *runs, const struct web_runs_query *q)

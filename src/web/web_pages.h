@@ -25,8 +25,9 @@ extern const char WEB_STYLESHEET[];
 
 /* flows: flow.list's data; health: health's data (per-flow counters), may be NULL. */
 void web_page_flows(struct html *h, const json_t *flows, const json_t *health);
-/* runs: the runs command's data. The runs table alone (id "runs") is what the live
- * update fetches (/runs/table). */
+/* runs: the runs command's data. web_runs_table() is the part the live update
+ * fetches (/runs/table) and replaces: one element, id "runs", with the table and its
+ * page line. */
 void web_page_runs(struct html *h, const json_t *runs, const struct web_runs_query *q);
 void web_runs_table(struct html *h, const json_t *runs, const struct web_runs_query *q);
 /* run: journal's data; csrf: the token of its forms (cancel, reconcile). */

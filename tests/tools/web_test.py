@@ -40,8 +40,12 @@ failures = 0
 SERVES = []  # every serve started, for its log when the harness itself fails
 
 
+LABEL = ""
+
+
 def ok(cond, name, detail=""):
     global failures
+    name = "web (%s): %s" % (LABEL, name) if LABEL else name
     if cond:
         print("ok - " + name, flush=True)
     else:
@@ -164,8 +168,9 @@ def audit_rows(home, run):
 
 
 def main():
-    global BIN
+    global BIN, LABEL
     ap = argparse.ArgumentParser()
+    ap.add_argument("--label", default="")
     ap.add_argument("--bin", required=True)
     ap.add_argument("--module", required=True)
     ap.add_argument("--chromium", required=True)
@@ -173,6 +178,7 @@ def main():
     ap.add_argument("--docs", required=True)
     a = ap.parse_args()
     BIN = os.path.abspath(a.bin)
+    LABEL = a.label
     root = a.scratch
     home = os.path.join(root, "home")
 
@@ -451,8 +457,9 @@ def browse(b, base, home, docs, xss_run, probe_run, probe, pending, doubt_runs):
     except cdp.Timeout:
         appeared = False
     ok(appeared and b.evaluate("window.notReloaded === true") and
-       b.evaluate("document.querySelectorAll('#runs tr.run').length") == before + 1,
-       "the runs page shows a new run without a reload", before)
+       b.evaluate("document.querySelectorAll('#runs tr.run').length") == before + 1 and
+       ("(%d runs)" % (before + 1)) in b.evaluate("document.querySelector('#runs .pages').textContent"),
+       "the runs page shows a new run and its count without a reload", before)
     b.screenshot(os.path.join(docs, "web-runs.png"))
     b.evaluate("Object.defineProperty(document, 'hidden', {configurable: true, get: () => true}); "
                "document.dispatchEvent(new Event('visibilitychange')); true")

@@ -17,6 +17,7 @@ would turn red without it:
                               no dialog, no request to the listener (with a control
                               showing the browser does reach the listener when asked)
   [guard web-headers]         CSP, nosniff, frame denial, no-referrer, no-store
+  [guard web-token-private]   a web-token file with group or other bits is refused
 """
 import argparse
 import http.client
@@ -246,6 +247,22 @@ def main():
     ok(r.returncode == 1 and "no serve --web runs" in r.stderr and
        not os.path.exists(os.path.join(other, "web-login")),
        "web-url without a serve --web: refused, nothing written", r.stderr)
+
+    # A token file others could read is refused, never used or replaced.
+    other_token = os.path.join(other, "web-token")
+    before = open(other_token).read()
+    os.chmod(other_token, 0o644)
+    try:
+        r = cli(["serve", "--web", "127.0.0.1:0"], other, check=False, timeout=20)
+    except subprocess.TimeoutExpired:  # it served with the readable token
+        r = subprocess.CompletedProcess([], -1, "", "still running after 20 s")
+    s_r = cli(["setup"], other, check=False)
+    ok(r.returncode == 1 and "web-token is not an owner-only regular file" in r.stderr and
+       s_r.returncode == 1 and open(other_token).read() == before and
+       stat.S_IMODE(os.stat(other_token).st_mode) == 0o644,
+       "a web-token others can read: serve --web and setup refuse, the file unchanged [guard web-token-private]",
+       (r.returncode, r.stderr[-200:], s_r.returncode, s_r.stderr))
+    os.chmod(other_token, 0o600)
 
     # Remote allowed: the control of the loopback guard (the same serve starts).
     remote = Serve(other, ["--web", "0.0.0.0:0", "--web-allow-remote"])

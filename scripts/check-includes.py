@@ -31,7 +31,7 @@ MAY_INCLUDE = {
     "web": {"flows", "store", "supervisor", "host", "base", "proto"},
     "serve": {"web", "flows", "store", "supervisor", "host", "base", "proto"},
     "cli": {"serve", "web", "flows", "store", "supervisor", "host", "base", "proto"},
-    "ck": {"serve", "web", "flows", "store", "supervisor", "host", "base", "proto"},
+    "ck": {"serve", "flows", "store", "supervisor", "host", "base", "proto"},
     "worker": {"base", "proto"},
 }
 CONSUMERS = ("tests", "bench", "fuzz")  # above every part of src/

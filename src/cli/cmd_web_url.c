@@ -2,6 +2,7 @@
  * goes into the data home's web-login (web/web_auth.h), replacing any unused one; the
  * page of the serve --web running on this data home takes it once. */
 #include "cli/commands.h"
+#include "serve/serve_lock.h"
 #include "store/datahome.h"
 #include "web/web_auth.h"
 
@@ -23,7 +24,10 @@ int cmd_web_url(const struct cli_globals *g, int argc, char **argv)
         fprintf(stderr, "ck-basal web-url: %s\n", err);
         return EXIT_REFUSED;
     }
-    int found = web_address_read(home, base, sizeof base, err, sizeof err);
+    /* web-address outlives a serve that was killed: only a live serve's counts. */
+    int found = 0;
+    if (serve_lock_holder(home) > 0)
+        found = web_address_read(home, base, sizeof base, err, sizeof err);
     if (found == 0)
         fprintf(stderr, "ck-basal web-url: no serve --web runs on %s (start ck-basal serve "
                         "--web 127.0.0.1:PORT)\n", home);

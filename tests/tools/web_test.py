@@ -248,6 +248,16 @@ def main():
        not os.path.exists(os.path.join(other, "web-login")),
        "web-url without a serve --web: refused, nothing written", r.stderr)
 
+    # A web-address a killed serve left behind: no live serve, no URL.
+    with open(os.path.join(other, "web-address"), "w") as f:
+        f.write("http://127.0.0.1:1\n")
+    os.chmod(os.path.join(other, "web-address"), 0o600)
+    r = cli(["web-url"], other, check=False)
+    ok(r.returncode == 1 and "no serve --web runs" in r.stderr and
+       not os.path.exists(os.path.join(other, "web-login")),
+       "web-url with a stale web-address and no serve: refused, nothing written", r.stderr)
+    os.unlink(os.path.join(other, "web-address"))
+
     # A token file others could read is refused, never used or replaced.
     other_token = os.path.join(other, "web-token")
     before = open(other_token).read()

@@ -527,8 +527,9 @@ if __name__ == "__main__":
         ok(False, "web test", repr(e))
         for serve in SERVES:
             sys.stdout.write("".join("# " + line for line in serve.log[-30:]))
-        if os.environ.get("WEB_TEST_LOG"):
-            with open(os.environ["WEB_TEST_LOG"], "w") as f:
-                for serve in SERVES:
-                    f.write("".join(serve.log))
+    finally:
+        for serve in SERVES:  # none outlives the test, whatever failed
+            if serve.p.poll() is None:
+                serve.p.kill()
+                serve.p.wait()
     sys.exit(1 if failures else 0)

@@ -35,8 +35,8 @@ CLI_SRC    := $(wildcard src/cli/*.c)
 CK_SRC     := $(wildcard src/ck/*.c)
 # ck (setup, upgrade) links only what it uses of the parent: the data home's default,
 # the serve lock, the ops client and their helpers; SQLite for the store's schema and
-# its snapshot, jansson for the ops replies and ck-basal --version --json.
-CK_MODULES := src/base/error_line.c src/base/clock.c src/store/datahome.c \
+# its snapshot (store_backup), jansson for the ops replies and ck-basal --version --json.
+CK_MODULES := src/base/error_line.c src/base/clock.c src/store/datahome.c src/store/store_backup.c \
               src/serve/serve_lock.c src/serve/ops_client.c
 CK_LIBS    := -lsqlite3 -ljansson
 TEST_SRC   := $(wildcard tests/t_*.c)
@@ -203,7 +203,17 @@ include mk/aarch64.mk
 
 # The arm64 cross build is part of the test build: t_syscall_table checks its filter,
 # t_aarch64.sh its binaries.
-test-build: all aarch64 $(TEST_WORKER) $(TEST_PARENT) $(TEST_CK) $(ASAN_PARENT) $(ASAN_WORKER) $(ASAN_CK) $(TEST_BINS) $(ASAN_TESTS) $(TOOL_BINS)
+# A test program that runs the ops dispatcher in its own process starts workers
+# "beside itself" as ck-basal does (flow install has one compile the script).
+SIDE_WORKERS := build/test/tests/ck-basal-worker build/asan/tests/ck-basal-worker
+build/test/tests/ck-basal-worker: $(TEST_WORKER)
+	@mkdir -p $(@D)
+	ln -sf ../bin/ck-basal-worker $@
+build/asan/tests/ck-basal-worker: $(ASAN_WORKER)
+	@mkdir -p $(@D)
+	ln -sf ../bin/ck-basal-worker $@
+
+test-build: all aarch64 $(TEST_WORKER) $(TEST_PARENT) $(TEST_CK) $(ASAN_PARENT) $(ASAN_WORKER) $(ASAN_CK) $(TEST_BINS) $(ASAN_TESTS) $(TOOL_BINS) $(SIDE_WORKERS)
 
 # The whole suite: builds every variant, runs every test, lint and the fuzz smoke run.
 check: test-build

@@ -8,10 +8,14 @@ build_pkgs="gcc make patch openssl ca-certificates libseccomp-dev libsqlite3-dev
 libjansson-dev libssl-dev libcurl4-openssl-dev libsystemd-dev libmicrohttpd-dev git"
 test_pkgs="clang clang-tidy cppcheck libclang-rt-14-dev strace python3 curl
 python3-prometheus-client systemd groff-base man-db"
+# tests/t_store_locks.c reads the store with the sqlite3 shell beside a running serve.
+test_pkgs="$test_pkgs sqlite3"
 # tests/t_completion.sh drives the bash completion under bash-completion's own helpers.
 test_pkgs="$test_pkgs bash-completion"
 # tests/t_web.sh drives the status page (serve --web) in headless Chromium.
 test_pkgs="$test_pkgs chromium"
+# tests/t_codemode_typescript.sh checks codemode check with Debian's TypeScript compiler.
+test_pkgs="$test_pkgs node-typescript"
 
 # The arm64 cross build (mk/aarch64.mk, part of the test build): Debian's cross
 # compiler, the arm64 libraries through multiarch, and qemu-user to run the filter

@@ -18,7 +18,10 @@
 #   - --stop on a serve of this build goes through the ops socket (serve.stop), and a
 #     serve that systemd's unit runs (a stub systemctl claims it: there is no user
 #     manager here, so the decision is tested, not systemd) is started again [guard
-#     upgrade-restarts-systemd-unit].
+#     upgrade-restarts-systemd-unit];
+#   - --stop on a serve that is already stopping (its run held in the grace) takes the
+#     serve's "serve is stopping" for the stop and upgrades once it has gone (red when
+#     serve_stop treats that reply as a failure).
 set -u
 cd "$(dirname "$0")/.." || exit 2
 repo=$PWD
@@ -381,4 +384,50 @@ print(s.makefile().readline().strip())' "$h/ops.sock" 2>&1)
     fi
 else
     echo "not ok - ck: this build's serve did not become ready"
+fi
+
+# --- --stop on a serve that is already stopping ----------------------------------------
+# A stopping serve answers every request "serve is stopping" (docs/ops-protocol.md); ck
+# upgrade --stop takes that for the stop it asks for and waits for the lock. A run held
+# by the test module (until this script closes the FIFO) keeps the serve in its grace,
+# so ck asks while it is stopping. Every wait reads a pipe: no sleep.
+fifo=$scratch/hold.fifo
+mkfifo "$fifo"
+exec {hold_fd}<>"$fifo"
+printf '{"modules": {"hold": {"program": "%s", "args": ["--log", "%s"], "timeout_ms": 120000, "ops": {"hold_query": {"kind": "query"}}}}}\n' \
+    "$repo/build/test/tools/test_module" "$scratch/hold.log" >"$h/modules.json"
+chmod 600 "$h/modules.json"
+mkdir -p "$work/hold"
+printf '{"format":1,"id":"hold","version":1,"purpose":"holds the serve in its grace","trigger":{"manual":true},"limits":{"cpu_ms":10000},"ops":[{"module":"hold","op":"hold_query"}]}\n' \
+    >"$work/hold/manifest.json"
+printf "await ops.call('hold', 'hold_query', {fifo: '%s'});\nreturn 1;\n" "$fifo" >"$work/hold/flow.js"
+installed=$("$pbin/ck-basal" --home "$h" --json flow install "$work/hold" 2>&1)
+hash=$(printf '%s' "$installed" | sed -n 's/.*"code_hash":"\([0-9a-f]*\)".*/\1/p')
+held=""
+if [ -n "$hash" ] && "$pbin/ck-basal" --home "$h" flow approve hold --version 1 --code-hash "$hash" >/dev/null &&
+    start_serve "$pbin" && "$pbin/ck-basal" --home "$h" run hold --detach >/dev/null &&
+    IFS= read -r -t 60 -u "$hold_fd" held && kill -TERM "$serve_pid"; then
+    while IFS= read -r -t 60 -u "$serve_out" line; do
+        case "$line" in *event=stopping*) break ;; esac
+    done
+    exec {ck_out}< <(PATH=$stub:$PATH STUB_MAINPID=0 "$NEW/ck" upgrade --reinstall --from "$NEW" \
+        --prefix "$p" --home "$h" --stop 2>&1; echo "ck-exit=$?")
+    out=""
+    while IFS= read -r -t 120 -u "$ck_out" line; do
+        out="$out$line "
+        case "$line" in *"waiting for it to end"* | ck-exit=*) break ;; esac
+    done
+    exec {hold_fd}>&- # the held run ends; the serve stops, ck takes the lock
+    while IFS= read -r -t 120 -u "$ck_out" line; do out="$out$line "; done
+    exec {ck_out}<&-
+    serve_tail=$(wait_serve_gone)
+    if printf '%s' "$out" | grep -q '(it was already stopping)' &&
+        printf '%s' "$out" | grep -q 'ck-exit=0' && printf '%s' "$serve_tail" | grep -q 'event=stopped'; then
+        echo "ok - ck upgrade --stop on a serve already stopping: its 'serve is stopping' is the stop ck asked for; ck waits for it and upgrades"
+    else
+        echo "not ok - ck upgrade --stop on a stopping serve: $(one_line "$out" 500); serve: $(one_line "$serve_tail")"
+    fi
+else
+    echo "not ok - ck: a serve held in its grace for the stopping check: held '$held', install $(one_line "$installed")"
+    [ -n "${serve_pid:-}" ] && kill "$serve_pid" 2>/dev/null
 fi

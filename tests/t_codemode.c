@@ -446,7 +446,7 @@ static void test_escaping(void)
         "return 'x\\u202ey';\n");
     struct proc_result r = cli(false, ARGS("codemode", "run", script));
     check(proc_exited_with(&r, 0) &&
-              output_has_line(r.err, "log: red \\x1b[31m and \\u202e reversed") &&
+              output_has_line(r.err, "log: red \\u001b[31m and \\u202e reversed") &&
               output_has_line(r.out, "result: \"x\\u202ey\"") &&
               strchr(r.err, 0x1b) == NULL && strstr(r.out, RLO) == NULL &&
               strstr(r.err, RLO) == NULL,

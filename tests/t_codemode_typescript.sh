@@ -213,6 +213,75 @@ else
   not_ok "typescript: the inherited-names catalog's declarations" "describe failed"
 fi
 
+# ---- 6. codemode tsconfig and codemode check ------------------------------------------------
+# With the one tsconfig basal ships, default tsc --strict accepts a correct script that
+# uses console and e.data in a catch (the DOM's console and unknown catch variables
+# rejected it), with the pinned tsc and with Debian's node-typescript (/usr/bin/tsc);
+# `codemode check` runs that check and names the script's own lines; without tsc it
+# says how to install it [guard codemode-check].
+cat >"$work/good.js" <<'EOF'
+console.log("searching");
+let found = [];
+try {
+  found = await tools.call("search_notes", { text: "milk", limit: 3 });
+} catch (e) {
+  console.log("search failed:", e.data.code);
+}
+await tools.call("add_note", { text: "buy milk", tags: ["shopping"] });
+return found;
+EOF
+example_home=$work/example # section 1's, with the example catalog
+debian_tsc=/usr/bin/tsc
+[ -x "$debian_tsc" ] || not_ok "typescript: Debian's tsc" "$debian_tsc is missing (apt-get install node-typescript; scripts/install-deps.sh --test does)"
+by_hand=$work/by-hand
+mkdir -p "$by_hand"
+cp "$work/example.d.ts" "$by_hand/tools.d.ts"
+{ echo 'async function main(): Promise<unknown> {'; cat "$work/good.js"; echo '}'; } >"$by_hand/script.ts"
+"$basal" codemode tsconfig >"$by_hand/tsconfig.json"
+for compiler in "$tsc" "$debian_tsc"; do
+  if out=$(cd "$by_hand" && "$compiler" -p . 2>&1); then
+    ok "typescript: $("$compiler" --version) -p with codemode tsconfig accepts a correct script using console and e.data"
+  else
+    not_ok "typescript: $compiler -p with codemode tsconfig accepts a correct script using console and e.data" "$out"
+  fi
+  out=$("$basal" --home "$example_home" codemode check "$work/good.js" --tsc "$compiler" 2>&1)
+  rc=$?
+  if [ "$rc" -eq 0 ] && [ "$out" = "no type errors: every tools.call matches its tool's input type" ]; then
+    ok "typescript: codemode check --tsc $compiler passes the correct script [guard codemode-check]"
+  else
+    not_ok "typescript: codemode check --tsc $compiler passes the correct script [guard codemode-check]" "exit $rc: $out"
+  fi
+  out=$("$basal" --home "$example_home" codemode check "$work/wrong.js" --tsc "$compiler" 2>&1)
+  rc=$?
+  lines=$(printf '%s\n' "$out" | sed -n "s|^$work/wrong\.js:\([0-9]*\):[0-9]*: error TS.*|\1|p" | tr '\n' ' ')
+  if [ "$rc" -eq 1 ] && [ "$lines" = "1 2 3 4 5 " ]; then
+    ok "typescript: codemode check --tsc $compiler fails the wrong script, one error on each of its lines 1-5, named by the script's own file and lines [guard codemode-check]"
+  else
+    not_ok "typescript: codemode check --tsc $compiler fails the wrong script at its own lines [guard codemode-check]" "exit $rc, lines '$lines': $out"
+  fi
+done
+# tsc found in PATH, as a user runs it.
+out=$(PATH=/usr/bin:/bin "$basal" --home "$example_home" codemode check "$work/good.js" 2>&1)
+if [ $? -eq 0 ]; then
+  ok "typescript: codemode check finds Debian's tsc in PATH"
+else
+  not_ok "typescript: codemode check finds Debian's tsc in PATH" "$out"
+fi
+runs_before=$("$basal" --home "$example_home" --json runs)
+out=$(PATH=/nonexistent "$basal" --home "$example_home" codemode check "$work/good.js" 2>&1)
+rc=$?
+if [ "$rc" -eq 1 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] &&
+  printf '%s' "$out" | grep -q 'not found: install the TypeScript compiler (apt-get install node-typescript'; then
+  ok "typescript: without tsc, codemode check says how to install it (exit 1, one line)"
+else
+  not_ok "typescript: without tsc, codemode check says how to install it" "exit $rc: $out"
+fi
+if [ "$("$basal" --home "$example_home" --json runs)" = "$runs_before" ]; then
+  ok "typescript: codemode check records no run"
+else
+  not_ok "typescript: codemode check records no run" "the runs changed"
+fi
+
 # ---- 5. the example end to end --------------------------------------------------------------
 if out=$(BASAL=$basal "$ex/run.sh" 2>&1) &&
   printf '%s\n' "$out" | grep -q '^codemode run c1: succeeded$' &&

@@ -454,9 +454,9 @@ static void test_protocol(void)
     if (!check(worker_start(&w, harness_test_worker(), NULL), "protocol: worker starts",
                "%s", strerror(errno)))
         return;
-    send_hello(&w, 2);
-    expect_refused(&w, PROTO_REFUSAL_VERSION_MISMATCH, "version 1",
-                   "protocol: Hello with version 2 is refused (version_mismatch)");
+    send_hello(&w, PROTO_VERSION + 1);
+    expect_refused(&w, PROTO_REFUSAL_VERSION_MISMATCH, "version 2",
+                   "protocol: Hello with another version is refused (version_mismatch)");
     send_activate(&w, "return 1");
     expect_refused(&w, PROTO_REFUSAL_UNEXPECTED_FRAME, "activate in state awaiting-hello",
                    "protocol: Activate before Hello is refused naming the state");

@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #define TIMEOUT_MS 20000
-#define SCRIPT "export default async function main() { return 1; }\n"
+#define SCRIPT "const main = async () => 1;\nreturn await main();\n"
 
 static char g_root[256];
 static char g_home[PATH_MAX];
@@ -414,6 +414,13 @@ static void test_bad_inputs(void)
         {"install: missing flow.js", "bad6", NULL, m, "flow.js"},
         {"install: missing manifest.json", "bad7", SCRIPT, NULL, "manifest"},
         {"install: empty script", "bad8", "", m, "script"},
+        /* A confined worker compiles the script before anything is stored
+         * [guard install-compiles]; the error names the file, line and column. */
+        {"install: a script that does not compile [guard install-compiles]", "bad10",
+         "const a = 1;\nlet b = ;\nreturn a;\n", m,
+         "the script does not compile: syntax error: SyntaxError: unexpected token in expression"},
+        {"install: a script that does not compile names file, line and column", "bad11",
+         "const a = 1;\nlet b = ;\nreturn a;\n", m, "/bad11/flow.js:2:9)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         size_t sl = cases[i].script != NULL ? strlen(cases[i].script) : 0;
@@ -422,6 +429,16 @@ static void test_bad_inputs(void)
         const char *args[] = {"flow", "install", dir, NULL};
         refused_case(cases[i].name, 1, cases[i].want, args);
     }
+
+    /* Compiling runs none of the script: an endless loop at its top installs at once. */
+    const char *loop_m = manifest_text("looping", 1);
+    const char *loop_dir = flow_dir("loop", "for (;;) {}\nreturn 1;\n", 22, loop_m, strlen(loop_m));
+    const char *loop_args[] = {"flow", "install", loop_dir, NULL};
+    struct proc_result lr = run_cli(false, loop_args);
+    check(proc_exited_with(&lr, 0) && strstr(lr.out, "installed flow looping version 1") != NULL,
+          "install: the compile check runs none of the script (an endless loop installs)", "%s / %s",
+          proc_describe(&lr), lr.err);
+    proc_result_free(&lr);
 
     /* Oversized manifest: a valid document padded past 64 KiB. */
     size_t big = MANIFEST_MAX_BYTES + 1;

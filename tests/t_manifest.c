@@ -272,7 +272,7 @@ static void test_structure(void)
     refuse_trigger("{\"schedule\":{\"cron\":\"* * * * *\",\"jitter\":\"5s\"}}",
                    "manifest.trigger.schedule.jitter: unknown field",
                    "unknown field in schedule refused");
-    refuse_extra(",\"a\\nb\":1", "manifest.\"a\\x0ab\": unknown field",
+    refuse_extra(",\"a\\nb\":1", "manifest.\"a\\nb\": unknown field",
                  "unknown field with a newline in its name: escaped, one line");
 
     refuse("{\"format\":1,\"id\":\"x\",\"id\":\"y\",\"version\":1,\"purpose\":\"p\"," MANUAL "}",
@@ -412,7 +412,28 @@ static void test_fields(void)
     refuse("{\"id\":\"x\",\"version\":1,\"purpose\":\"p\"," MANUAL "}", "manifest.format: missing",
            "missing format refused");
     refuse("{\"format\":1,\"id\":\"x\",\"version\":1,\"purpose\":\"a\\nb\"," MANUAL "}",
-           "manifest.purpose: contains a control character", "purpose with a newline refused");
+           "manifest.purpose: holds a control character (U+000A) at byte 1 (one line of text)",
+           "purpose with a newline refused");
+    refuse("{\"format\":1,\"id\":\"x\",\"version\":1,\"purpose\":\"ok \\u202eevil\"," MANUAL "}",
+           "manifest.purpose: holds a direction control (U+202E) at byte 3",
+           "purpose with a right-to-left override refused [guard manifest-shown-text]");
+    refuse("{\"format\":1,\"id\":\"x\",\"version\":1,\"purpose\":\"a\\u2066b\"," MANUAL "}",
+           "manifest.purpose: holds a direction control (U+2066) at byte 1",
+           "purpose with an isolate refused [guard manifest-shown-text]");
+    refuse("{\"format\":1,\"id\":\"x\",\"version\":1,\"purpose\":\"a\\u2028b\"," MANUAL "}",
+           "manifest.purpose: holds a line separator (U+2028)",
+           "purpose with a line separator refused [guard manifest-shown-text]");
+    refuse("{\"format\":1,\"id\":\"x\",\"version\":1,\"purpose\":\"a\\u0085b\"," MANUAL "}",
+           "manifest.purpose: holds a C1 control character (U+0085)",
+           "purpose with a C1 NEL refused [guard manifest-shown-text]");
+    refuse("{\"format\":1,\"id\":\"x\",\"version\":1,\"purpose\":\"a\\u007fb\"," MANUAL "}",
+           "manifest.purpose: holds a control character (U+007F)", "purpose with DEL refused");
+    {
+        struct manifest kept;
+        if (accepts("{\"format\":1,\"id\":\"x\",\"version\":1,\"purpose\":\"caf\\u00e9 \\u00a0\\u20ac "
+                    "\\u05d0\"," MANUAL "}", &kept, "purpose with other non-ASCII kept (control)"))
+            manifest_free(&kept);
+    }
     char purpose[1100];
     memset(purpose, 'p', 1025);
     purpose[1025] = '\0';

@@ -31,7 +31,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define SCRIPT "export default async function (ctx) { return 1; }\n"
+#define SCRIPT "const main = async (ctx) => 1;\nreturn await main(trigger);\n"
 
 static char g_root[256];
 static char g_home[PATH_MAX];

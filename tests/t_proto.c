@@ -199,6 +199,8 @@ static void test_round_trips(void)
     activate.activate.activation_id = 0x0123456789abcdefULL;
     activate.activate.profile = PROTO_PROFILE_CODEMODE;
     activate.activate.script = proto_text_of("return await kv.get('x');");
+    activate.activate.script_name = proto_text_of("/srv/job.js");
+    activate.activate.compile_only = true;
     activate.activate.trigger = proto_text_of("{\"kind\":\"manual\"}");
     activate.activate.budgets.cpu_ms = 1000;
     activate.activate.budgets.heap_bytes = 0x100000000ULL;
@@ -211,6 +213,7 @@ static void test_round_trips(void)
         int same = a->activation_id == 0x0123456789abcdefULL &&
                    a->profile == PROTO_PROFILE_CODEMODE &&
                    text_is(a->script, "return await kv.get('x');") &&
+                   text_is(a->script_name, "/srv/job.js") && a->compile_only &&
                    text_is(a->trigger, "{\"kind\":\"manual\"}") && a->budgets.cpu_ms == 1000 &&
                    a->budgets.heap_bytes == 0x100000000ULL && a->budgets.stack_bytes == 1u << 20 &&
                    a->budgets.max_value_bytes == 256u * 1024u && a->prefix_count == 2 &&
@@ -479,6 +482,8 @@ static void test_decode_errors(void)
         add_u8(&b, 0);
     add_u8(&b, PROTO_PROFILE_FLOW);
     add_blob(&b, "1", 1);
+    add_blob(&b, "a.js", 4);
+    add_u8(&b, 0); /* compile_only */
     add_blob(&b, "{}", 2);
     add_u32(&b, 1000);
     for (int i = 0; i < 8; i++)

@@ -42,7 +42,13 @@
  * Patch 0004 (regexp-oom): an out-of-memory error inside regexp execution is the engine's
  * own InternalError("out of memory"), so uncaught it ends as budget_exhausted memory
  * (it was InternalError("out of memory in regexp execution"), reported as
- * script_error). */
+ * script_error).
+ *
+ * Patch 0007 (syntax-error-location): a syntax error names the script's own file, line
+ * and column, on the first line too (the worker's wrapper has a line of its own, line
+ * 0), in --json's detail and in the human message; a runtime error's stack names the
+ * file and the script's own lines. Red without the patch: the detail said
+ * "at /path:2" (no column), and the first line's column would count the wrapper. */
 #include "lib/harness.h"
 #include "proto/frame.h"
 #include "proto/message.h"
@@ -486,6 +492,61 @@ static void test_regexp_oom(void)
     proc_result_free(&r);
 }
 
+/* ---- patch 0007: where a syntax error is -------------------------------------- */
+
+static json_t *exec_one(const char *path, struct proc_result *r, bool json)
+{
+    const char *argv[] = {harness_test_parent(), json ? "--json" : "exec", json ? "exec" : path,
+                          json ? path : NULL, NULL};
+    *r = proc_run(argv, NULL, 0, 60000);
+    return json ? json_loads(r->out, 0, NULL) : NULL;
+}
+
+static void test_syntax_error_location(void)
+{
+    const char *second = harness_tmp_file("syntax_second.js", "let a = 1;\nlet b = ;\n");
+    const char *first = harness_tmp_file("syntax_first.js", "  return ) ;\n");
+    const char *runtime =
+        harness_tmp_file("runtime.js", "let a = 1;\nfunction f() {\n  null.x;\n}\nf();\n");
+    struct proc_result r;
+    char want[1024];
+    json_t *o = exec_one(second, &r, true);
+    snprintf(want, sizeof want, "SyntaxError: unexpected token in expression: ';'\n    at %s:2:9", second);
+    check(o != NULL && strcmp(str_field(o, "kind"), "syntax_error") == 0 &&
+              strcmp(str_field(o, "detail"), want) == 0,
+          "quickjs patch 0007 syntax-error-location: --json's detail names the script's file, "
+          "line 2 and column 9 [guard syntax-error-location]",
+          "%s; out: %.600s", proc_describe(&r), r.out);
+    json_decref(o);
+    proc_result_free(&r);
+    o = exec_one(first, &r, true);
+    snprintf(want, sizeof want, "    at %s:1:10", first);
+    check(o != NULL && strstr(str_field(o, "detail"), want) != NULL,
+          "quickjs patch 0007 syntax-error-location: on the script's first line the column is "
+          "the script's own (the wrapper is line 0)",
+          "%s; out: %.600s", proc_describe(&r), r.out);
+    json_decref(o);
+    proc_result_free(&r);
+    (void)exec_one(second, &r, false);
+    snprintf(want, sizeof want,
+             "syntax error: SyntaxError: unexpected token in expression: ';' (%s:2:9)", second);
+    check(strstr(r.out, want) != NULL,
+          "quickjs patch 0007 syntax-error-location: the human message ends with the location",
+          "%s; out: %.600s", proc_describe(&r), r.out);
+    proc_result_free(&r);
+    o = exec_one(runtime, &r, true);
+    snprintf(want, sizeof want,
+             "TypeError: cannot read property 'x' of null\n    at f (%s:3)\n    at <anonymous> (%s:5)",
+             runtime, runtime);
+    check(o != NULL && strcmp(str_field(o, "detail"), want) == 0 &&
+              strstr(str_field(o, "message"), ":3)") != NULL,
+          "quickjs patch 0007 syntax-error-location: a runtime error's stack names the file and "
+          "the script's own lines; the message its first frame",
+          "%s; out: %.600s", proc_describe(&r), r.out);
+    json_decref(o);
+    proc_result_free(&r);
+}
+
 int main(void)
 {
     if (!require_binary(harness_test_parent(), "quickjs patches: ck-basal test build present") ||
@@ -496,6 +557,7 @@ int main(void)
         return harness_finish();
     test_interrupt_poll();
     test_regexp_oom();
+    test_syntax_error_location();
     test_backtrace_oom();
     harness_remove_tmpdir();
     return harness_finish();

@@ -141,7 +141,7 @@ static void expect_term(const char *in, size_t len, unsigned flags, const char *
 
 static void test_escaper(void)
 {
-    TERM("a\x1b[2K\rb\tc\x07\x7f\x00" "d", 0, "a\\x1b[2K\\rb\\tc\\x07\\x7f\\x00d",
+    TERM("a\x1b[2K\rb\tc\x07\x7f\x00" "d", 0, "a\\u001b[2K\\rb\\tc\\u0007\\u007f\\u0000d",
          "escaper: C0 controls, DEL and NUL escaped [guard terminal-escaping]");
     TERM("one\ntwo", 0, "one\\ntwo", "escaper: a line break escaped by default");
     TERM("one\ntwo\r", TERM_KEEP_NEWLINES, "one\ntwo\\r",
@@ -156,10 +156,10 @@ static void test_escaper(void)
     TERM("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \\x1b \xe2\x80\x8b", 0,
          "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \\x1b \xe2\x80\x8b",
          "escaper: other UTF-8, a backslash and text that looks escaped are kept (control)");
-    char small[6]; /* "ab" and the NUL fit; "ab\\x1b" would need 7 */
+    char small[8]; /* "ab" and the NUL fit; "ab\\u001b" would need 9 */
     size_t used = term_escape(small, sizeof small, "ab\x1b" "cd", 5, 0);
     check(used == 2 && strcmp(small, "ab") == 0,
-          "escaper: a cut never splits an escape (the whole \\x1b or nothing)",
+          "escaper: a cut never splits an escape (the whole \\u001b or nothing)",
           "consumed %zu, got \"%s\"", used, small);
     char shown[12];
     term_show(shown, sizeof shown, "abcdef" RLO "g", 0); // NOLINT(misc-misleading-bidirectional)
@@ -181,7 +181,7 @@ static const char CONSOLE_EXACT[] =
     "log: \x1b[2K\rforged ok line\n"
     "log: \x1b]0;pwned title\x07" "after\n"
     "error: \xc2\x9b" "31mred" RLO "evil \x7f del\n"
-    "log: two\nlines\n";
+    "log: two\nlog| lines\n";
 static const char RESULT_EXACT[] = "\xc2\x9b" "2K" RLO "result" LRI LRM; // NOLINT(misc-misleading-bidirectional)
 
 /* A one-line error (the human line shows a detail's first line): cursor up, erase. */
@@ -196,8 +196,9 @@ static void test_exec(void)
     struct proc_result r = cli(false, ARGS("exec", "--profile", "codemode", console_js));
     expect_escaped(&r, true,
                    ARGS("\"\\u009b2K\\u202eresult\\u2066\\u200e\""),
-                   ARGS("log: \\x1b[2K\\rforged ok line\n", "log: \\x1b]0;pwned title\\x07after\n",
-                        "error: \\u009b31mred\\u202eevil \\x7f del\n", "log: two\nlines\n"),
+                   ARGS("log: \\u001b[2K\\rforged ok line\n",
+                        "log: \\u001b]0;pwned title\\u0007after\n",
+                        "error: \\u009b31mred\\u202eevil \\u007f del\n", "log: two\nlog| lines\n"),
                    "exec: console lines and a result with ESC, CR, BEL, DEL, C1 CSI and "
                    "direction controls are printed escaped [guard terminal-escaping]");
     check(proc_exited_with(&r, 0) && strstr(r.err, "truncated") == NULL,
@@ -217,7 +218,7 @@ static void test_exec(void)
     proc_result_free(&r);
 
     r = cli(false, ARGS("exec", error_js));
-    expect_escaped(&r, false, ARGS("script error: Error: \\x1b[1A\\x1b[2Kforged\\u202e\\u0085 \\x7f\n"),
+    expect_escaped(&r, false, ARGS("script error: Error: \\u001b[1A\\u001b[2Kforged\\u202e\\u0085 \\u007f ("),
                    NULL,
                    "exec: a script error's ESC sequences, NEL, DEL and RLO are printed escaped "
                    "[guard terminal-escaping]");
@@ -339,7 +340,7 @@ static void test_flow_output(void)
     r = cli(false, ARGS("run", "forge", "--trigger", "{\"fail\":true}"));
     expect_escaped(&r, false,
                    ARGS("run 2 of flow forge: failed\n",
-                        "error: script error: Error: \\x1b[1A\\x1b[2Krun forged\\u202e\n"),
+                        "error: script error: Error: \\u001b[1A\\u001b[2Krun forged\\u202e ("),
                    NULL, "run: a script error with ESC sequences and RLO is printed escaped "
                          "[guard terminal-escaping]");
     proc_result_free(&r);
@@ -352,7 +353,7 @@ static void test_flow_output(void)
     proc_result_free(&r);
 
     r = cli(false, ARGS("runs", "forge"));
-    expect_escaped(&r, false, ARGS("script error: Error: \\x1b[1A\\x1b[2Krun forged\\u202e"), NULL,
+    expect_escaped(&r, false, ARGS("script error: Error: \\u001b[1A\\u001b[2Krun forged\\u202e"), NULL,
                    "runs: the error column is printed escaped [guard terminal-escaping]");
     proc_result_free(&r);
 
@@ -362,7 +363,7 @@ static void test_flow_output(void)
           "setup: a forged kind in the journal", "sqlite failed");
     r = cli(false, ARGS("journal", "1"));
     expect_escaped(&r, false,
-                   ARGS("kv.set\\x1b[2K\\r\\u202e", "\"\\u202eval\\u001b[2K\"",
+                   ARGS("kv.set\\u001b[2K\\r\\u202e", "\"\\u202eval\\u001b[2K\"",
                         "args [\"k\\u009b\",\"\\u202eval\\u001b[2K\"]"),
                    NULL,
                    "journal: a kind, args and values with ESC, CR, C1 and RLO are printed "
@@ -397,13 +398,16 @@ static void test_lying_worker(void)
         return;
     struct proc_result r = cli_with(false, wrapper, ARGS("worker-check"));
     expect_escaped(&r, false,
-                   ARGS("Welcome reports os '\\x1b[2K\\rlinux\\u202e'",
-                        "all is well\\x1b]0;title\\x07\nsecond line\\u009b31m\n"),
+                   ARGS("Welcome reports os '\\u001b[2K\\rlinux\\u202e'",
+                        "all is well\\u001b]0;title\\u0007\n            | second line\\u009b31m\n"),
                    NULL,
                    "worker-check: a lying worker's Welcome text and log are printed escaped, "
                    "its log keeping its lines [guard terminal-escaping]");
     check(proc_exited_with(&r, 1), "worker-check: the lying worker is refused", "%s",
           proc_describe(&r));
+    check(strstr(r.out, "\nsecond line") == NULL,
+          "worker-check: no line of the worker's log begins a line of the output "
+          "[guard console-lines]", "stdout \"%.400s\"", r.out);
     proc_result_free(&r);
     r = cli_with(true, wrapper, ARGS("worker-check"));
     json_t *o = json_loads(r.out, 0, NULL);

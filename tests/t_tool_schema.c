@@ -146,7 +146,7 @@ static void validation_by_path(void)
     expect("schema: no type admits any value", "{}", "[1, {\"a\": null}]", NULL);
     expect("schema: an escape in a key cannot break the line or pass for a path",
            "{\"additionalProperties\": false}", "{\"a\\nb\\u001b[31m\": 1}",
-           "$[\"a\\x0ab\\x1b[31m\"]: not allowed (additionalProperties is false)");
+           "$[\"a\\nb\\u001b[31m\"]: not allowed (additionalProperties is false)");
 }
 
 /* The schema must be refused at load, with the line want. */
@@ -312,7 +312,28 @@ static void catalog(void)
     catalog_case("catalog: a control character in a description is refused",
                  "{\"tools\": {\"find\": {\"description\": \"a\\u001b[2Jb\", \"module\": \"tickets\","
                  " \"op\": \"search\", \"class\": \"query\", \"input\": {}}}}", 0600,
-                 "tools.json: tools.find.description: holds a control character (byte 1)");
+                 "tools.json: tools.find.description: holds a control character (U+001B) at byte 1");
+    catalog_case("catalog: a direction control in a description is refused "
+                 "[guard catalog-shown-text]",
+                 "{\"tools\": {\"find\": {\"description\": \"ab\\u202ec\", \"module\": \"tickets\","
+                 " \"op\": \"search\", \"class\": \"query\", \"input\": {}}}}", 0600,
+                 "tools.json: tools.find.description: holds a direction control (U+202E) at byte 2");
+    catalog_case("catalog: a C1 control in a description is refused [guard catalog-shown-text]",
+                 "{\"tools\": {\"find\": {\"description\": \"\\u009b2J\", \"module\": \"tickets\","
+                 " \"op\": \"search\", \"class\": \"query\", \"input\": {}}}}", 0600,
+                 "tools.json: tools.find.description: holds a C1 control character (U+009B) at byte 0");
+    catalog_case("catalog: a line separator in a schema's title is refused "
+                 "[guard catalog-shown-text]",
+                 "{\"tools\": {" TOOL("find", "query", "search",
+                                      "{\"title\": \"a\\u2028b\"}") "}}",
+                 0600, "tools.json: tools.find.input.title: holds a line separator (U+2028) at byte 1");
+    catalog_case("catalog: an isolate in a property's name is refused [guard catalog-shown-text]",
+                 "{\"tools\": {" TOOL("find", "query", "search",
+                                      "{\"properties\": {\"q\\u2066\": {}}}") "}}",
+                 0600, "holds a direction control (U+2066) at byte 1 (one line of text)");
+    catalog_case("catalog: a description of several lines with a tab is kept (control)",
+                 "{\"tools\": {\"find\": {\"description\": \"one\\n\\ttwo \\u00e9\", \"module\": \"tickets\","
+                 " \"op\": \"search\", \"class\": \"query\", \"input\": {}}}}", 0600, NULL);
     catalog_case("catalog: a group-writable tools.json is refused [guard: operator-owned file]",
                  "{\"tools\": {}}", 0664,
                  "tools.json: group- or world-writable (mode 0664); make it 0600 or 0644");
@@ -342,7 +363,7 @@ static void typescript(void)
     char err[512] = "";
     const char *catalog_text =
         "{\"tools\": {"
-        "\"find.v2\": {\"description\": \"Find.\\nEnds */ here \\u202e evil\", \"module\":"
+        "\"find.v2\": {\"description\": \"Find.\\nEnds */ here\", \"module\":"
         " \"tickets\", \"op\": \"search\", \"class\": \"query\", \"input\": {\"type\": \"object\","
         " \"required\": [\"q\"], \"additionalProperties\": false, \"properties\": {"
         " \"q\": {\"type\": \"string\", \"description\": \"x */ y\", \"maxLength\": 9},"
@@ -378,9 +399,8 @@ static void typescript(void)
         /* The only comment ends are the generator's own: every operator "*" "/" is split. */
         check(strstr(ts, "Ends *\\/ here") != NULL && strstr(ts, "x *\\/ y") != NULL,
               "typescript: operator text cannot end a comment", "%s", ts);
-        static const char rlo[] = {(char)0xe2, (char)0x80, (char)0xae, '\0'}; /* U+202E */
-        check(strstr(ts, "\\u{202E}") != NULL && strstr(ts, rlo) == NULL,
-              "typescript: a bidi control in a description is shown, never applied", "%s", ts);
+        /* A direction control never reaches the generator: the catalog refuses it
+         * ("catalog: a direction control in a description is refused" above). */
         check(strstr(ts, "An integer; Bounds") == NULL && strstr(ts, "An integer, at least 1.") != NULL,
               "typescript: bounds and integer-ness documented", "%s", ts);
         check(strstr(ts, "declare const console") != NULL &&

@@ -241,7 +241,7 @@ static void pure_rules(void)
     check(!welcome_acceptable(&w, LANDLOCK_POLICY_REQUIRED, 7, why, sizeof why),
           "welcome rule: no seccomp is refused", "accepted");
     w = good_welcome(7);
-    w.protocol_version = 2;
+    w.protocol_version = PROTO_VERSION + 1;
     check(!welcome_acceptable(&w, LANDLOCK_POLICY_REQUIRED, 7, why, sizeof why),
           "welcome rule: another protocol version is refused", "accepted");
     w = good_welcome(7);

@@ -1,7 +1,10 @@
 #include "base/json_fields.h"
 
+#include "base/terminal_chars.h"
+
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,17 +38,37 @@ const char *field_show(const char *s, bool quote, char *buf, size_t cap)
     }
     if (quote)
         buf[o++] = '"';
-    size_t i = 0;
-    for (; i < FIELD_SHOW_BYTES && s[i] != '\0' && o + 8 < cap; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch >= 0x20 && ch < 0x7f && (!quote || (ch != '"' && ch != '\\'))) {
-            buf[o++] = (char)ch;
-        } else {
+    size_t i = 0, len = strlen(s);
+    /* One piece per character, at most 6 bytes ("\u202e"), never cut inside one. */
+    while (i < FIELD_SHOW_BYTES && i < len && o + 8 < cap) {
+        uint32_t cp = 0;
+        size_t n = terminal_utf8_char((const unsigned char *)s + i, len - i, &cp);
+        if (n == 0) { /* not UTF-8: the byte, as hex */
             buf[o++] = '\\';
             buf[o++] = 'x';
-            buf[o++] = hex[ch >> 4];
-            buf[o++] = hex[ch & 15];
+            buf[o++] = hex[(unsigned char)s[i] >> 4];
+            buf[o++] = hex[(unsigned char)s[i] & 15];
+            n = 1;
+        } else if ((quote && (cp == '"' || cp == '\\')) || cp == '\n' || cp == '\r' ||
+                   cp == '\t') {
+            buf[o++] = '\\';
+            buf[o++] = s[i];
+            if (cp == '\n')
+                buf[o - 1] = 'n';
+            else if (cp == '\r')
+                buf[o - 1] = 'r';
+            else if (cp == '\t')
+                buf[o - 1] = 't';
+        } else if (terminal_char_active(cp)) { /* as JSON and term_text spell it */
+            buf[o++] = '\\';
+            buf[o++] = 'u';
+            for (int k = 0; k < 4; k++)
+                buf[o++] = hex[(cp >> (12 - 4 * k)) & 15];
+        } else {
+            memcpy(buf + o, s + i, n);
+            o += n;
         }
+        i += n;
     }
     if (quote)
         buf[o++] = '"';
@@ -140,4 +163,17 @@ int field_want_int(struct field_check *c, const json_t *v, const char *path, lon
     }
     *out = x;
     return 0;
+}
+
+int field_want_shown_text(struct field_check *c, const char *path, const char *s, size_t len,
+                          bool lines_ok)
+{
+    uint32_t cp = 0;
+    long at = terminal_chars_find(s, len, lines_ok, &cp);
+    if (at < 0)
+        return 0;
+    const char *kind = terminal_char_kind(cp);
+    return field_fail(c, path, "holds %s (U+%04X) at byte %ld%s",
+                      kind != NULL ? kind : "a byte that is not UTF-8", (unsigned)cp, at,
+                      lines_ok ? "" : " (one line of text)");
 }

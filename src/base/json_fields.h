@@ -31,8 +31,12 @@ __attribute__((format(printf, 3, 4))) void field_fail_msg(struct field_check *c,
  * variadic calls). */
 #define field_fail(...) (field_fail_msg(__VA_ARGS__), -1)
 
-/* s escaped for a one-line message: printable ASCII kept, everything else \xNN, cut
- * after FIELD_SHOW_BYTES source bytes ("..."); quoted if quote. Returns buf. */
+/* s escaped for a one-line message, in the style of every output: a line feed, CR and
+ * tab as \n \r \t, every other character a terminal acts on (base/terminal_chars.h)
+ * as \uXXXX, a byte that is not UTF-8 as
+ * \xNN, other characters kept (with quote: quoted, '"' and '\' as \" and \\); cut
+ * after about FIELD_SHOW_BYTES source bytes, never inside a character ("..."). Returns
+ * buf. */
 const char *field_show(const char *s, bool quote, char *buf, size_t cap);
 
 /* "path.key" (just "key" when path is empty), key shown as above unless plain. */
@@ -46,6 +50,14 @@ char *field_dup(struct field_check *c, const char *path, const char *s);
 /* An object whose keys are all in allowed (NULL-terminated): 0, or -1 refused. */
 int field_want_object(struct field_check *c, json_t *v, const char *path,
                       const char *const *allowed);
+
+/* A text the document shows to people (a purpose, a description, a name) holds no
+ * character a terminal acts on (base/terminal_chars.h: controls, C1, direction
+ * controls, line separators), a line feed and a tab excepted where lines_ok: 0, or -1
+ * refused as "path: holds a direction control (U+202E) at byte 3". s[0..len) is UTF-8
+ * (jansson checked it). */
+int field_want_shown_text(struct field_check *c, const char *path, const char *s, size_t len,
+                          bool lines_ok);
 
 /* An integer in [lo, hi] into *out: 0, or -1 refused. */
 int field_want_int(struct field_check *c, const json_t *v, const char *path, long long lo,

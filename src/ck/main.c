@@ -33,6 +33,37 @@ static void print_help(FILE *out)
             "\nexit status: 0 ok or nothing to do, 1 refused or failed, 2 usage\n");
 }
 
+/* `ck COMMAND --help`: the command's own usage, options and an example. */
+static void print_command_help(bool upgrade)
+{
+    if (upgrade)
+        printf("usage: ck upgrade [--from DIR] [--prefix DIR | --system] [--home DIR] [--stop]\n"
+               "                  [--reinstall]\n\n"
+               "Replace the installed build with a newer one: refuses a downgrade, a store newer\n"
+               "than the new build, and a running serve (unless --stop); snapshots the store\n"
+               "before a migration; installs the worker first, then the parent; then the new\n"
+               "ck-basal setup migrates the store.\n"
+               "  --from DIR    the directory of the new binaries (default: where ck is)\n"
+               "  --prefix DIR  the installation to replace, DIR/bin (default ~/.local)\n"
+               "  --system      the installation in /usr/local/bin\n"
+               "  --home DIR    the data home (default $XDG_DATA_HOME/cortexkit/basal)\n"
+               "  --stop        stop a serve running on the data home first (started again if\n"
+               "                systemd's ck-basal.service ran it)\n"
+               "  --reinstall   install the same build again\n\n"
+               "example:\n  ck upgrade --from ./build/bin --stop\n");
+    else
+        printf("usage: ck setup [--prefix DIR | --system] [--from DIR] [--home DIR]\n\n"
+               "Install ck-basal-worker, ck-basal and ck into PREFIX/bin, each by an atomic\n"
+               "rename, then run the installed ck-basal setup for the data home and its\n"
+               "worker-check; prints the line that puts PREFIX/bin on PATH when it is not.\n"
+               "  --prefix DIR  install into DIR/bin (default ~/.local)\n"
+               "  --system      install into /usr/local/bin\n"
+               "  --from DIR    the directory of the binaries (default: where ck is)\n"
+               "  --home DIR    the data home (default $XDG_DATA_HOME/cortexkit/basal)\n\n"
+               "example:\n  ck setup --prefix ~/.local\n");
+    printf("\nexit status: 0 ok or nothing to do, 1 refused or failed, 2 usage\n");
+}
+
 /* "ck: WHAT ARG" or "ck: WHAT" as one line; exit status 2. */
 static int usage(const char *what, const char *arg)
 {
@@ -59,6 +90,12 @@ int main(int argc, char **argv)
     bool upgrade = strcmp(command, "upgrade") == 0;
     if (!upgrade && strcmp(command, "setup") != 0)
         return usage("unknown command", command);
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            print_command_help(upgrade);
+            return CK_EXIT_OK;
+        }
+    }
     struct ck_options o;
     memset(&o, 0, sizeof o);
     for (int i = 2; i < argc; i++) {

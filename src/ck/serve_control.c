@@ -108,6 +108,13 @@ int serve_stop(const char *home, long holder, char *how, size_t how_cap, char *e
         bool ok = json_is_true(json_object_get(reply, "ok"));
         const char *error = json_string_value(json_object_get(reply, "error"));
         bool unknown = !ok && error != NULL && strcmp(error, "unknown command") == 0;
+        /* A serve already stopping refuses every request so: the stop ck asks for. */
+        bool already = !ok && error != NULL && strcmp(error, "serve is stopping") == 0;
+        if (already) {
+            json_decref(reply);
+            snprintf(how, how_cap, "(it was already stopping)");
+            return 0;
+        }
         if (!ok && !unknown) {
             rc = error_line(err, err_cap, "serve.stop: %s", error != NULL ? error : "refused");
             json_decref(reply);

@@ -20,7 +20,8 @@ int serve_lock_try(const char *home, int *lock_fd, long *holder, char *err, size
 
 /* Asks the serve holding home's lock (pid holder) to stop: the ops command
  * "serve.stop", or SIGTERM to holder when its build has no such command or its socket
- * is not up yet. how names the way taken. 0, or -1 with a one-line reason. */
+ * is not up yet; a serve that answers "serve is stopping" is already stopping (0). how
+ * names the way taken. 0, or -1 with a one-line reason. */
 int serve_stop(const char *home, long holder, char *how, size_t how_cap, char *err,
                size_t err_cap);
 

@@ -2,9 +2,9 @@
 
 #include "base/error_line.h"
 #include "store/store.h"
+#include "store/store_backup.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -74,89 +74,26 @@ int store_snapshot_schema(const char *home, int *version, char *err, size_t err_
     return rc;
 }
 
-/* The snapshot, opened again: intact, and at the schema it was taken at. */
-static int verify(const char *path, int version, char *err, size_t err_cap)
-{
-    sqlite3 *db = NULL;
-    int found = -1, rc = -1;
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        read_user_version(db, &found) == 0 && found == version &&
-        sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW &&
-        strcmp((const char *)sqlite3_column_text(st, 0), "ok") == 0)
-        rc = 0;
-    if (rc != 0)
-        error_line(err, err_cap, "the snapshot %s does not check out (schema %d, wanted %d)",
-                   path, found, version);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return rc;
-}
-
 int store_snapshot_take(const char *home, int version, char *out, size_t cap, char *err,
                         size_t err_cap)
 {
-    char stamp[32];
+    char stamp[32], source[PATH_MAX];
     time_t now = time(NULL);
     struct tm tm;
     if (gmtime_r(&now, &tm) == NULL || strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm) == 0)
         return error_line(err, err_cap, "cannot format the time");
     int n = snprintf(out, cap, "%s/%s.pre-upgrade-v%d-%s", home, STORE_FILE, version, stamp);
-    if (n <= 0 || (size_t)n >= cap)
+    int m = snprintf(source, sizeof source, "%s/%s", home, STORE_FILE);
+    if (n <= 0 || (size_t)n >= cap || m <= 0 || (size_t)m >= sizeof source)
         return error_line(err, err_cap, "%s: path too long", home);
-    /* Made here, owner-only and new, so SQLite writes into a file no one else can read. */
-    int fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
-        return error_line(err, err_cap, "cannot create %s: %s", out, strerror(errno));
-    close(fd);
-    sqlite3 *src = NULL, *dst = NULL;
-    int rc = -1;
-    if (open_store_readonly(home, &src, err, err_cap) != 0)
-        goto done;
-    if (sqlite3_open_v2(out, &dst, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
-        error_line(err, err_cap, "cannot open %s: %s", out, sqlite3_errmsg(dst));
-        goto done;
-    }
-    sqlite3_backup *b = sqlite3_backup_init(dst, "main", src, "main");
-    if (b == NULL) {
-        error_line(err, err_cap, "backup of the store: %s", sqlite3_errmsg(dst));
-        goto done;
-    }
-    int step = sqlite3_backup_step(b, -1);
-    int finish = sqlite3_backup_finish(b);
-    if (step != SQLITE_DONE || finish != SQLITE_OK) {
-        error_line(err, err_cap, "backup of the store: %s", sqlite3_errstr(step != SQLITE_DONE ? step : finish));
-        goto done;
-    }
-    /* A plain rollback-journal file: one file to copy back, whatever mode the store is
-     * in. */
-    if (sqlite3_exec(dst, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL) != SQLITE_OK) {
-        error_line(err, err_cap, "%s: %s", out, sqlite3_errmsg(dst));
-        goto done;
-    }
-    rc = 0;
-done:
-    sqlite3_close(src);
-    if (sqlite3_close(dst) != SQLITE_OK && rc == 0)
-        rc = error_line(err, err_cap, "cannot close %s", out);
-    if (rc == 0) {
-        fd = open(out, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0 || fsync(fd) != 0)
-            rc = error_line(err, err_cap, "cannot flush %s: %s", out, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-    }
-    if (rc == 0)
-        rc = verify(out, version, err, err_cap);
-    if (rc == 0) {
-        int dir = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dir < 0 || fsync(dir) != 0)
-            rc = error_line(err, err_cap, "cannot flush %s: %s", home, strerror(errno));
-        if (dir >= 0)
-            close(dir);
-    }
-    if (rc != 0)
+    /* The same copy as `ck-basal backup` (store/store_backup.h). */
+    int copied = -1;
+    if (store_backup_copy(source, out, &copied, err, err_cap) != 0)
+        return -1;
+    if (copied != version) {
         unlink(out);
-    return rc;
+        return error_line(err, err_cap, "the snapshot %s is at schema %d, wanted %d", out, copied,
+                          version);
+    }
+    return 0;
 }

@@ -11,8 +11,9 @@
 int store_snapshot_schema(const char *home, int *version, char *err, size_t err_cap);
 
 /* Copies home/basal.db into home/basal.db.pre-upgrade-vN-YYYYMMDDTHHMMSSZ (N: its
- * schema version), owner-only (0600), created new (never over a file), flushed, then
- * checked (quick_check, the same user_version). Its path into out (PATH_MAX bytes).
+ * schema version) with store_backup_copy (store/store_backup.h: SQLite's online backup,
+ * owner-only, never over a file, synced, integrity_check'ed), refused unless the copy is
+ * at that version. Its path into out (PATH_MAX bytes).
  * 0, or -1 with a one-line reason (no partial snapshot is left). */
 int store_snapshot_take(const char *home, int version, char *out, size_t cap, char *err,
                         size_t err_cap);

@@ -1,5 +1,6 @@
 /* Helpers the store-backed commands share. */
 #include "cli/commands.h"
+#include "base/json_out.h"
 #include "store/datahome.h"
 #include "store/store.h"
 
@@ -25,10 +26,7 @@ int cli_open_store(const struct cli_globals *globals, const char *what, struct s
 
 void cli_print_json(void *o)
 {
-    char *text = json_dumps(o, JSON_COMPACT | JSON_ENCODE_ANY);
-    if (text != NULL)
-        puts(text);
-    free(text);
+    (void)json_out_line(stdout, o, JSON_COMPACT | JSON_ENCODE_ANY);
     json_decref(o);
 }
 

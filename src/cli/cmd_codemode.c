@@ -22,7 +22,9 @@
 #include "supervisor/pool.h"
 #include "host/tool_typescript.h"
 #include "host/tools_catalog.h"
+#include "cli/tsc_check.h"
 #include "base/bounded_file.h"
+#include "base/json_out.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -36,7 +38,8 @@
 #include <unistd.h>
 
 #define CODEMODE_USAGE "usage: ck-basal codemode run SCRIPT.js|- [--input JSON] " \
-                       "[--landlock=required|optional] | describe [--format json|typescript]"
+                       "[--landlock=required|optional] | describe [--format json|typescript] | " \
+                       "check SCRIPT.js|- [--tsc PATH] | tsconfig"
 
 /* Every host call of a codemode run, now and random included: a loop of Date.now()
  * cannot keep the parent busy until the wall deadline. Tool calls have their own,
@@ -77,26 +80,27 @@ static int read_stdin(size_t cap, char **bytes, size_t *len)
     return 0;
 }
 
-/* The script at path ("-": stdin): 1 MiB at most of UTF-8 without NUL, not empty. */
-static int load_script(const char *path, char **bytes, size_t *len)
+/* The script at path ("-": stdin): 1 MiB at most of UTF-8 without NUL, not empty.
+ * what: the subcommand its errors name ("run", "check"). */
+static int load_script(const char *what, const char *path, char **bytes, size_t *len)
 {
     char err[512];
     if (strcmp(path, "-") == 0) {
         if (read_stdin(PROTO_MAX_SCRIPT_BYTES, bytes, len) != 0) {
-            fprintf(stderr, "ck-basal codemode run: cannot read the script from stdin: %s\n",
-                    strerror(errno));
+            fprintf(stderr, "ck-basal codemode %s: cannot read the script from stdin: %s\n",
+                    what, strerror(errno));
             return -1;
         }
     } else if (read_bounded_file(path, "script", PROTO_MAX_SCRIPT_BYTES, bytes, len, err,
                                  sizeof err) != 0) {
-        fprintf(stderr, "ck-basal codemode run: %s\n", err);
+        fprintf(stderr, "ck-basal codemode %s: %s\n", what, err);
         return -1;
     }
     if (*len > PROTO_MAX_SCRIPT_BYTES || script_validate(*bytes, *len, err, sizeof err) != 0) {
         if (*len > PROTO_MAX_SCRIPT_BYTES)
             snprintf(err, sizeof err, "script: more than the %u bytes allowed",
                      PROTO_MAX_SCRIPT_BYTES);
-        fprintf(stderr, "ck-basal codemode run: %s\n", err);
+        fprintf(stderr, "ck-basal codemode %s: %s\n", what, err);
         free(*bytes);
         *bytes = NULL;
         return -1;
@@ -243,6 +247,7 @@ static int drive(struct store *st, int64_t id, const struct run_options *o, cons
     req.activation_id = (uint64_t)id;
     req.script = script;
     req.script_len = script_len;
+    req.script_name = strcmp(o->script, "-") == 0 ? "<stdin>" : o->script;
     req.trigger = input;
     req.max_host_calls = CODEMODE_RUN_MAX_HOST_CALLS;
     struct codemode_host_config hc = {st, id, tools, modules, CODEMODE_MAX_HOST_CALLS,
@@ -293,7 +298,7 @@ static int codemode_run(const struct cli_globals *g, int argc, char **argv)
         return rc;
     char *script = NULL;
     size_t script_len = 0;
-    if (load_script(o.script, &script, &script_len) != 0) {
+    if (load_script("run", o.script, &script, &script_len) != 0) {
         free(input);
         return EXIT_USAGE;
     }
@@ -334,6 +339,25 @@ out:
 
 /* ---- describe ----------------------------------------------------------------------- */
 
+/* The module and tool catalogs of the data home; errors on stderr as "codemode WHAT". */
+static int load_catalogs(const struct cli_globals *g, const char *what, struct ops_catalog *modules,
+                         struct tools_catalog *tools)
+{
+    char home[PATH_MAX], err[1024];
+    if (cli_data_home(g, home, sizeof home, err, sizeof err) != 0 ||
+        datahome_prepare(home, false, NULL, err, sizeof err) != 0 ||
+        ops_catalog_load(home, modules, err, sizeof err) != 0) {
+        fprintf(stderr, "ck-basal codemode %s: %s\n", what, err);
+        return -1;
+    }
+    if (tools_catalog_load(home, modules, tools, err, sizeof err) != 0) {
+        fprintf(stderr, "ck-basal codemode %s: %s\n", what, err);
+        ops_catalog_free(modules);
+        return -1;
+    }
+    return 0;
+}
+
 static int codemode_describe(const struct cli_globals *g, int argc, char **argv)
 {
     bool typescript = false;
@@ -359,20 +383,10 @@ static int codemode_describe(const struct cli_globals *g, int argc, char **argv)
         else
             return usage("--format must be json or typescript");
     }
-    char home[PATH_MAX], err[1024];
     struct ops_catalog modules;
     struct tools_catalog tools;
-    if (cli_data_home(g, home, sizeof home, err, sizeof err) != 0 ||
-        datahome_prepare(home, false, NULL, err, sizeof err) != 0 ||
-        ops_catalog_load(home, &modules, err, sizeof err) != 0) {
-        fprintf(stderr, "ck-basal codemode describe: %s\n", err);
+    if (load_catalogs(g, "describe", &modules, &tools) != 0)
         return EXIT_REFUSED;
-    }
-    if (tools_catalog_load(home, &modules, &tools, err, sizeof err) != 0) {
-        fprintf(stderr, "ck-basal codemode describe: %s\n", err);
-        ops_catalog_free(&modules);
-        return EXIT_REFUSED;
-    }
     int rc = EXIT_OK;
     if (typescript) {
         char *text = tool_typescript(&tools);
@@ -383,7 +397,7 @@ static int codemode_describe(const struct cli_globals *g, int argc, char **argv)
         free(text);
     } else {
         json_t *o = tools_catalog_json(&tools);
-        char *text = o != NULL ? json_dumps(o, g->json ? JSON_COMPACT : JSON_INDENT(2)) : NULL;
+        char *text = o != NULL ? json_out_dumps(o, g->json ? JSON_COMPACT : JSON_INDENT(2)) : NULL;
         if (text != NULL)
             puts(text);
         else
@@ -398,6 +412,66 @@ static int codemode_describe(const struct cli_globals *g, int argc, char **argv)
     return rc;
 }
 
+/* ---- check, tsconfig --------------------------------------------------------------- */
+
+/* codemode check SCRIPT.js|- [--tsc PATH]: the script type-checked against the
+ * declarations of the operator's tools by tsc (cli/tsc_check.h); exit 0 when it found
+ * nothing, 1 when it found errors or could not run. */
+static int codemode_check(const struct cli_globals *g, int argc, char **argv)
+{
+    const char *path = NULL, *tsc = "tsc";
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--tsc") == 0) {
+            if (i + 1 >= argc || argv[i + 1][0] == '\0')
+                return usage("--tsc needs the compiler's path");
+            tsc = argv[++i];
+        } else if (path == NULL && (argv[i][0] != '-' || strcmp(argv[i], "-") == 0)) {
+            path = argv[i];
+        } else {
+            fprintf(stderr, "ck-basal codemode check: unexpected argument '%.60s' (%s)\n",
+                    argv[i], CODEMODE_USAGE);
+            return EXIT_USAGE;
+        }
+    }
+    if (path == NULL)
+        return usage("check needs a script");
+    char *script;
+    size_t len;
+    if (load_script("check", path, &script, &len) != 0)
+        return EXIT_REFUSED;
+    struct ops_catalog modules;
+    struct tools_catalog tools;
+    if (load_catalogs(g, "check", &modules, &tools) != 0) {
+        free(script);
+        return EXIT_REFUSED;
+    }
+    char *declarations = tool_typescript(&tools);
+    char err[1024];
+    int found = declarations != NULL
+                    ? tsc_check(tsc, declarations, script, len, strcmp(path, "-") == 0 ? "<stdin>" : path,
+                                err, sizeof err)
+                    : -1;
+    if (declarations == NULL)
+        snprintf(err, sizeof err, "out of memory");
+    if (found < 0)
+        term_error_line("codemode check", err);
+    else if (found == 0)
+        printf("no type errors: every tools.call matches its tool's input type\n");
+    free(declarations);
+    free(script);
+    tools_catalog_free(&tools);
+    ops_catalog_free(&modules);
+    return found == 0 ? EXIT_OK : EXIT_REFUSED;
+}
+
+static int codemode_tsconfig(int argc)
+{
+    if (argc != 0)
+        return usage("tsconfig takes no arguments");
+    fputs(TSC_CONFIG_JSON, stdout);
+    return EXIT_OK;
+}
+
 int cmd_codemode(const struct cli_globals *g, int argc, char **argv)
 {
     if (argc < 1)
@@ -406,6 +480,10 @@ int cmd_codemode(const struct cli_globals *g, int argc, char **argv)
         return codemode_run(g, argc - 1, argv + 1);
     if (strcmp(argv[0], "describe") == 0)
         return codemode_describe(g, argc - 1, argv + 1);
+    if (strcmp(argv[0], "check") == 0)
+        return codemode_check(g, argc - 1, argv + 1);
+    if (strcmp(argv[0], "tsconfig") == 0)
+        return codemode_tsconfig(argc - 1);
     fprintf(stderr, "ck-basal codemode: unknown subcommand '%.40s' (%s)\n", argv[0],
             CODEMODE_USAGE);
     return EXIT_USAGE;

@@ -342,6 +342,10 @@ static int dry_run(struct store *st, const char *home, const struct dry_options 
     req.activation_id = random_id;
     req.script = s->script.bytes;
     req.script_len = s->script.len;
+    /* Errors name the file: DIR/flow.js, or FLOW/flow.js of an installed version. */
+    char script_name[PATH_MAX + 16];
+    snprintf(script_name, sizeof script_name, "%s/flow.js", o->target);
+    req.script_name = script_name;
     req.trigger = trigger;
     req.budgets = s->manifest.limits;
     if ((long long)s->manifest.deadline_s * 1000 < req.deadline_ms)

@@ -4,6 +4,7 @@
  * of each run is in the --json output). docs/operations.md has the formats. */
 #include "cli/commands.h"
 #include "cli/term_text.h"
+#include "base/json_out.h"
 #include "supervisor/activation.h"
 #include "supervisor/health.h"
 #include "supervisor/pool.h"
@@ -337,10 +338,7 @@ static void print_run_json(const struct loaded_script *script, unsigned long lon
         json_object_set_new(o, "console_truncated", json_true());
     if (out->worker_log != NULL)
         json_object_set_new(o, "worker_log", json_string(out->worker_log));
-    char *text = json_dumps(o, JSON_COMPACT);
-    if (text != NULL)
-        puts(text);
-    free(text);
+    (void)json_out_line(stdout, o, JSON_COMPACT);
     json_decref(o);
 }
 
@@ -360,10 +358,7 @@ static void print_health(struct pool *pool, bool machine)
     if (h == NULL)
         return;
     json_t *wrapped = json_pack("{s:o}", "health", h);
-    char *text = json_dumps(wrapped, machine ? JSON_COMPACT : JSON_INDENT(2));
-    if (text != NULL)
-        puts(text);
-    free(text);
+    (void)json_out_line(stdout, wrapped, machine ? JSON_COMPACT : JSON_INDENT(2));
     json_decref(wrapped);
 }
 
@@ -429,6 +424,7 @@ int cmd_exec(const struct cli_globals *globals, int argc, char **argv)
             req.activation_id = ++activation_id;
             req.script = scripts[s].text;
             req.script_len = scripts[s].len;
+            req.script_name = scripts[s].path;
             struct activation_outcome out;
             pool_run(pool, o.flow, use, &req, &host, &out);
             char message[1024];

@@ -7,6 +7,7 @@
  * Prometheus text (serve/metrics_text.h). */
 #include "cli/commands.h"
 #include "cli/ops_call.h"
+#include "base/json_out.h"
 #include "proto/confinement.h"
 #include "serve/metrics_text.h"
 
@@ -65,7 +66,7 @@ int cmd_health(const struct cli_globals *globals, int argc, char **argv)
         free(page);
         return EXIT_OK;
     }
-    char *text = json_dumps(h, globals->json ? JSON_COMPACT : JSON_INDENT(2));
+    char *text = json_out_dumps(h, globals->json ? JSON_COMPACT : JSON_INDENT(2));
     json_decref(h);
     if (text == NULL) {
         fprintf(stderr, "ck-basal health: out of memory\n");

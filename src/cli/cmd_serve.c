@@ -76,12 +76,16 @@ int cmd_serve(const struct cli_globals *g, int argc, char **argv)
         return EXIT_USAGE;
     }
     char home[PATH_MAX], err[512];
+    struct datahome_report report;
+    /* A home wider than 0700 is narrowed (as every command does) and serve logs it
+     * (event=home_narrowed); one it cannot narrow, or not its user's, is refused. */
     if (cli_data_home(g, home, sizeof home, err, sizeof err) != 0 ||
-        datahome_prepare(home, false, NULL, err, sizeof err) != 0) {
+        datahome_prepare(home, false, &report, err, sizeof err) != 0) {
         fprintf(stderr, "ck-basal serve: %s\n", err);
         return EXIT_REFUSED;
     }
     o.home = home;
+    o.home_narrowed_from = report.narrowed ? (unsigned)report.prior_mode : 0;
     o.max_runs = (unsigned)max_runs;
     o.backlog = (unsigned)backlog;
     o.grace_ms = grace_s * 1000;

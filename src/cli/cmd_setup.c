@@ -2,6 +2,7 @@
  * store (creating or migrating it) and says what the kernel offers the worker's
  * confinement: seccomp with KILL_PROCESS and the Landlock ABI. */
 #include "cli/commands.h"
+#include "base/json_out.h"
 #include "store/datahome.h"
 #include "supervisor/kernel_facts.h"
 #include "store/store.h"
@@ -52,10 +53,7 @@ static void print_json(const char *home, const struct datahome_report *rep,
     json_object_set_new(k, "seccomp_kill_process", json_boolean(seccomp == 1));
     json_object_set_new(k, "landlock_abi", landlock >= 0 ? json_integer(landlock) : json_null());
     json_object_set_new(o, "kernel", k);
-    char *text = json_dumps(o, JSON_COMPACT);
-    if (text != NULL)
-        puts(text);
-    free(text);
+    (void)json_out_line(stdout, o, JSON_COMPACT);
     json_decref(o);
 }
 

@@ -2,6 +2,7 @@
  * does before any flow code, and show what was checked. */
 #include "cli/commands.h"
 #include "cli/term_text.h"
+#include "base/json_out.h"
 #include "supervisor/worker_check.h"
 
 #include <jansson.h>
@@ -44,15 +45,13 @@ static void print_json(const struct worker_report *r, enum landlock_policy polic
     }
     if (r->worker_log[0] != '\0')
         json_object_set_new(root, "worker_log", json_string(r->worker_log));
-    char *text = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
-    if (text != NULL)
-        puts(text);
-    free(text);
+    (void)json_out_line(stdout, root, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(root);
 }
 
 /* The Welcome's texts, the reason quoting them and the worker's log are the worker's
- * choice: escaped (cli/term_text.h); the log keeps its line breaks. */
+ * choice: escaped (cli/term_text.h); the log keeps its line breaks, each line after
+ * the first marked "            | " so none can pass for one of ours. */
 static void print_human(const struct worker_report *r, enum landlock_policy policy, int pid)
 {
     if (r->have_welcome) {
@@ -84,7 +83,7 @@ static void print_human(const struct worker_report *r, enum landlock_policy poli
         putchar('\n');
         if (r->worker_log[0] != '\0') {
             fputs("worker said   ", stdout);
-            term_puts(stdout, r->worker_log, TERM_KEEP_NEWLINES);
+            term_put_lines(stdout, r->worker_log, "            | ");
         }
     }
 }

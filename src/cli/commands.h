@@ -35,6 +35,7 @@ int cmd_cancel(const struct cli_globals *globals, int argc, char **argv);
 int cmd_runs(const struct cli_globals *globals, int argc, char **argv);
 int cmd_journal(const struct cli_globals *globals, int argc, char **argv);
 int cmd_event(const struct cli_globals *globals, int argc, char **argv);
+int cmd_backup(const struct cli_globals *globals, int argc, char **argv);
 /* flow reconcile (dispatched by cmd_flow). */
 int cmd_flow_reconcile(const struct cli_globals *globals, int argc, char **argv);
 /* codemode run | describe (cmd_codemode.c). */

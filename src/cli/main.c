@@ -1,5 +1,6 @@
 /* ck-basal: the parent. Dispatches to one subcommand per file in src/cli. */
 #include "version.h"
+#include "cli/command_help.h"
 #include "cli/commands.h"
 #include "store/store_schema.h"
 
@@ -17,9 +18,9 @@ static const struct cli_command COMMANDS[] = {
              "[--allow-queries]\n"
              "      install a flow (pending), approve a version by its code hash, list flows\n"
              "      (with each one's next fire), show one (hashes whole), show a schedule's\n"
-             "      next fire times,\n"
-             "      switch one off or on, drain one (a running serve admits no more runs of it\n"
-             "      and answers when its runs ended), settle a mutation in doubt (then resume),\n"
+             "      next fire times, switch one off or on, drain one (a running serve admits\n"
+             "      no more runs of it and answers when its runs ended), settle a mutation in\n"
+             "      doubt (then resume),\n"
              "      show what a version would do before approving it (reads real, no effect)",
      cmd_flow},
     {"serve", "[--max-runs N] [--backlog N] [--grace-seconds N] [--spares N] [--rate-limit N]\n"
@@ -54,11 +55,15 @@ static const struct cli_command COMMANDS[] = {
     {"journal", "RUN | c<id>  every host call of a run: position, kind, args, class, outcome, "
                 "delivery order",
      cmd_journal},
+    {"backup", "DEST  copy the store to DEST, a new file (0600), with SQLite's online backup:\n"
+               "      safe while serve runs; checked (integrity_check) before it appears",
+     cmd_backup},
     {"codemode", "run SCRIPT.js|- [--input JSON] [--landlock=required|optional]\n"
-                 "       | describe [--format json|typescript]\n"
+                 "       | describe [--format json|typescript] | check SCRIPT.js|- [--tsc PATH]\n"
+                 "       | tsconfig\n"
                  "      run an agent's script once against the operator's tools (tools.json),\n"
                  "      every tool call validated, recorded and audited; describe the tools as\n"
-                 "      JSON or TypeScript declarations",
+                 "      JSON or TypeScript declarations; type-check a script with tsc",
      cmd_codemode},
     {"worker-check", "[--landlock=required|optional]  start a confined worker, check its "
                      "Welcome and the kernel's view of it, and show the result",
@@ -82,10 +87,39 @@ static void print_help(FILE *out)
                  "       ck-basal --version [--json] | --help\n\ncommands:\n");
     for (size_t i = 0; i < COMMAND_COUNT; i++)
         fprintf(out, "  %s %s\n", COMMANDS[i].name, COMMANDS[i].synopsis);
-    fprintf(out, "\noptions:\n  --json     machine-readable output\n"
+    fprintf(out, "\noptions:\n"
+                 "  --json     machine-readable output\n"
                  "  --home DIR the data home (default $XDG_DATA_HOME/cortexkit/basal,\n"
                  "             else ~/.local/share/cortexkit/basal)\n"
+                 "  both anywhere on the line; COMMAND [SUBCOMMAND] --help: its own usage\n"
                  "\nexit status: 0 ok, 1 refused or failed, 2 usage\n");
+}
+
+/* A global option at argv[*i] (--json, --home DIR) into g, *i moved past its value.
+ * Returns 1 if it was one, 0 if not, or EXIT_USAGE + 1 after printing a usage error. */
+static int take_global(struct cli_globals *g, int argc, char **argv, int *i)
+{
+    if (strcmp(argv[*i], "--json") == 0) {
+        g->json = true;
+        return 1;
+    }
+    if (strcmp(argv[*i], "--home") != 0)
+        return 0;
+    if (*i + 1 >= argc || argv[*i + 1][0] == '\0') {
+        fprintf(stderr, "ck-basal: --home needs a directory\n");
+        return EXIT_USAGE + 1;
+    }
+    if (g->home != NULL && strcmp(g->home, argv[*i + 1]) != 0) {
+        fprintf(stderr, "ck-basal: --home given twice ('%s' and '%s')\n", g->home, argv[*i + 1]);
+        return EXIT_USAGE + 1;
+    }
+    g->home = argv[++*i];
+    return 1;
+}
+
+static int is_help(const char *arg)
+{
+    return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
 }
 
 int main(int argc, char **argv)
@@ -93,15 +127,12 @@ int main(int argc, char **argv)
     struct cli_globals globals = {false, NULL};
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            globals.json = true;
-        } else if (strcmp(argv[i], "--home") == 0) {
-            if (i + 1 >= argc || argv[i + 1][0] == '\0') {
-                fprintf(stderr, "ck-basal: --home needs a directory\n");
-                return EXIT_USAGE;
-            }
-            globals.home = argv[++i];
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+        int taken = take_global(&globals, argc, argv, &i);
+        if (taken > 1)
+            return taken - 1;
+        if (taken == 1)
+            continue;
+        if (is_help(argv[i])) {
             print_help(stdout);
             return EXIT_OK;
         } else if (strcmp(argv[i], "--version") == 0) {
@@ -123,10 +154,32 @@ int main(int argc, char **argv)
         print_help(stderr);
         return EXIT_USAGE;
     }
-    for (size_t c = 0; c < COMMAND_COUNT; c++) {
+    const struct cli_command *command = NULL;
+    for (size_t c = 0; c < COMMAND_COUNT; c++)
         if (strcmp(argv[i], COMMANDS[c].name) == 0)
-            return COMMANDS[c].run(&globals, argc - i - 1, argv + i + 1);
+            command = &COMMANDS[c];
+    if (command == NULL) {
+        fprintf(stderr, "ck-basal: unknown command '%s' (see ck-basal --help)\n", argv[i]);
+        return EXIT_USAGE;
     }
-    fprintf(stderr, "ck-basal: unknown command '%s' (see ck-basal --help)\n", argv[i]);
-    return EXIT_USAGE;
+    /* The command's own words, the global options taken out wherever they stand (in
+     * place: argv is ours); --help or -h anywhere prints its usage and runs nothing. */
+    char **words = argv + i + 1;
+    int count = 0;
+    bool help = false;
+    for (int a = i + 1; a < argc; a++) {
+        int taken = take_global(&globals, argc, argv, &a);
+        if (taken > 1)
+            return taken - 1;
+        if (taken == 1)
+            continue;
+        help = help || is_help(argv[a]);
+        words[count++] = argv[a];
+    }
+    words[count] = NULL;
+    if (help) {
+        const char *sub = count > 0 && words[0][0] != '-' ? words[0] : NULL;
+        return cli_command_help(stdout, command->name, sub) == 0 ? EXIT_OK : EXIT_USAGE;
+    }
+    return command->run(&globals, count, words);
 }

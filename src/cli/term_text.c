@@ -1,38 +1,11 @@
 /* Escaping for terminals: see cli/term_text.h. */
 #include "cli/term_text.h"
 
-#include "proto/utf8.h"
+#include "base/terminal_chars.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-
-/* The length of the well-formed UTF-8 character at s[0..avail), with its code point
- * in *cp; 0 if the bytes there are not one (then the first byte is escaped alone). */
-static size_t utf8_char(const unsigned char *s, size_t avail, uint32_t *cp)
-{
-    unsigned char lead = s[0];
-    size_t need = lead < 0x80 ? 1 : (lead >> 5) == 6 ? 2 : (lead >> 4) == 14 ? 3
-                                : (lead >> 3) == 30 ? 4 : 0;
-    if (need == 0 || need > avail || !utf8_valid(s, need))
-        return 0;
-    static const unsigned char LEAD_MASK[5] = {0, 0x7f, 0x1f, 0x0f, 0x07};
-    uint32_t v = lead & LEAD_MASK[need];
-    for (size_t k = 1; k < need; k++)
-        v = (v << 6) | (s[k] & 0x3fu);
-    *cp = v;
-    return need;
-}
-
-/* Code points that move the cursor, reorder the line or start a new one. */
-static bool escaped_code_point(uint32_t cp)
-{
-    return (cp >= 0x80 && cp <= 0x9f) ||                      /* C1 controls */
-           cp == 0x061c || cp == 0x200e || cp == 0x200f ||     /* direction marks */
-           (cp >= 0x202a && cp <= 0x202e) ||                  /* embeddings, overrides */
-           (cp >= 0x2066 && cp <= 0x2069) ||                  /* isolates */
-           cp == 0x2028 || cp == 0x2029;                      /* line, paragraph separator */
-}
 
 /* The piece src[0..avail) begins with, into piece (TERM_PIECE_MAX + 1 bytes); its
  * length in *piece_len. Returns how many source bytes it stands for. */
@@ -46,22 +19,18 @@ static size_t next_piece(const unsigned char *src, size_t avail, unsigned flags,
         *piece_len = 1;
         return 1;
     }
-    if (b < 0x20 || b == 0x7f) {
-        const char *named = b == '\n' ? "n" : b == '\r' ? "r" : b == '\t' ? "t" : NULL;
+    if (b == '\n' || b == '\r' || b == '\t') {
         piece[0] = '\\';
-        if (named != NULL) {
-            piece[1] = named[0];
-            *piece_len = 2;
-        } else {
-            piece[1] = 'x';
-            piece[2] = HEX[b >> 4];
-            piece[3] = HEX[b & 15];
-            *piece_len = 4;
-        }
+        piece[1] = 't';
+        if (b == '\n')
+            piece[1] = 'n';
+        else if (b == '\r')
+            piece[1] = 'r';
+        *piece_len = 2;
         return 1;
     }
     uint32_t cp = 0;
-    size_t n = utf8_char(src, avail, &cp);
+    size_t n = terminal_utf8_char(src, avail, &cp);
     if (n == 0) { /* not UTF-8: the byte alone, in hex */
         piece[0] = '\\';
         piece[1] = 'x';
@@ -70,7 +39,7 @@ static size_t next_piece(const unsigned char *src, size_t avail, unsigned flags,
         *piece_len = 4;
         return 1;
     }
-    if (escaped_code_point(cp)) {
+    if (terminal_char_active(cp)) { /* as JSON spells it: one style for every output */
         piece[0] = '\\';
         piece[1] = 'u';
         for (int k = 0; k < 4; k++)
@@ -134,6 +103,23 @@ void term_puts(FILE *f, const char *text, unsigned flags)
 {
     if (text != NULL)
         term_put(f, text, strlen(text), flags);
+}
+
+void term_put_lines(FILE *f, const char *text, const char *continuation)
+{
+    if (text == NULL)
+        return;
+    for (const char *line = text; *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        size_t len = end != NULL ? (size_t)(end - line) : strlen(line);
+        term_put(f, line, len, 0);
+        if (end == NULL)
+            return;
+        fputc('\n', f);
+        line = end + 1;
+        if (*line != '\0')
+            fputs(continuation, f);
+    }
 }
 
 void term_error_line(const char *what, const char *text)

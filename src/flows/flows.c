@@ -2,6 +2,7 @@
 #include "flows/flows.h"
 #include "base/bounded_file.h"
 #include "base/error_line.h"
+#include "flows/script_check.h"
 
 #include "store/audit.h"
 #include "store/sql.h"
@@ -229,8 +230,8 @@ static int install_locked(struct store *s, const char *id, int64_t version, cons
 }
 
 int flows_install(struct store *s, const void *script, size_t script_len,
-                  const void *manifest, size_t manifest_len, struct flow_installed *out,
-                  char *err, size_t err_cap)
+                  const void *manifest, size_t manifest_len, const char *script_name,
+                  struct flow_installed *out, char *err, size_t err_cap)
 {
     memset(out, 0, sizeof *out);
     if (script_validate(script, script_len, err, err_cap) != 0)
@@ -248,6 +249,8 @@ int flows_install(struct store *s, const void *script, size_t script_len,
     snprintf(out->id, sizeof out->id, "%s", m.id);
     out->version = m.version;
     manifest_free(&m);
+    if (script_check_compiles(script, script_len, script_name, err, err_cap) != 0)
+        return -1;
     if (code_hash_hex(script, script_len, manifest, manifest_len, out->code_hash) != 0)
         return error_line(err, err_cap, "code hash: libcrypto failed");
     if (store_begin_txn(s, err, err_cap) != 0)
@@ -291,8 +294,10 @@ int flows_install_dir(struct store *s, const char *dir, struct flow_installed *o
     struct flow_blob script, manifest;
     if (flows_read_dir(dir, &script, &manifest, err, err_cap) != 0)
         return -1;
-    int rc = flows_install(s, script.bytes, script.len, manifest.bytes, manifest.len, out, err,
-                           err_cap);
+    char name[4096 + 16];
+    snprintf(name, sizeof name, "%s/%s", dir, FLOWS_SCRIPT_FILE);
+    int rc = flows_install(s, script.bytes, script.len, manifest.bytes, manifest.len, name, out,
+                           err, err_cap);
     flows_blob_free(&script);
     flows_blob_free(&manifest);
     return rc;

@@ -39,13 +39,14 @@ struct flow_installed {
 
 /* Installs script and manifest (exact bytes): validates the script (script_validate)
  * and the manifest (manifest_parse, at most MANIFEST_MAX_BYTES, and
- * manifest_check_roots against the store's data home), computes the code
+ * manifest_check_roots against the store's data home), has a confined worker compile
+ * the script (flows/script_check.h; script_name: what its error calls it), computes the code
  * hash over the bytes and, in one transaction, creates the flow if it is new
  * (enabled) and records a pending version. The manifest's version must be above
  * every version of that flow already stored. Returns 0 with *out filled, or -1. */
 int flows_install(struct store *s, const void *script, size_t script_len,
-                  const void *manifest, size_t manifest_len, struct flow_installed *out,
-                  char *err, size_t err_cap);
+                  const void *manifest, size_t manifest_len, const char *script_name,
+                  struct flow_installed *out, char *err, size_t err_cap);
 
 /* Reads dir/flow.js (at most PROTO_MAX_SCRIPT_BYTES) and dir/manifest.json (at most
  * MANIFEST_MAX_BYTES), both regular files, and installs them with flows_install. */

@@ -569,9 +569,8 @@ static int parse_root(struct field_check *c, json_t *root, struct manifest *m)
     if (member(c, root, path, "purpose", true, &f, sub, sizeof sub) < 0 ||
         want_string(c, f, sub, MANIFEST_PURPOSE_MAX, &s) != 0)
         return -1;
-    for (const char *p = s; *p != '\0'; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            return field_fail(c, sub, "contains a control character (one line of text)");
+    if (field_want_shown_text(c, sub, s, strlen(s), false) != 0)
+        return -1;
     if ((m->purpose = field_dup(c, sub, s)) == NULL)
         return -1;
     if (member(c, root, path, "trigger", true, &f, sub, sizeof sub) < 0 ||

@@ -232,6 +232,9 @@ static int activate(struct run_driver *d, const struct run_row *run, int64_t gen
                           run->id);
     struct activation_request req;
     request_for(run, seq, in, prefix, prefix_count, &req);
+    char script_name[FLOW_ID_MAX + 16]; /* what errors call the script: FLOW/flow.js */
+    snprintf(script_name, sizeof script_name, "%s/flow.js", run->flow_id);
+    req.script_name = script_name;
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     /* Taken before the worker is: never later than the driver's own deadline. */

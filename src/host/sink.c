@@ -2,6 +2,7 @@
 #include "host/sink.h"
 
 #include "base/names.h"
+#include "base/json_out.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -74,7 +75,7 @@ static char *record_line(const struct sink_record *rec, json_t *item)
             0 &&
         json_object_set_new(obj, "at", json_integer(at)) == 0 &&
         json_object_set(obj, "item", item) == 0)
-        text = json_dumps(obj, JSON_COMPACT);
+        text = json_out_dumps(obj, JSON_COMPACT);
     json_decref(obj);
     return text;
 }

@@ -82,7 +82,7 @@ static int check_text(struct field_check *c, const json_t *v, const char *path)
     if (json_string_length(v) > TOOL_SCHEMA_TEXT_MAX ||
         strlen(json_string_value(v)) != json_string_length(v))
         return field_fail(c, path, "must be at most %u bytes without NUL", TOOL_SCHEMA_TEXT_MAX);
-    return 0;
+    return field_want_shown_text(c, path, json_string_value(v), json_string_length(v), true);
 }
 
 /* Two JSON values equal as JSON Schema compares them (1 equals 1.0). */
@@ -149,7 +149,9 @@ static int check_properties(struct field_check *c, json_t *props, const char *pa
     json_object_foreach(props, key, sub) {
         char at[FIELD_PATH_CAP];
         field_key_path(at, sizeof at, path, key);
-        if (check_schema(c, sub, at, depth + 1) != 0)
+        /* A property's name is shown in declarations and refusals: one plain line. */
+        if (field_want_shown_text(c, at, key, strlen(key), false) != 0 ||
+            check_schema(c, sub, at, depth + 1) != 0)
             return -1;
     }
     return 0;

@@ -2,6 +2,7 @@
 #include "host/tool_typescript.h"
 
 #include "host/tool_schema.h"
+#include "base/json_out.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -66,7 +67,7 @@ static void indent(struct text *t, unsigned level)
 /* A value as a JSON literal, non-ASCII escaped (a valid TypeScript literal). */
 static void put_literal(struct text *t, const json_t *v)
 {
-    char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_ENSURE_ASCII | JSON_COMPACT);
+    char *s = json_out_dumps(v, JSON_ENCODE_ANY | JSON_ENSURE_ASCII | JSON_COMPACT);
     if (s == NULL) {
         t->failed = true;
         return;

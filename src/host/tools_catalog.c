@@ -31,8 +31,8 @@ static int want_string(struct field_check *c, json_t *parent, const char *path,
     return 0;
 }
 
-/* The description: 1..TOOL_DESCRIPTION_MAX bytes, no control characters but newline
- * and tab (it is shown to people and put into generated declarations). */
+/* The description: 1..TOOL_DESCRIPTION_MAX bytes, no character a terminal acts on but
+ * newline and tab (it is shown to people and put into generated declarations). */
 static int parse_description(struct field_check *c, json_t *tool, const char *path,
                              struct tool *t)
 {
@@ -45,11 +45,8 @@ static int parse_description(struct field_check *c, json_t *tool, const char *pa
     size_t n = json_string_length(v);
     if (n == 0 || n > TOOL_DESCRIPTION_MAX)
         return field_fail(c, at, "must be 1 to %u bytes", TOOL_DESCRIPTION_MAX);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if ((ch < 0x20 && ch != '\n' && ch != '\t') || ch == 0x7f)
-            return field_fail(c, at, "holds a control character (byte %zu)", i);
-    }
+    if (field_want_shown_text(c, at, s, n, true) != 0)
+        return -1;
     t->description = field_dup(c, at, s);
     return t->description != NULL ? 0 : -1;
 }

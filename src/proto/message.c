@@ -240,6 +240,8 @@ static void encode_activate(struct encoder *enc, const struct proto_activate *m)
     put_u64(enc, "activate.activation_id", m->activation_id);
     put_enum(enc, "activate.profile", m->profile, PROFILE_MAX);
     put_text(enc, "activate.script", m->script, PROTO_MAX_SCRIPT_BYTES);
+    put_text(enc, "activate.script_name", m->script_name, PROTO_MAX_SCRIPT_NAME_BYTES);
+    put_u8(enc, "activate.compile_only", m->compile_only ? 1 : 0);
     put_text(enc, "activate.trigger", m->trigger, PROTO_MAX_JSON_BYTES);
     put_u32(enc, "activate.budgets.cpu_ms", m->budgets.cpu_ms);
     put_u64(enc, "activate.budgets.heap_bytes", m->budgets.heap_bytes);
@@ -542,6 +544,8 @@ static void decode_activate(struct decoder *dec, struct proto_activate *m)
     m->activation_id = get_u64(dec, "activate.activation_id");
     m->profile = (enum proto_profile)get_enum(dec, "activate.profile", PROFILE_MAX);
     get_text(dec, "activate.script", PROTO_MAX_SCRIPT_BYTES, &m->script);
+    get_text(dec, "activate.script_name", PROTO_MAX_SCRIPT_NAME_BYTES, &m->script_name);
+    m->compile_only = get_bool(dec, "activate.compile_only");
     get_text(dec, "activate.trigger", PROTO_MAX_JSON_BYTES, &m->trigger);
     m->budgets.cpu_ms = get_u32(dec, "activate.budgets.cpu_ms");
     m->budgets.heap_bytes = get_u64(dec, "activate.budgets.heap_bytes");
@@ -712,6 +716,7 @@ void proto_msg_free(struct proto_msg *msg)
     case PROTO_ACTIVATE: {
         struct proto_activate *m = &msg->activate;
         release_text(&m->script);
+        release_text(&m->script_name);
         release_text(&m->trigger);
         for (size_t i = 0; i < m->prefix_count; i++) {
             release(m->prefix[i].kind.str);

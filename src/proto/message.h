@@ -28,10 +28,11 @@
 #include "proto/wire.h"
 
 /* Hello and Welcome carry it; the worker refuses any other version. */
-#define PROTO_VERSION 1u
+#define PROTO_VERSION 2u /* 2: Activate.script_name, compile_only */
 
 /* Field maxima, in bytes of UTF-8 unless said otherwise. */
 #define PROTO_MAX_SCRIPT_BYTES (1u << 20)   /* 1 MiB: Activate.script */
+#define PROTO_MAX_SCRIPT_NAME_BYTES 1024u   /* Activate.script_name */
 #define PROTO_MAX_JSON_BYTES (16u << 20)    /* 16 MiB: any one JSON value */
 #define PROTO_MAX_KIND_BYTES 4096u          /* host call and failure kinds */
 #define PROTO_MAX_DETAIL_BYTES 4096u        /* failure and refusal details */
@@ -139,6 +140,8 @@ struct proto_activate {
     uint64_t activation_id;
     enum proto_profile profile;
     struct proto_text script;
+    struct proto_text script_name; /* what errors call it ("" : "script.js") */
+    bool compile_only;             /* compile the script, run none of it: completed null */
     struct proto_text trigger; /* JSON */
     struct proto_budgets budgets;
     const struct proto_recorded_entry *prefix;

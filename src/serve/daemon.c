@@ -76,6 +76,7 @@ struct daemon {
     pthread_cond_t work;    /* a runner may find something to do */
     pthread_cond_t changed; /* a run ended (waiters, drains, the stop) */
     bool stopping;  /* no new run starts, no admission */
+    unsigned admitting; /* admissions past the stop gate, not yet ended (close_admission) */
     bool gave_up;   /* the grace is over: waiting clients are told */
     bool runners_may_exit; /* the pool is gone (see runner_main) */
     struct runner runners[SERVE_RUNNERS_MAX];
@@ -397,17 +398,16 @@ static int rate_take(struct daemon *d, struct store *st, const char *flow, int64
  * its approval holds), the backlog. Returns 0 with *run_id, 1 when (flow, trigger_id)
  * was admitted before (*run_id that run; nothing stored), -1 refused with the reason
  * in err. A runner is woken for a new run. */
-static int daemon_admit(struct daemon *d, struct store *st, const char *source, const char *flow,
-                        const char *trigger, const char *trigger_id, int64_t *run_id, char *err,
-                        size_t err_cap)
+static int admit_gated(struct daemon *d, struct store *st, const char *source, const char *flow,
+                       const char *trigger, const char *trigger_id, int64_t *run_id, char *err,
+                       size_t err_cap)
 {
     pthread_mutex_lock(&d->mu);
     struct gate *g = gate_of(d, flow, false);
-    bool stopping = d->stopping, draining = g != NULL && g->draining;
+    bool draining = g != NULL && g->draining;
     pthread_mutex_unlock(&d->mu);
-    if (stopping || draining)
-        return error_line(err, err_cap, "%s", stopping ? "run: serve is stopping: no new runs"
-                                                       : "run: the flow is draining: no new runs");
+    if (draining)
+        return error_line(err, err_cap, "run: the flow is draining: no new runs");
     struct run_driver probe;
     memset(&probe, 0, sizeof probe);
     probe.store = st;
@@ -434,6 +434,27 @@ static int daemon_admit(struct daemon *d, struct store *st, const char *source, 
     pthread_cond_broadcast(&d->work);
     pthread_mutex_unlock(&d->mu);
     return 0;
+}
+
+/* The stop gate around admit_gated: an admission that passed it is counted until it
+ * ended, so the stop can wait for it (close_admission) before it logs "stopping". */
+static int daemon_admit(struct daemon *d, struct store *st, const char *source, const char *flow,
+                        const char *trigger, const char *trigger_id, int64_t *run_id, char *err,
+                        size_t err_cap)
+{
+    pthread_mutex_lock(&d->mu);
+    bool stopping = d->stopping;
+    if (!stopping)
+        d->admitting++;
+    pthread_mutex_unlock(&d->mu);
+    if (stopping)
+        return error_line(err, err_cap, "run: serve is stopping: no new runs");
+    int rc = admit_gated(d, st, source, flow, trigger, trigger_id, run_id, err, err_cap);
+    pthread_mutex_lock(&d->mu);
+    d->admitting--;
+    pthread_cond_broadcast(&d->changed);
+    pthread_mutex_unlock(&d->mu);
+    return rc;
 }
 
 /* Admits a run of flow (its trigger already checked). The reply: at once with the run
@@ -518,6 +539,15 @@ static void *handle_drain(struct daemon *d, const json_t *args)
     char err[512];
     if (open_store(d, &st, err, sizeof err) != 0)
         return ops_reply_error(1, err);
+    /* Only an installed flow gets a gate: draining "nosuch" would otherwise answer
+     * "drained" and leave a gate that refuses that name's runs as "draining". */
+    int known = flows_known(st, flow, err, sizeof err);
+    if (known <= 0) {
+        store_close(st);
+        if (known == 0)
+            error_line(err, sizeof err, "unknown flow '%s'", flow);
+        return ops_reply_error(1, err);
+    }
     pthread_mutex_lock(&d->mu);
     struct gate *g = gate_of(d, flow, true);
     if (g == NULL) {
@@ -710,6 +740,21 @@ static void stop_runners(struct daemon *d)
     pthread_mutex_unlock(&d->mu);
 }
 
+/* The first step of a stop, before the "stopping" line: new ops requests are refused
+ * with "serve is stopping", the scheduler fires no more, the stop gate closes, and
+ * every admission already past it ends (committed or refused). Nothing is admitted
+ * after it returns. */
+static void close_admission(struct daemon *d, struct ops_server *ops)
+{
+    ops_server_refuse_new(ops, "serve is stopping");
+    scheduler_stop(d->scheduler);
+    stop_runners(d);
+    pthread_mutex_lock(&d->mu);
+    while (d->admitting > 0)
+        pthread_cond_wait(&d->changed, &d->mu);
+    pthread_mutex_unlock(&d->mu);
+}
+
 /* Waits until no runner drives a run, or grace_ms passed. True if all are idle. */
 static bool wait_runs(struct daemon *d, long long grace_ms)
 {
@@ -836,6 +881,11 @@ int serve_main(const struct serve_options *o)
               backlog_text, "rate_limit", rate_text, "landlock",
               o->landlock == LANDLOCK_POLICY_OPTIONAL ? "optional" : "required", "recovering",
               left_text, LOG_END);
+    if (o->home_narrowed_from != 0) {
+        char from[8];
+        snprintf(from, sizeof from, "%04o", o->home_narrowed_from & 07777U);
+        serve_log("home_narrowed", "home", o->home, "from", from, "to", "0700", LOG_END);
+    }
 
     struct ops_server *ops = ops_server_start(o->home, handle_request, refused_peer, &d, err,
                                               sizeof err);
@@ -917,10 +967,9 @@ int serve_main(const struct serve_options *o)
     }
 
     serve_notify_stopping();
+    web_server_stop(web); /* no page request after this */
+    close_admission(&d, ops); /* nothing admitted after the line below */
     serve_log("stopping", "signal", stop_name, LOG_END);
-    scheduler_stop(d.scheduler); /* no fire after this */
-    web_server_stop(web);        /* no page action after this */
-    stop_runners(&d);
     bool idle = wait_runs(&d, o->grace_ms);
     pthread_mutex_lock(&d.mu);
     d.gave_up = true;

@@ -50,6 +50,8 @@ struct serve_options {
     bool web_allow_remote;        /* the page on an address that is not loopback */
     unsigned rate_limit;          /* admissions per flow per minute (serve/admission_rate.h);
                                      0: ADMISSION_RATE_LIMIT_DEFAULT */
+    unsigned home_narrowed_from;  /* the home's mode before datahome_prepare narrowed it to
+                                     0700 (logged: event=home_narrowed); 0: it was 0700 */
 };
 
 /* Runs the daemon until SIGTERM or SIGINT. Returns the exit status: 0 after a stop, 1

@@ -213,10 +213,15 @@ int ops_client_call(int fd, const void *request, void **reply, int timeout_ms, c
         goto out;
     }
     if (send_all(fd, text, text_len, deadline, err, err_cap) != 0 ||
-        send_all(fd, "\n", 1, deadline, err, err_cap) != 0)
+        send_all(fd, "\n", 1, deadline, err, err_cap) != 0) {
+        /* A server that refuses before reading (a serve stopping) has written its one
+         * line and closed: that line, if there, is the answer, not the broken send. */
+        char ignored[64];
+        if (read_line(fd, &line, &line_len, deadline, ignored, sizeof ignored) != 0)
+            goto out;
+    } else if (read_line(fd, &line, &line_len, deadline, err, err_cap) != 0) {
         goto out;
-    if (read_line(fd, &line, &line_len, deadline, err, err_cap) != 0)
-        goto out;
+    }
     json_error_t jerr;
     json_t *parsed = json_loadb(line, line_len, JSON_REJECT_DUPLICATES, &jerr);
     if (parsed == NULL) {

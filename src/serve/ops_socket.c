@@ -5,6 +5,7 @@
 
 #include "base/clock.h"
 #include "base/error_line.h"
+#include "base/json_out.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,8 +62,9 @@ struct ops_server {
     struct ops_connection reading[OPS_READING_MAX];
     size_t reading_count;
 
-    pthread_mutex_t lock; /* guards slots */
+    pthread_mutex_t lock; /* guards slots and refusing */
     struct ops_handler_slot slots[OPS_HANDLERS_MAX];
+    char refusing[128]; /* ops_server_refuse_new's reason: "" while requests are handled */
 };
 
 struct ops_job {
@@ -80,7 +82,7 @@ static char *error_reply_line(int exit_status, const char *error)
     if (reply == NULL) /* error was not UTF-8: say less rather than nothing */
         reply = json_pack("{s:b,s:i,s:s}", "ok", 0, "exit", exit_status, "error",
                           "request refused");
-    char *text = reply != NULL ? json_dumps(reply, JSON_COMPACT) : NULL;
+    char *text = reply != NULL ? json_out_dumps(reply, JSON_COMPACT) : NULL;
     json_decref(reply);
     if (text == NULL)
         return NULL;
@@ -148,7 +150,7 @@ static void *handler_main(void *arg)
 
     char *text = NULL;
     if (reply != NULL && json_is_object(reply))
-        text = json_dumps(reply, JSON_COMPACT);
+        text = json_out_dumps(reply, JSON_COMPACT);
     json_decref(reply);
     char *line = NULL;
     if (text != NULL) {
@@ -192,10 +194,21 @@ static void reap_handlers(struct ops_server *server)
 }
 
 /* Hands a parsed request to a handler thread (taking fd and request), or answers
- * "busy" when OPS_HANDLERS_MAX are running. */
+ * "busy" when OPS_HANDLERS_MAX are running, or the refusal once ops_server_refuse_new
+ * was called. */
 static void dispatch(struct ops_server *server, int fd, json_t *request, long uid, long pid)
 {
     reap_handlers(server);
+    char refusing[sizeof server->refusing];
+    pthread_mutex_lock(&server->lock);
+    memcpy(refusing, server->refusing, sizeof refusing);
+    pthread_mutex_unlock(&server->lock);
+    if (refusing[0] != '\0') {
+        send_error_now(fd, 1, refusing);
+        json_decref(request);
+        close(fd);
+        return;
+    }
     struct ops_handler_slot *slot = NULL;
     for (size_t i = 0; i < OPS_HANDLERS_MAX && slot == NULL; i++)
         if (!server->slots[i].used)
@@ -582,6 +595,43 @@ fail:
     return NULL;
 }
 
+void ops_server_refuse_new(struct ops_server *server, const char *why)
+{
+    if (server == NULL)
+        return;
+    pthread_mutex_lock(&server->lock);
+    snprintf(server->refusing, sizeof server->refusing, "%s", why);
+    pthread_mutex_unlock(&server->lock);
+}
+
+/* At the stop, with the server thread gone and the socket file removed: every client
+ * still connected or waiting in the backlog gets the refusal line (or "serve is
+ * stopping" if none was set) before its connection closes, never a bare reset. */
+static void refuse_the_rest(struct ops_server *server)
+{
+    const char *why = server->refusing[0] != '\0' ? server->refusing : "serve is stopping";
+    for (;;) {
+        int fd = accept4(server->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            break;
+        }
+        struct ucred cred;
+        socklen_t cred_len = sizeof cred;
+        /* Still nothing written to another user. */
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) == 0 &&
+            cred_len == sizeof cred && cred.uid == server->owner)
+            send_error_now(fd, 1, why);
+        close(fd);
+    }
+    while (server->reading_count > 0) {
+        send_error_now(server->reading[0].fd, 1, why);
+        close(server->reading[0].fd);
+        drop_connection(server, 0);
+    }
+}
+
 void ops_server_stop(struct ops_server *server)
 {
     if (server == NULL)
@@ -591,13 +641,11 @@ void ops_server_stop(struct ops_server *server)
         ;
     pthread_join(server->thread, NULL);
 
-    /* Stop accepting: the file goes first, so no new client finds it. */
+    /* Stop accepting: the file goes first, so no new client finds it; those that did
+     * are answered. */
     unlink_own_socket(server);
+    refuse_the_rest(server);
     close(server->listen_fd);
-    while (server->reading_count > 0) {
-        close(server->reading[0].fd);
-        drop_connection(server, 0);
-    }
     for (size_t i = 0; i < OPS_HANDLERS_MAX; i++)
         if (server->slots[i].used)
             pthread_join(server->slots[i].thread, NULL);

@@ -43,9 +43,15 @@ struct ops_server *ops_server_start(const char *home, ops_handler_fn handler,
                                     ops_refusal_fn refusal, void *ctx, char *err,
                                     size_t err_cap);
 
-/* Stops accepting (the socket file is removed), closes connections still being read,
- * waits for running handlers to return (the caller makes blocked handlers return
- * first), and frees the server. */
+/* From now on every complete request is answered {"ok":false,"exit":1,"error":why}
+ * without reaching the handler (serve: "serve is stopping"); handlers already running
+ * answer as before. Safe from any thread. */
+void ops_server_refuse_new(struct ops_server *server, const char *why);
+
+/* Stops accepting (the socket file is removed), answers every connection still being
+ * read or waiting in the backlog with the refusal line (or "serve is stopping") and
+ * closes it, waits for running handlers to return (the caller makes blocked handlers
+ * return first), and frees the server. */
 void ops_server_stop(struct ops_server *server);
 
 #endif

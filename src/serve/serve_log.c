@@ -1,8 +1,12 @@
 #include "serve/serve_log.h"
 
+#include "base/json_out.h"
+#include "base/terminal_chars.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,18 +53,28 @@ static void put_value(struct line *l, const char *v)
         return;
     }
     put(l, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)v; *p != '\0'; p++) {
+    const unsigned char *p = (const unsigned char *)v;
+    size_t left = strlen(v);
+    while (left > 0) {
         char esc[8];
+        uint32_t cp = 0;
+        size_t n = terminal_utf8_char(p, left, &cp);
         if (*p == '"' || *p == '\\') {
             esc[0] = '\\';
             esc[1] = (char)*p;
             put(l, esc, 2);
-        } else if (*p < 0x20 || *p == 0x7f) {
-            int n = snprintf(esc, sizeof esc, "\\x%02x", *p);
-            put(l, esc, (size_t)n);
+        } else if (n == 0) { /* not UTF-8: the byte, as hex */
+            int k = snprintf(esc, sizeof esc, "\\x%02x", *p);
+            put(l, esc, (size_t)k);
+            n = 1;
+        } else if (terminal_char_active(cp)) { /* as the JSON log and --json spell it */
+            int k = snprintf(esc, sizeof esc, "\\u%04x", (unsigned)cp);
+            put(l, esc, (size_t)k);
         } else {
-            put(l, (const char *)p, 1);
+            put(l, (const char *)p, n);
         }
+        p += n;
+        left -= n;
     }
     put(l, "\"", 1);
 }
@@ -105,7 +119,7 @@ void serve_log(const char *event, ...)
             json_object_set_new(o, key, v != NULL ? v : json_string("(not UTF-8)"));
         }
         va_end(ap);
-        char *text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+        char *text = json_out_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
         json_decref(o);
         if (text != NULL) {
             size_t n = strlen(text);

@@ -28,30 +28,52 @@ struct store {
     char error_text[384];     /* store_errmsg's */
 };
 
+/* chmod 0600 of the file an O_PATH descriptor names (fchmod refuses O_PATH; its
+ * /proc/self/fd link does not follow a symbolic link, it names the open file). */
+static int narrow_opened(int path_fd)
+{
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", path_fd);
+    return chmod(link, 0600);
+}
+
 /* Creates the database file owner-only (or checks an existing one): a regular file,
- * not a link, owned by this user, narrowed to 0600. */
+ * not a link, owned by this user, narrowed to 0600.
+ *
+ * Approach: an existing file is only ever looked at through an O_PATH descriptor. SQLite
+ * holds POSIX locks on basal.db while a connection of this process is open (serve opens
+ * the store again for every ops request), and closing ANY ordinary descriptor of the file
+ * drops every POSIX lock the process holds on it: another process then believes it is
+ * the last connection, checkpoints and deletes -wal and -shm under us, and commits are
+ * lost. The kernel skips the lock removal when an O_PATH file is closed (FMODE_PATH;
+ * tests/t_store_locks.c shows it on this kernel). A new file is created with O_EXCL and
+ * closed at once: its inode did not exist before, so no connection holds a lock on it. */
 static int prepare_file(const char *path, bool *created, char *err, size_t cap)
 {
-    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    *created = fd >= 0;
-    if (fd < 0 && errno == EEXIST)
-        fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        if (errno == ELOOP)
-            return error_line(err, cap, "store %s is a symbolic link: refused", path);
-        return error_line(err, cap, "cannot open store %s: %s", path, strerror(errno));
+    *created = false;
+    int made = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (made >= 0) {
+        *created = true;
+        close(made);
+    } else if (errno != EEXIST) {
+        return error_line(err, cap, "cannot create store %s: %s", path, strerror(errno));
     }
+    int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return error_line(err, cap, "cannot open store %s: %s", path, strerror(errno));
     struct stat st;
     int rc = 0;
     if (fstat(fd, &st) != 0)
         rc = error_line(err, cap, "cannot inspect store %s: %s", path, strerror(errno));
+    else if (S_ISLNK(st.st_mode))
+        rc = error_line(err, cap, "store %s is a symbolic link: refused", path);
     else if (!S_ISREG(st.st_mode))
         rc = error_line(err, cap, "store %s is not a regular file", path);
     else if (st.st_uid != geteuid())
         rc = error_line(err, cap, "store %s is not owned by this user: refused", path);
-    else if ((st.st_mode & 07777) != 0600 && fchmod(fd, 0600) != 0)
+    else if ((st.st_mode & 07777) != 0600 && narrow_opened(fd) != 0)
         rc = error_line(err, cap, "cannot narrow store %s to 0600: %s", path, strerror(errno));
-    close(fd);
+    close(fd); /* O_PATH: leaves this process's locks on the file alone */
     if (rc != 0 && *created)
         unlink(path);
     return rc;
@@ -59,11 +81,9 @@ static int prepare_file(const char *path, bool *created, char *err, size_t cap)
 
 /* chmod 0600 of path-wal and path-shm if they exist (never through a link).
  *
- * Only through O_PATH descriptors: SQLite holds POSIX locks on -shm while the store is
- * open, and closing ANY ordinary descriptor of a file drops every POSIX lock this
- * process holds on it. Another process then sees the shm unlocked, truncates it under
- * our mapping (SIGBUS) and the WAL index breaks. Closing an O_PATH descriptor does
- * not touch locks; the mode is changed through its /proc/self/fd link. */
+ * Only through O_PATH descriptors, for the reason prepare_file gives: SQLite holds POSIX
+ * locks on -shm too, and another process that sees it unlocked truncates it under our
+ * mapping (SIGBUS) and the WAL index breaks. */
 static void narrow_companions(struct store *s)
 {
     static const char *const SUFFIX[] = {"-wal", "-shm"};
@@ -79,10 +99,8 @@ static void narrow_companions(struct store *s)
             continue;
         }
         struct stat st;
-        char link[64];
-        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
         if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) != 0600)
-            (void)chmod(link, 0600);
+            (void)narrow_opened(fd);
         close(fd);
     }
     s->companions_narrowed = all;

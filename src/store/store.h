@@ -2,8 +2,12 @@
  *
  * A process holds one connection, its only writer. Opened with journal_mode=WAL,
  * synchronous=FULL, foreign_keys=ON and a busy timeout. The file and its -wal/-shm
- * companions are 0600: the database file is created with open(O_CREAT, 0600) before
- * SQLite opens it, and the companions are chmod'ed after the first write.
+ * companions are 0600: the database file is created with open(O_CREAT | O_EXCL, 0600)
+ * before SQLite opens it, and the companions are chmod'ed after the first write. Beside
+ * SQLite no code opens, closes, renames or truncates an existing store file with an
+ * ordinary descriptor (closing one would drop SQLite's POSIX locks): ownership and mode
+ * are checked and narrowed through O_PATH descriptors only. Copies are taken with
+ * store/store_backup.h (SQLite's online backup), never by reading the file.
  *
  * Versioned migrations (store/store_schema.h) are applied at open, each in its own
  * transaction with PRAGMA user_version. A store that cannot be opened for lack of

@@ -242,6 +242,25 @@ bool activation_keeps_worker(const struct activation_outcome *out)
     }
 }
 
+/* Where a script or syntax error was raised: the position of the first frame of its
+ * stack ("    at f (NAME:3)" or "    at NAME:2:9" gives "NAME:3", "NAME:2:9"), into
+ * where (empty when the detail has none). */
+static void error_location(const char *detail, char *where, size_t cap)
+{
+    where[0] = '\0';
+    const char *frame = detail != NULL ? strstr(detail, "\n    at ") : NULL;
+    if (frame == NULL)
+        return;
+    frame += strlen("\n    at ");
+    size_t len = strcspn(frame, "\r\n");
+    const char *open = memchr(frame, '(', len);
+    if (open != NULL && len > 0 && frame[len - 1] == ')') {
+        len -= (size_t)(open + 1 - frame) + 1;
+        frame = open + 1;
+    }
+    snprintf(where, cap, "%.*s", (int)len, frame);
+}
+
 void activation_describe(const struct activation_outcome *out, char *buf, size_t cap)
 {
     /* One line: a detail's first line only (a script error's stack follows it). */
@@ -259,7 +278,12 @@ void activation_describe(const struct activation_outcome *out, char *buf, size_t
         for (char *c = kind; *c != '\0'; c++)
             if (*c == '_')
                 *c = ' ';
-        if (detail[0] != '\0')
+        char where[256] = "";
+        if (strcmp(kind, "script error") == 0 || strcmp(kind, "syntax error") == 0)
+            error_location(out->detail, where, sizeof where);
+        if (detail[0] != '\0' && where[0] != '\0')
+            snprintf(buf, cap, "%s: %s (%s)", kind, detail, where);
+        else if (detail[0] != '\0')
             snprintf(buf, cap, "%s: %s", kind, detail);
         else
             snprintf(buf, cap, "%s", kind);
@@ -841,23 +865,61 @@ static bool console_append(struct run *r, const char *bytes, size_t len)
     return true;
 }
 
+/* One message as its lines, without the last line feed: "stream: text", each line
+ * break of the text followed by "stream| ", so no line a script writes begins where a
+ * line of basal's own could (an outcome line such as "budget exhausted: cpu"). NULL
+ * without memory. */
+static char *console_lines(const struct proto_console *c, size_t *len)
+{
+    size_t breaks = 0;
+    for (size_t i = 0; i < c->text.len; i++)
+        breaks += c->text.str[i] == '\n';
+    size_t marker = c->stream.len + 2;
+    size_t n = marker + c->text.len + breaks * marker;
+    char *out = malloc(n + 1);
+    if (out == NULL)
+        return NULL;
+    size_t o = 0;
+    memcpy(out, c->stream.str, c->stream.len);
+    o = c->stream.len;
+    out[o++] = ':';
+    out[o++] = ' ';
+    for (size_t i = 0; i < c->text.len; i++) {
+        out[o++] = c->text.str[i];
+        if (c->text.str[i] == '\n') {
+            memcpy(out + o, c->stream.str, c->stream.len);
+            o += c->stream.len;
+            out[o++] = '|';
+            out[o++] = ' ';
+        }
+    }
+    out[o] = '\0';
+    *len = o;
+    return out;
+}
+
 static void on_console(struct run *r, const struct proto_console *c)
 {
     if (r->out->console_truncated)
         return;
     const size_t room = ACTIVATION_CONSOLE_MAX - (sizeof CONSOLE_CUT_LINE - 1);
-    size_t head = c->stream.len + 2, text = c->text.len;
-    bool cut = r->console_len + head + text + 1 > room;
-    if (cut) /* keep what fits of this text, whole characters only */
-        text = r->console_len + head + 1 < room
-                   ? utf8_truncate((const uint8_t *)c->text.str, c->text.len,
-                                   room - r->console_len - head - 1)
+    size_t marker = c->stream.len + 2, len = 0;
+    char *lines = console_lines(c, &len);
+    bool cut = lines == NULL || r->console_len + len + 1 > room;
+    size_t keep = lines == NULL ? 0 : len;
+    if (lines != NULL && cut) {
+        /* Keep what fits, whole characters only, and never a line's prefix alone. */
+        keep = r->console_len + 1 < room
+                   ? utf8_truncate((const uint8_t *)lines, len, room - r->console_len - 1)
                    : 0;
-    if (!cut || text > 0) {
-        if (!console_append(r, c->stream.str, c->stream.len) || !console_append(r, ": ", 2) ||
-            (text > 0 && !console_append(r, c->text.str, text)) || !console_append(r, "\n", 1))
-            cut = true; /* out of memory: what is kept ends here, visibly */
+        const char *last = memrchr(lines, '\n', keep);
+        size_t line_start = last != NULL ? (size_t)(last - lines) + 1 : 0;
+        if (keep - line_start <= marker)
+            keep = last != NULL ? (size_t)(last - lines) : 0;
     }
+    if (keep > 0 && (!console_append(r, lines, keep) || !console_append(r, "\n", 1)))
+        cut = true; /* out of memory: what is kept ends here, visibly */
+    free(lines);
     if (cut) {
         r->out->console_truncated = true;
         (void)console_append(r, CONSOLE_CUT_LINE, sizeof CONSOLE_CUT_LINE - 1);
@@ -1000,6 +1062,16 @@ static bool read_frames(struct run *r)
     }
 }
 
+/* The name errors call the script, as the Activate may carry it. */
+static struct proto_text script_name_of(const char *name)
+{
+    size_t len = name != NULL ? strlen(name) : 0;
+    bool ok = len > 0 && len <= PROTO_MAX_SCRIPT_NAME_BYTES && utf8_valid((const uint8_t *)name, len);
+    for (size_t i = 0; ok && i < len; i++)
+        ok = (unsigned char)name[i] >= 0x20 && name[i] != 0x7f;
+    return proto_text_of(ok ? name : "script.js");
+}
+
 static bool send_activate(struct run *r)
 {
     const struct activation_request *req = r->req;
@@ -1010,6 +1082,8 @@ static bool send_activate(struct run *r)
     msg.activate.profile = req->profile;
     msg.activate.script.str = req->script;
     msg.activate.script.len = req->script_len;
+    msg.activate.script_name = script_name_of(req->script_name);
+    msg.activate.compile_only = req->compile_only;
     msg.activate.trigger = proto_text_of(req->trigger != NULL ? req->trigger : "{}");
     msg.activate.budgets = req->budgets;
     msg.activate.prefix = req->prefix;

@@ -105,6 +105,10 @@ struct activation_request {
     enum proto_profile profile;
     const char *script;
     size_t script_len;
+    /* What errors call the script (a path, "FLOW/flow.js"); NULL, or a name that is not
+     * 1 to PROTO_MAX_SCRIPT_NAME_BYTES of UTF-8 without controls: "script.js". */
+    const char *script_name;
+    bool compile_only;   /* only compile the script: completed null, or syntax_error */
     const char *trigger; /* JSON text; NULL means {} */
     struct proto_budgets budgets;
     long long deadline_ms; /* wall deadline from Activate; <= 0: the profile default */
@@ -149,7 +153,8 @@ struct activation_outcome {
     uint32_t host_calls;
     uint32_t deliveries;
     long long wall_ms;
-    char *console;      /* Console texts, "stream: text\n" each, at most 64 KiB */
+    char *console;      /* Console texts, "stream: text\n" each, at most 64 KiB; a line
+                         * break in a text is followed by "stream| " (a continuation) */
     bool console_truncated; /* more came: console ends in a line saying so */
     char *worker_log;   /* the tail of the worker's stderr if it ended abnormally */
 };

@@ -17,8 +17,11 @@
 const uint8_t ENGINE_PRELUDE_SHA256[PROTO_DIGEST_BYTES] = {PRELUDE_JS_SHA256};
 
 /* The script is the body of this function; its line 1 is the wrapper's line 1. */
-static const char SCRIPT_HEAD[] = "(async function () {";
+/* The wrapper has a line of its own, numbered 0 (JS_EVAL_FLAG_FIRST_LINE_ZERO, patch
+ * 0007), so the script's lines and columns are its own. */
+static const char SCRIPT_HEAD[] = "(async function () {\n";
 static const char SCRIPT_TAIL[] = "\n})";
+/* What errors call a script whose Activate names none. */
 static const char SCRIPT_NAME[] = "script.js";
 
 /* The activation's end, from whatever state the loop left it in. */
@@ -335,7 +338,11 @@ static int start_script(struct engine *engine)
     if (script->len > 0)
         memcpy(text + sizeof SCRIPT_HEAD - 1, script->str, script->len);
     memcpy(text + sizeof SCRIPT_HEAD - 1 + script->len, SCRIPT_TAIL, sizeof SCRIPT_TAIL);
-    JSValue function = JS_Eval(ctx, text, len, SCRIPT_NAME, JS_EVAL_TYPE_GLOBAL);
+    const struct proto_text *script_name = &engine->activation->script_name;
+    bool compile_only = engine->activation->compile_only;
+    JSValue function = JS_Eval(ctx, text, len, script_name->len > 0 ? script_name->str : SCRIPT_NAME,
+                               JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_FIRST_LINE_ZERO |
+                                   (compile_only ? JS_EVAL_FLAG_COMPILE_ONLY : 0));
     free(text);
     if (JS_IsException(function)) {
         JSValue error = JS_GetException(ctx);
@@ -347,6 +354,12 @@ static int start_script(struct engine *engine)
         engine_decide_thrown(engine, error, syntax ? FAIL_SYNTAX_ERROR : FAIL_SCRIPT_ERROR);
         JS_FreeValue(ctx, error);
         return -1;
+    }
+    if (compile_only) { /* it compiled: nothing of it runs, the outcome is null */
+        JS_FreeValue(ctx, function);
+        engine->result_state = RESULT_FULFILLED;
+        engine->result = JS_NULL;
+        return 0;
     }
     JSValue returned = JS_Call(ctx, function, JS_UNDEFINED, 0, NULL);
     JS_FreeValue(ctx, function);

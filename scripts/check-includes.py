@@ -28,8 +28,9 @@ MAY_INCLUDE = {
     "supervisor": {"host", "base", "proto"},
     "store": {"supervisor", "host", "base", "proto"},
     "flows": {"store", "supervisor", "host", "base", "proto"},
-    "serve": {"flows", "store", "supervisor", "host", "base", "proto"},
-    "cli": {"serve", "flows", "store", "supervisor", "host", "base", "proto"},
+    "web": {"flows", "store", "supervisor", "host", "base", "proto"},
+    "serve": {"web", "flows", "store", "supervisor", "host", "base", "proto"},
+    "cli": {"serve", "web", "flows", "store", "supervisor", "host", "base", "proto"},
     "ck": {"serve", "flows", "store", "supervisor", "host", "base", "proto"},
     "worker": {"base", "proto"},
 }

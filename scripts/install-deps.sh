@@ -12,6 +12,8 @@ python3-prometheus-client systemd groff-base man-db"
 test_pkgs="$test_pkgs sqlite3"
 # tests/t_completion.sh drives the bash completion under bash-completion's own helpers.
 test_pkgs="$test_pkgs bash-completion"
+# tests/t_web.sh drives the status page (serve --web) in headless Chromium.
+test_pkgs="$test_pkgs chromium"
 # tests/t_codemode_typescript.sh checks codemode check with Debian's TypeScript compiler.
 test_pkgs="$test_pkgs node-typescript"
 

@@ -12,7 +12,7 @@
 
 #define SERVE_USAGE "usage: ck-basal serve [--max-runs N] [--backlog N] [--grace-seconds N] " \
                     "[--spares N] [--rate-limit N] [--log-json] [--metrics 127.0.0.1:PORT] " \
-                    "[--landlock=required|optional]"
+                    "[--web 127.0.0.1:PORT [--web-allow-remote]] [--landlock=required|optional]"
 
 static bool number_option(const char *flag, const char *text, long long min, long long max,
                           long long *out)
@@ -55,6 +55,10 @@ int cmd_serve(const struct cli_globals *g, int argc, char **argv)
                 return EXIT_USAGE;
         } else if (strcmp(a, "--metrics") == 0 && has_value) {
             o.metrics_listen = argv[++i];
+        } else if (strcmp(a, "--web") == 0 && has_value) {
+            o.web_listen = argv[++i];
+        } else if (strcmp(a, "--web-allow-remote") == 0) {
+            o.web_allow_remote = true;
         } else if (strcmp(a, "--log-json") == 0) {
             o.log_json = true;
         } else if (strcmp(a, "--landlock=required") == 0) {
@@ -65,6 +69,11 @@ int cmd_serve(const struct cli_globals *g, int argc, char **argv)
             fprintf(stderr, "ck-basal serve: unexpected argument '%s' (%s)\n", a, SERVE_USAGE);
             return EXIT_USAGE;
         }
+    }
+    if (o.web_allow_remote && o.web_listen == NULL) {
+        fprintf(stderr, "ck-basal serve: --web-allow-remote needs --web ADDR:PORT (%s)\n",
+                SERVE_USAGE);
+        return EXIT_USAGE;
     }
     char home[PATH_MAX], err[512];
     struct datahome_report report;

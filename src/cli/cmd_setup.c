@@ -6,6 +6,7 @@
 #include "store/datahome.h"
 #include "supervisor/kernel_facts.h"
 #include "store/store.h"
+#include "web/web_auth.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -99,6 +100,13 @@ int cmd_setup(const struct cli_globals *globals, int argc, char **argv)
         datahome_prepare(home, true, &rep, err, sizeof err) != 0 ||
         store_open(home, &st, err, sizeof err) != 0) {
         fprintf(stderr, "ck-basal setup: %s\n", err);
+        return EXIT_REFUSED;
+    }
+    /* The status page's token (docs/web.md), made once and kept. */
+    char token[WEB_SECRET_HEX + 1];
+    if (web_token_ensure(home, token, NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "ck-basal setup: %s\n", err);
+        store_close(st);
         return EXIT_REFUSED;
     }
     int seccomp = kernel_has_seccomp_kill_process();

@@ -67,7 +67,8 @@ static const struct command_usage USAGES[] = {
      "ck-basal flow dry-run ./notes-flow --fixtures examples/demo-flow/fixtures.json"},
     {"serve", NULL,
      "[--max-runs N] [--backlog N] [--grace-seconds N] [--spares N] [--rate-limit N]\n"
-     "       [--log-json] [--metrics 127.0.0.1:PORT] [--landlock=required|optional]",
+     "       [--log-json] [--metrics 127.0.0.1:PORT] [--web 127.0.0.1:PORT [--web-allow-remote]]\n"
+     "       [--landlock=required|optional]",
      "The engine as a service on the data home, in the foreground: runs flows, fires the\n"
      "scheduled ones, recovers what a dead process left, answers the other commands over\n"
      "the ops socket; one line per event on standard error; SIGTERM or SIGINT stop it.\n"
@@ -78,7 +79,11 @@ static const struct command_usage USAGES[] = {
      "  --rate-limit N     admissions per flow per minute (default 60); a flow refused\n"
      "                     3 minutes in a row is disabled\n"
      "  --log-json         log lines as JSON\n"
-     "  --metrics 127.0.0.1:PORT  Prometheus metrics on a loopback address\n" LANDLOCK_OPTION,
+     "  --metrics 127.0.0.1:PORT  Prometheus metrics on a loopback address\n"
+     "  --web 127.0.0.1:PORT  the operator's status page on a loopback address (docs/web.md;\n"
+     "                     ck-basal web-url prints its one-time login URL)\n"
+     "  --web-allow-remote   let --web take an address that is not loopback (plain HTTP)\n"
+     LANDLOCK_OPTION,
      "ck-basal serve --metrics 127.0.0.1:9464"},
     {"event", "emit", "MODULE NAME VERSION [--payload JSON] [--id ID]",
      "Emit an event: a running serve admits one run of every enabled flow that listens to\n"
@@ -154,6 +159,10 @@ static const struct command_usage USAGES[] = {
      "  --repeat N               run each script N times\n"
      "  --health                 print the pool's health after the last run\n" LANDLOCK_OPTION,
      "ck-basal exec --repeat 3 sum.js"},
+    {"web-url", NULL, "",
+     "Print the one-time login URL of the status page of the serve --web running on the\n"
+     "data home: it works once, within 10 minutes, and sets the page's session cookie.\n",
+     "ck-basal web-url"},
     {"health", NULL, "[--format json|prometheus] [--landlock=required|optional]",
      "Health from the store: runs by state, activations by outcome, worker counters,\n"
      "confinement (from a running serve, with its live pool).\n"

@@ -27,6 +27,7 @@ int cmd_exec(const struct cli_globals *globals, int argc, char **argv);
 int cmd_health(const struct cli_globals *globals, int argc, char **argv);
 int cmd_serve(const struct cli_globals *globals, int argc, char **argv);
 int cmd_setup(const struct cli_globals *globals, int argc, char **argv);
+int cmd_web_url(const struct cli_globals *globals, int argc, char **argv);
 int cmd_flow(const struct cli_globals *globals, int argc, char **argv);
 int cmd_run(const struct cli_globals *globals, int argc, char **argv);
 int cmd_recover(const struct cli_globals *globals, int argc, char **argv);

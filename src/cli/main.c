@@ -24,13 +24,17 @@ static const struct cli_command COMMANDS[] = {
              "      show what a version would do before approving it (reads real, no effect)",
      cmd_flow},
     {"serve", "[--max-runs N] [--backlog N] [--grace-seconds N] [--spares N] [--rate-limit N]\n"
-              "       [--log-json] [--metrics 127.0.0.1:PORT] [--landlock=required|optional]\n"
+              "       [--log-json] [--metrics 127.0.0.1:PORT] [--web 127.0.0.1:PORT [--web-allow-remote]]\n"
+              "       [--landlock=required|optional]\n"
               "      the engine as a service on the data home: runs flows (different flows at\n"
               "      once, a flow's runs in order), fires scheduled flows, recovers what a dead\n"
               "      process left, answers the other commands over the ops socket; logs one\n"
               "      line per event on stderr; --rate-limit: admissions per flow per minute\n"
-              "      (default 60; a flow refused in 3 minutes in a row is disabled)",
+              "      (default 60; a flow refused in 3 minutes in a row is disabled); --web: the\n"
+              "      operator's status page (docs/web.md)",
      cmd_serve},
+    {"web-url", " print the one-time login URL of the status page a serve --web shows",
+     cmd_web_url},
     {"event", "emit MODULE NAME VERSION [--payload JSON] [--id ID]\n"
               "      emit an event: a running serve admits one run of every enabled flow that\n"
               "      listens to it (the payload its trigger; one per flow per id); without a\n"

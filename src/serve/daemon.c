@@ -24,6 +24,7 @@
 #include "store/health_store.h"
 #include "store/runs.h"
 #include "store/store.h"
+#include "web/web_server.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -1113,10 +1114,28 @@ int serve_main(const struct serve_options *o)
         snprintf(port, sizeof port, "%u", metrics_http_port(metrics));
         serve_log("metrics_listening", "listen", o->metrics_listen, "port", port, LOG_END);
     }
+    struct web_server *web = NULL;
+    if (o->web_listen != NULL) {
+        /* The page asks what the ops socket answers, by the same dispatch. */
+        struct web_env env = {o->home,
+                              o->landlock == LANDLOCK_POLICY_OPTIONAL ? "optional" : "required",
+                              handle_request, &d};
+        web = web_server_start(o->web_listen, o->web_allow_remote, &env, err, sizeof err);
+        if (web == NULL) {
+            metrics_http_stop(metrics);
+            ops_server_stop(ops);
+            pool_free(d.pool);
+            return start_fail(err);
+        }
+        char port[16];
+        snprintf(port, sizeof port, "%u", web_server_port(web));
+        serve_log("web_listening", "listen", o->web_listen, "port", port, LOG_END);
+    }
     pool_maintain(d.pool);
     struct scheduler_hooks sched_hooks = {&d, scheduler_open_store, scheduler_admit};
     d.scheduler = scheduler_start(&sched_hooks, err, sizeof err);
     if (d.scheduler == NULL) {
+        web_server_stop(web);
         metrics_http_stop(metrics);
         ops_server_stop(ops);
         pool_free(d.pool);
@@ -1157,6 +1176,7 @@ int serve_main(const struct serve_options *o)
     }
 
     serve_notify_stopping();
+    web_server_stop(web); /* no page request after this */
     close_admission(&d, ops); /* nothing admitted after the line below */
     serve_log("stopping", "signal", stop_name, LOG_END);
     bool idle = wait_runs(&d, o->grace_ms);

@@ -51,6 +51,8 @@ struct serve_options {
     unsigned spares;              /* warm spare workers */
     bool log_json;
     const char *metrics_listen;   /* "127.0.0.1:PORT" or NULL */
+    const char *web_listen;       /* the status page's "127.0.0.1:PORT" or NULL (web/) */
+    bool web_allow_remote;        /* the page on an address that is not loopback */
     unsigned rate_limit;          /* admissions per flow per minute (serve/admission_rate.h);
                                      0: ADMISSION_RATE_LIMIT_DEFAULT */
     unsigned home_narrowed_from;  /* the home's mode before datahome_prepare narrowed it to

@@ -236,7 +236,12 @@ build/bench/%: build/release/obj/bench/%.o $(call objs,release,$(BENCH_MODULES))
 	@mkdir -p $(dir $@)
 	$(CC) $(release_LDFLAGS) $^ -o $@ $(PARENT_LIBS)
 
-bench-build: all $(BENCH_BINS)
+# flows_install has a worker beside the program compile the script (as SIDE_WORKERS).
+build/bench/ck-basal-worker: $(RELEASE_WORKER)
+	@mkdir -p $(@D)
+	ln -sf ../bin/ck-basal-worker $@
+
+bench-build: all $(BENCH_BINS) build/bench/ck-basal-worker
 
 # Builds the release binaries and the benchmarks, runs them (about 45 s) and writes
 # docs/benchmarks.md; then the comparison with other ways to run the same scripts

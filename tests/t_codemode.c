@@ -489,6 +489,11 @@ static void test_exits(void)
          "unknown subcommand 'walk'"},
         {"exits: describe --format bogus is usage", ARGS("codemode", "describe", "--format", "x"),
          2, "--format must be json or typescript"},
+        /* Compiled by a confined worker before the run is recorded [guard codemode-compiles]. */
+        {"exits: a script that does not compile is refused before it starts, its place named",
+         ARGS("codemode", "run", script_file("syntax.js", "const a = 1;\nlet b = ;\n")), 1,
+         "the script does not compile: syntax error: SyntaxError: unexpected token in "
+         "expression: ';' ("},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct proc_result r = cli(false, cases[i].args);
@@ -497,6 +502,8 @@ static void test_exits(void)
               cases[i].name, "%s, stderr %s", proc_describe(&r), r.err);
         proc_result_free(&r);
     }
+    check_int_eq(sql_number("SELECT count(*) FROM codemode_runs"), 1,
+                 "exits: the refused scripts recorded no run (only the failing one is stored)");
     const char *empty = script_file("empty.js", "");
     struct proc_result r = cli(false, ARGS("codemode", "run", empty));
     check(proc_exited_with(&r, 2) && strstr(r.err, "script") != NULL,

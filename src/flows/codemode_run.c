@@ -7,6 +7,7 @@
 #include "host/ops_module.h"
 #include "host/tools_catalog.h"
 #include "store/codemode_store.h"
+#include "flows/script_check.h"
 #include "supervisor/activation.h"
 #include "supervisor/pool.h"
 
@@ -141,8 +142,11 @@ void *codemode_run_execute(struct store *st, const char *home,
     /* Every refusal before the run row: nothing is stored. */
     struct codemode_run_start start = {req->script_name, req->script, req->script_len,
                                        req->input};
+    /* A script that does not compile is refused before it starts (its place named). */
+    const char *shown_name = strcmp(req->script_name, "-") == 0 ? "<stdin>" : req->script_name;
     if (ops_catalog_load(home, &modules, err, err_cap) == 0 &&
         tools_catalog_load(home, &modules, &tools, err, err_cap) == 0 &&
+        script_check_compiles(req->script, req->script_len, shown_name, err, err_cap) == 0 &&
         codemode_runs_abandon(st, NULL, err, err_cap) == 0 &&
         codemode_run_begin(st, &start, &id, err, err_cap) == 0)
         report = drive(st, id, req, &tools, &modules, err, err_cap);

@@ -3,6 +3,7 @@
 #include "base/error_line.h"
 #include "store/store.h"
 #include "store/store_backup.h"
+#include "store/sql.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -16,19 +17,6 @@
 /* How long a backup step or a read waits for a writer's lock (a CLI command running
  * beside ck: the serve itself is stopped and locked out). */
 #define SNAPSHOT_BUSY_MS 10000
-
-static int read_user_version(sqlite3 *db, int *version)
-{
-    sqlite3_stmt *st = NULL;
-    int rc = -1;
-    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW) {
-        *version = sqlite3_column_int(st, 0);
-        rc = 0;
-    }
-    sqlite3_finalize(st);
-    return rc;
-}
 
 static int open_store_readonly(const char *home, sqlite3 **db, char *err, size_t err_cap)
 {
@@ -66,7 +54,7 @@ int store_snapshot_schema(const char *home, int *version, char *err, size_t err_
     sqlite3 *db = NULL;
     if (open_store_readonly(home, &db, err, err_cap) != 0)
         return -1;
-    int rc = read_user_version(db, version);
+    int rc = sql_user_version(db, version);
     if (rc != 0)
         error_line(err, err_cap, "cannot read the schema version of %s: %s", path,
                    sqlite3_errmsg(db));

@@ -57,4 +57,8 @@ int sql_collect(sqlite3 *db, sqlite3_stmt *st, size_t elem_size,
 /* CLOCK_REALTIME in milliseconds since the epoch. */
 int64_t sql_now_ms(void);
 
+/* The database's schema version (PRAGMA user_version) into *version: 0, or -1
+ * (sqlite3_errmsg says why). */
+int sql_user_version(sqlite3 *db, int *version);
+
 #endif

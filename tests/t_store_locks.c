@@ -198,10 +198,9 @@ static long long real_now_ms(void)
 }
 
 /* The disturber: every command that opens the store, in a loop, one line on stdout per
- * round, until the stop file exists. `recover` is not among them yet: beside a serve it
- * drives serve's own pending runs (seen here: serve's claim then fails with "run N is
- * succeeded, not pending or running"); routing it through serve is issue 23 section 5,
- * and it joins this loop once it is. */
+ * round, until the stop file exists. `recover` goes to the running serve (it drove
+ * serve's own pending runs beside it before issue 23 section 5), and after the SIGKILL,
+ * with no serve, drives what the dead one left itself. */
 static const char *disturber_script(const struct test_home *h, const char *stop)
 {
     static char text[8192];
@@ -215,6 +214,7 @@ static const char *disturber_script(const struct test_home *h, const char *stop)
          "  \"$ck\" --home \"$home\" flow dry-run w --version 1 --trigger '{\"n\":0}' >/dev/null 2>&1\n"
          "  \"$ck\" --home \"$home\" setup >/dev/null 2>&1\n"
          "  \"$ck\" --home \"$home\" health >/dev/null 2>&1\n"
+         "  \"$ck\" --home \"$home\" recover --landlock=optional >/dev/null 2>&1\n"
          "  sqlite3 \"$db\" 'SELECT count(*) FROM runs; SELECT count(*) FROM kv' >/dev/null 2>&1\n"
          "  rm -f \"$scratch/shell-copy.db\" \"$scratch/ck-copy.db\"\n"
          "  sqlite3 \"$db\" \".backup '$scratch/shell-copy.db'\" >/dev/null 2>&1\n"

@@ -23,6 +23,7 @@ src/host/host.c: a settlement's value to the worker
 src/host/test_host.c: exec's test host values, kept in memory
 src/host/ops_module.c: a request to a module program
 src/host/tool_schema.c: allowed values quoted (ASCII) in a refusal the script receives
+src/web/web_server.c: the reconcile form's observed value, normalized for the store as the CLI's
 "
 
 # check TREE: prints each json_dump* call outside the allowed files.

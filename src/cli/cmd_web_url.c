@@ -2,6 +2,7 @@
  * goes into the data home's web-login (web/web_auth.h), replacing any unused one; the
  * page of the serve --web running on this data home takes it once. */
 #include "cli/commands.h"
+#include "base/json_out.h"
 #include "serve/serve_lock.h"
 #include "store/datahome.h"
 #include "web/web_auth.h"
@@ -43,10 +44,8 @@ int cmd_web_url(const struct cli_globals *g, int argc, char **argv)
     snprintf(url, sizeof url, "%s/login?code=%s", base, code);
     if (g->json) {
         json_t *o = json_pack("{s:s, s:i}", "url", url, "valid_seconds", WEB_LOGIN_MAX_AGE_S);
-        char *text = o != NULL ? json_dumps(o, JSON_COMPACT) : NULL;
-        if (text != NULL)
-            puts(text);
-        free(text);
+        if (o == NULL || json_out_line(stdout, o, JSON_COMPACT) != 0)
+            fprintf(stderr, "ck-basal web-url: out of memory\n");
         json_decref(o);
     } else
         puts(url);

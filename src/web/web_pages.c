@@ -2,6 +2,7 @@
 #include "web/web_pages.h"
 #include "web/html_text.h"
 #include "web/web_chart.h"
+#include "base/json_out.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -39,7 +40,7 @@ static void json_value_text(struct html *h, const json_t *v)
         html_raw(h, "<span class=\"none\">&#8212;</span>");
         return;
     }
-    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *text = json_out_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
     if (text == NULL) {
         h->failed = true;
         return;

@@ -3,6 +3,7 @@
  * the real filesystem's names is done in the parent (git_sandbox_prepare); the child
  * only makes system calls on what the plan holds. */
 #include "host/git_sandbox.h"
+#include "base/user_ns_map.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -414,17 +415,6 @@ void git_sandbox_release(struct git_sandbox *sb)
 
 /* ---- the child: async-signal-safe calls only ------------------------------------------ */
 
-static bool write_file(const char *path, const char *text)
-{
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    size_t len = strlen(text);
-    bool ok = write(fd, text, len) == (ssize_t)len;
-    close(fd);
-    return ok;
-}
-
 /* mkdir -p of every directory above path (and path itself unless is_file, which is
  * then created as an empty file to bind over). */
 static bool make_mount_point(const char *path, bool is_file)
@@ -485,12 +475,7 @@ int git_sandbox_enter(const struct git_sandbox *sb, const char **step, int *err)
 {
     STEP("user, mount and network namespaces (unshare)",
          unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) == 0);
-    /* A process that changed its uid without exec is not dumpable, and its /proc/self
-     * files then belong to root: its own maps could not be written. */
-    STEP("the user namespace's maps", prctl(PR_SET_DUMPABLE, 1) == 0 &&
-                                          write_file("/proc/self/setgroups", "deny") &&
-                                          write_file("/proc/self/gid_map", sb->gid_map) &&
-                                          write_file("/proc/self/uid_map", sb->uid_map));
+    STEP("the user namespace's maps", user_ns_map_self(sb->uid_map, sb->gid_map));
     STEP("a private mount namespace", mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
     int fds[MAX_BINDS];
     for (size_t i = 0; i < sb->bind_count; i++) {

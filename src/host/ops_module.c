@@ -1,6 +1,7 @@
 /* Operator-registered modules: the catalog (home/modules.json) and one invocation of
  * a module program per ops.call (see ops_module.h for the contract). */
 #include "host/ops_module.h"
+#include "base/user_ns_map.h"
 
 #include "base/clock.h"
 #include "base/json_fields.h"
@@ -386,18 +387,6 @@ struct spawn_plan {
     int ready_fd;       /* the child's end of the ready pipe */
 };
 
-/* Writes text to a /proc/self file: async-signal-safe. */
-static bool write_self_file(const char *path, const char *text)
-{
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    size_t len = strlen(text);
-    bool ok = write(fd, text, len) == (ssize_t)len;
-    close(fd);
-    return ok;
-}
-
 /* Between the clone and exec: async-signal-safe calls only. */
 static void exec_module_child(const struct ops_module *m, const struct spawn_plan *plan,
                               int in_fd, int out_fd, int err_fd)
@@ -424,13 +413,8 @@ static void exec_module_child(const struct ops_module *m, const struct spawn_pla
     }
     if (got != 1 || go != 'g')
         _exit(127);
-    /* A process that changed its uid without exec (a parent that dropped privileges)
-     * is not dumpable, and /proc/self then belongs to root: its own maps could not be
-     * written. The exec below sets dumpability anew. */
-    if (plan->own_user_ns && (prctl(PR_SET_DUMPABLE, 1) != 0 ||
-                              !write_self_file("/proc/self/setgroups", "deny") ||
-                              !write_self_file("/proc/self/gid_map", plan->gid_map) ||
-                              !write_self_file("/proc/self/uid_map", plan->uid_map))) {
+    /* The exec below sets dumpability anew. */
+    if (plan->own_user_ns && !user_ns_map_self(plan->uid_map, plan->gid_map)) {
         (void)!write(err_fd, map_failed, sizeof map_failed - 1);
         _exit(127);
     }

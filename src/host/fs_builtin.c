@@ -1109,15 +1109,15 @@ static int do_write(struct fs_call *c, const json_t *text)
 
 /* ---- dispatch --------------------------------------------------------------------- */
 
-bool fs_builtin_handles(const char *kind)
-{
-    return strcmp(kind, "fs.read") == 0 || strcmp(kind, "fs.list") == 0 ||
-           strcmp(kind, "fs.stat") == 0 || fs_builtin_is_write(kind);
-}
-
-bool fs_builtin_is_write(const char *kind)
+static bool is_write(const char *kind)
 {
     return strcmp(kind, "fs.write") == 0;
+}
+
+static bool fs_kind(const char *kind)
+{
+    return strcmp(kind, "fs.read") == 0 || strcmp(kind, "fs.list") == 0 ||
+           strcmp(kind, "fs.stat") == 0 || is_write(kind);
 }
 
 static const char *usage_of(const char *kind)
@@ -1153,7 +1153,7 @@ static bool arg_count_ok(const char *kind, size_t n)
 {
     if (strcmp(kind, "fs.read") == 0)
         return n == 1 || n == 2;
-    return n == (fs_builtin_is_write(kind) ? 2u : 1u);
+    return n == (is_write(kind) ? 2u : 1u);
 }
 
 static int fs_call_run(const struct fs_grants *grants, const char *kind, const void *args,
@@ -1164,7 +1164,7 @@ static int fs_call_run(const struct fs_grants *grants, const char *kind, const v
                         .check_only = check_only};
     const json_t *list = args;
     const char *why = "the arguments must be an array";
-    if (!fs_builtin_handles(kind))
+    if (!fs_kind(kind))
         return host_reject(out, HOST_CODE_DENIED, "'%.100s' is not a file-system call", kind);
     if (!json_is_array(list))
         return reject_args(&c, usage_of(kind), why);
@@ -1173,13 +1173,13 @@ static int fs_call_run(const struct fs_grants *grants, const char *kind, const v
         return reject_args(&c, usage_of(kind), why);
     show_path(&c);
     const json_t *text = json_array_get(list, 1);
-    if (fs_builtin_is_write(kind) && !json_is_string(text))
+    if (is_write(kind) && !json_is_string(text))
         return reject_args(&c, usage_of(kind), "the text must be a string");
     if (roots_resolve(grants, &c.roots) != 0)
         return -1;
     int rc = refuse_forbidden_roots(&c, grants != NULL ? grants->home : NULL);
     if (rc == 0)
-        rc = fs_builtin_is_write(kind) ? do_write(&c, text) : do_query(&c, list);
+        rc = is_write(kind) ? do_write(&c, text) : do_query(&c, list);
     roots_free(&c.roots);
     if (would_write != NULL)
         *would_write = c.would_write;

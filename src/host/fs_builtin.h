@@ -88,13 +88,9 @@ struct fs_grants {
 bool fs_root_allowed(const char *root_real, bool writable, const char *home_real, char *why,
                      size_t why_cap);
 
-/* True for "fs.read", "fs.list", "fs.stat", "fs.write". */
-bool fs_builtin_handles(const char *kind);
-
-/* True for "fs.write" (a mutation); the others are queries. */
-bool fs_builtin_is_write(const char *kind);
-
-/* Performs kind with args (a jansson json_t * array) under grants. Fills *out,
+/* Performs kind ("fs.read", "fs.list", "fs.stat" or "fs.write"; their classes and
+ * grant checks are their rows in flows/host_kinds.h; any other kind is refused
+ * "denied") with args (a jansson json_t * array) under grants. Fills *out,
  * fulfilled or rejected. Returns 0, or -1 if not even a rejection could be made (out
  * of memory). */
 int fs_builtin_call(const struct fs_grants *grants, const char *kind, const void *args,

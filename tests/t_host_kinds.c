@@ -9,6 +9,7 @@
 #include "lib/harness.h"
 #include "worker/host_apis.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -106,11 +107,65 @@ static void test_rows_coherent(void)
           "%u incoherent rows (first: %s)", bad, first);
 }
 
+/* The code of a rejection, or "" for a fulfilment. */
+static const char *code_of(const struct host_settlement *s, char *code, size_t cap)
+{
+    host_settlement_code(s, code, cap);
+    return code;
+}
+
+/* The effects of fs, net.fetch and git.* run only on a request their grant check
+ * passed [guard: a parsed request is not performed ungranted]: parsed and handed to
+ * the effect without the grant, each is refused "denied" and touches nothing. */
+static void test_effects_need_the_grant(void)
+{
+    char code[32], reason[512], got[64];
+    json_t *fs_args = json_pack("[s]", "/etc/hostname");
+    struct fs_request *fs = NULL;
+    struct host_settlement out = {PROTO_SETTLEMENT_FULFILLED, NULL};
+    bool parsed = fs_builtin_parse("fs.read", fs_args, &fs, code, sizeof code, reason,
+                                   sizeof reason) == 0;
+    int rc = parsed ? fs_builtin_perform(fs, NULL, false, &out, NULL) : -1;
+    check(parsed && rc == 0 && strcmp(code_of(&out, got, sizeof got), HOST_CODE_DENIED) == 0,
+          "fs: a parsed, unauthorized request is refused denied, not read",
+          "parsed %d, rc %d, outcome %s", parsed, rc, out.value != NULL ? out.value : "-");
+    host_settlement_free(&out);
+    fs_request_free(fs);
+    json_decref(fs_args);
+
+    json_t *net_args = json_pack("[s]", "https://example.com/");
+    struct net_fetch_request *net = NULL;
+    parsed = net_fetch_parse(net_args, &net, code, sizeof code, reason, sizeof reason) == 0;
+    struct net_fetch_session *session = parsed ? net_fetch_session_new() : NULL;
+    struct net_grants none = {NULL, 0};
+    rc = session != NULL ? net_fetch_perform(session, &none, net, NULL, 0, &out) : -1;
+    check(parsed && rc == 0 && strcmp(code_of(&out, got, sizeof got), HOST_CODE_DENIED) == 0,
+          "net.fetch: a parsed, ungranted request is refused denied, not sent",
+          "parsed %d, rc %d, outcome %s", parsed, rc, out.value != NULL ? out.value : "-");
+    host_settlement_free(&out);
+    net_fetch_session_free(session);
+    net_fetch_request_free(net);
+    json_decref(net_args);
+
+    json_t *git_args = json_pack("[s]", "/");
+    struct git_request *git = NULL;
+    parsed = git_builtin_parse("git.log", git_args, &git, code, sizeof code, reason,
+                               sizeof reason) == 0;
+    rc = parsed ? git_builtin_run(git, 0, &out) : -1;
+    check(parsed && rc == 0 && strcmp(code_of(&out, got, sizeof got), HOST_CODE_DENIED) == 0,
+          "git: a parsed, ungranted request is refused denied, git not run",
+          "parsed %d, rc %d, outcome %s", parsed, rc, out.value != NULL ? out.value : "-");
+    host_settlement_free(&out);
+    git_request_free(git);
+    json_decref(git_args);
+}
+
 int main(void)
 {
     test_worker_kinds_have_rows();
     test_rows_are_worker_kinds();
     test_driver_sync_agrees();
     test_rows_coherent();
+    test_effects_need_the_grant();
     return harness_finish();
 }

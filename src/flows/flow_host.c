@@ -501,8 +501,11 @@ static int call_again(struct flow_host *fh, struct open_row *o, const struct hos
     }
     struct host_kind_call d;
     decide(fh, call, args, &d);
+    /* A row whose effect decides with its grant (fs: the path as it resolves now) is
+     * resent even when the decision now refuses it: the refusal is its outcome. */
+    bool refusal_is_outcome = d.refused && d.kind != NULL && d.kind->audit_after;
     int rc;
-    if (d.refused || j->cls == JOURNAL_SYNC || j->cls == JOURNAL_LOCAL ||
+    if ((d.refused && !refusal_is_outcome) || j->cls == JOURNAL_SYNC || j->cls == JOURNAL_LOCAL ||
         j->cls == JOURNAL_MUTATION || j->state == JOURNAL_UNKNOWN) {
         /* Refusals, sync and local calls commit their row and outcome together, so they
          * are never without an outcome (a sync call lost before its commit is simply

@@ -7,7 +7,11 @@
  *   now, random              sync      one transaction: journal row, outcome, audit
  *   kv.get/set/delete        local     one transaction: journal row, the kv change,
  *                                      outcome, audit (store/kv_store.h)
- *   fs.read/list/stat        query     transaction 1: journal row; the operation
+ *   fs.read/list/stat        query     the path authorized with the grants (a path
+ *                                      outside them refused "denied" like any
+ *                                      refusal); transaction 1: journal row; the
+ *                                      operation (its open refuses a path changed
+ *                                      since: "denied")
  *   fs.write                 keyed_mutation: an idempotent whole-file replace, resent
  *                            as is, its temporary file named by the call's key
  *                            (host/fs_builtin.h); transaction 2:

@@ -3,7 +3,6 @@
 #include "flows/host_kinds.h"
 
 #include "base/clock.h"
-#include "host/fs_builtin.h"
 #include "host/sink.h"
 #include "store/kv_store.h"
 
@@ -81,37 +80,43 @@ static int kv_check(const struct host_kind_site *site, struct host_kind_call *ca
 
 /* ---- fs ------------------------------------------------------------------------------------ */
 
+static void fs_parse(const struct host_kind_site *site, struct host_kind_call *call)
+{
+    (void)site;
+    call->refused = fs_builtin_parse(call->name, call->args, &call->fs, call->code,
+                                     sizeof call->code, call->reason, sizeof call->reason) != 0;
+}
+
+/* The manifest's roots, then the path under them (host/fs_builtin.h). */
 static void fs_grant(const struct host_kind_site *site, struct host_kind_call *call)
 {
     const struct manifest *m = site->manifest;
-    if (m->fs_read.count + m->fs_write.count == 0)
+    if (m->fs_read.count + m->fs_write.count == 0) {
         refuse(call, HOST_CODE_DENIED, "%s: the manifest grants no fs roots", call->name);
-}
-
-static struct fs_grants fs_grants_of(const struct host_kind_site *site, const char *key)
-{
-    const struct manifest *m = site->manifest;
+        return;
+    }
     struct fs_grants g = {(const char *const *)m->fs_read.items, m->fs_read.count,
                           (const char *const *)m->fs_write.items, m->fs_write.count,
-                          site->home, key};
-    return g;
+                          site->home, NULL};
+    call->refused = fs_builtin_authorize(&g, call->fs, call->code, sizeof call->code,
+                                         call->reason, sizeof call->reason) != 0;
 }
 
 static int fs_effect(const struct host_kind_site *site, struct host_kind_call *call,
                      struct host_settlement *out)
 {
-    struct fs_grants grants = fs_grants_of(site, call->key);
-    return fs_builtin_call(&grants, call->name, call->args, out);
+    (void)site;
+    return fs_builtin_perform(call->fs, call->key, false, out, NULL);
 }
 
 static int fs_write_check(const struct host_kind_site *site, struct host_kind_call *call,
                           struct host_settlement *out, bool *would_change, char *err,
                           size_t err_cap)
 {
+    (void)site;
     (void)err;
     (void)err_cap;
-    struct fs_grants grants = fs_grants_of(site, NULL);
-    return fs_builtin_check_write(&grants, call->args, out, would_change);
+    return fs_builtin_perform(call->fs, NULL, true, out, would_change);
 }
 
 /* ---- net.fetch ---------------------------------------------------------------------------- */
@@ -330,10 +335,10 @@ static const struct host_kind KINDS[] = {
     {"kv.get", false, LOCAL, NULL, NULL, kv_effect, NULL, PERFORM, CM_NO, false},
     {"kv.set", false, LOCAL, NULL, NULL, kv_effect, kv_check, CHECK, CM_NO, false},
     {"kv.delete", false, LOCAL, NULL, NULL, kv_effect, kv_check, CHECK, CM_NO, false},
-    {"fs.read", false, QUERY, NULL, fs_grant, fs_effect, NULL, PERFORM, CM_NO, true},
-    {"fs.list", false, QUERY, NULL, fs_grant, fs_effect, NULL, PERFORM, CM_NO, true},
-    {"fs.stat", false, QUERY, NULL, fs_grant, fs_effect, NULL, PERFORM, CM_NO, true},
-    {"fs.write", false, KEYED, NULL, fs_grant, fs_effect, fs_write_check, CHECK, CM_NO, true},
+    {"fs.read", false, QUERY, fs_parse, fs_grant, fs_effect, NULL, PERFORM, CM_NO, true},
+    {"fs.list", false, QUERY, fs_parse, fs_grant, fs_effect, NULL, PERFORM, CM_NO, true},
+    {"fs.stat", false, QUERY, fs_parse, fs_grant, fs_effect, NULL, PERFORM, CM_NO, true},
+    {"fs.write", false, KEYED, fs_parse, fs_grant, fs_effect, fs_write_check, CHECK, CM_NO, true},
     {"net.fetch", false, QUERY, net_parse, net_grant, net_effect, NULL, DRY_QUERY, CM_NO, false},
     GIT_ROW("git.log"),
     GIT_ROW("git.revParse"),
@@ -431,6 +436,8 @@ void host_kind_call_free(struct host_kind_call *call)
 {
     net_fetch_request_free(call->net);
     git_request_free(call->git);
+    fs_request_free(call->fs);
     call->net = NULL;
     call->git = NULL;
+    call->fs = NULL;
 }

@@ -16,7 +16,8 @@
  *   codemode  how a codemode run treats it (enum host_kind_codemode)
  *   audit_after  its effect can still refuse "denied" (fs's guard against a path
  *             swapped between the decision and the open): a run audits it after the
- *             effect, by the outcome, instead of before
+ *             effect, by the outcome, instead of before, and a resend the decision
+ *             refuses is answered with that refusal (the path changed since the crash)
  *
  * A run's host (flow_host.c) decides every call with host_kind_decide and performs it
  * with host_kind_perform, journaling around it; a dry run (dry_run_host.c) and a
@@ -28,6 +29,7 @@
 #define BASAL_FLOWS_HOST_KINDS_H
 
 #include "flows/manifest.h"
+#include "host/fs_builtin.h"
 #include "host/git_builtin.h"
 #include "host/host.h"
 #include "host/net_fetch.h"
@@ -91,6 +93,7 @@ struct host_kind_call {
     const char *sink; /* sink.emit: the granted sink */
     struct net_fetch_request *net;
     struct git_request *git;
+    struct fs_request *fs;
     /* the effect's inputs and outputs */
     const char *key;   /* the idempotency key (NULL: none, a dry run's fs.write) */
     bool resend;       /* performed again after a crash */

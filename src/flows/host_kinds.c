@@ -326,33 +326,43 @@ static void not_for_flows(const struct host_kind_site *site, struct host_kind_ca
 #define CM_NO HOST_KIND_CODEMODE_REFUSED
 #define CM_ANSWER HOST_KIND_CODEMODE_ANSWER
 #define CM_TOOL HOST_KIND_CODEMODE_TOOL
-#define GIT_ROW(name) {name, false, QUERY, git_parse, git_grant, git_effect, NULL, DRY_QUERY, CM_NO, false}
+#define ROW(name_, sync_, cls_, parse_, grant_, effect_, check_, dry_, cm_, audit_)         \
+    {.name = (name_), .sync = (sync_), .cls = (cls_), .parse = (parse_), .grant = (grant_),  \
+     .effect = (effect_), .check = (check_), .dry_run = (dry_), .codemode = (cm_),           \
+     .audit_after = (audit_)}
+#define GIT_ROW(name)                                                                      \
+    ROW(name, false, QUERY, git_parse, git_grant, git_effect, NULL, DRY_QUERY, CM_NO, false)
 
 static const struct host_kind KINDS[] = {
     /* name, sync, class, parse, grant, effect, check, dry run, codemode, audit_after */
-    {"now", true, SYNC, NULL, NULL, now_effect, NULL, PERFORM, CM_ANSWER, false},
-    {"random", true, SYNC, NULL, NULL, random_effect, NULL, PERFORM, CM_ANSWER, false},
-    {"kv.get", false, LOCAL, NULL, NULL, kv_effect, NULL, PERFORM, CM_NO, false},
-    {"kv.set", false, LOCAL, NULL, NULL, kv_effect, kv_check, CHECK, CM_NO, false},
-    {"kv.delete", false, LOCAL, NULL, NULL, kv_effect, kv_check, CHECK, CM_NO, false},
-    {"fs.read", false, QUERY, fs_parse, fs_grant, fs_effect, NULL, PERFORM, CM_NO, true},
-    {"fs.list", false, QUERY, fs_parse, fs_grant, fs_effect, NULL, PERFORM, CM_NO, true},
-    {"fs.stat", false, QUERY, fs_parse, fs_grant, fs_effect, NULL, PERFORM, CM_NO, true},
-    {"fs.write", false, KEYED, fs_parse, fs_grant, fs_effect, fs_write_check, CHECK, CM_NO, true},
-    {"net.fetch", false, QUERY, net_parse, net_grant, net_effect, NULL, DRY_QUERY, CM_NO, false},
+    ROW("now", true, SYNC, NULL, NULL, now_effect, NULL, PERFORM, CM_ANSWER, false),
+    ROW("random", true, SYNC, NULL, NULL, random_effect, NULL, PERFORM, CM_ANSWER, false),
+    ROW("kv.get", false, LOCAL, NULL, NULL, kv_effect, NULL, PERFORM, CM_NO, false),
+    ROW("kv.set", false, LOCAL, NULL, NULL, kv_effect, kv_check, CHECK, CM_NO, false),
+    ROW("kv.delete", false, LOCAL, NULL, NULL, kv_effect, kv_check, CHECK, CM_NO, false),
+    ROW("fs.read", false, QUERY, fs_parse, fs_grant, fs_effect, NULL, PERFORM, CM_NO, true),
+    ROW("fs.list", false, QUERY, fs_parse, fs_grant, fs_effect, NULL, PERFORM, CM_NO, true),
+    ROW("fs.stat", false, QUERY, fs_parse, fs_grant, fs_effect, NULL, PERFORM, CM_NO, true),
+    ROW("fs.write", false, KEYED, fs_parse, fs_grant, fs_effect, fs_write_check, CHECK, CM_NO,
+        true),
+    ROW("net.fetch", false, QUERY, net_parse, net_grant, net_effect, NULL, DRY_QUERY, CM_NO,
+        false),
     GIT_ROW("git.log"),
     GIT_ROW("git.revParse"),
     GIT_ROW("git.describeTags"),
     GIT_ROW("git.show"),
     GIT_ROW("git.diff"),
     GIT_ROW("git.lsFiles"),
-    {"ops.call", false, QUERY, ops_parse, ops_grant, ops_effect, NULL, DRY_QUERY, CM_NO, false},
-    {"sink.emit", false, KEYED, sink_parse, sink_grant, sink_effect, NULL, CAPTURE, CM_NO, false},
-    {"tool.call", false, QUERY, NULL, not_for_flows, NULL, NULL, HOST_KIND_DRY_UNSUPPORTED,
-     CM_TOOL, false},
+    ROW("ops.call", false, QUERY, ops_parse, ops_grant, ops_effect, NULL, DRY_QUERY, CM_NO,
+        false),
+    ROW("sink.emit", false, KEYED, sink_parse, sink_grant, sink_effect, NULL, CAPTURE, CM_NO,
+        false),
+    ROW("tool.call", false, QUERY, NULL, not_for_flows, NULL, NULL, HOST_KIND_DRY_UNSUPPORTED,
+        CM_TOOL, false),
 };
 
 #undef GIT_ROW
+#undef ROW
 #undef CM_TOOL
 #undef CM_ANSWER
 #undef CM_NO

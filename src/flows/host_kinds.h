@@ -102,18 +102,18 @@ struct host_kind_call {
     char err[512];        /* out: why the effect returned -1 (a store error), or "" */
 };
 
-struct host_kind {
+struct host_kind { /* the columns, ordered for size (host_kinds.c lists them by ROW) */
     const char *name;
-    bool sync;
-    enum journal_class cls;
     void (*parse)(const struct host_kind_site *site, struct host_kind_call *call);
     void (*grant)(const struct host_kind_site *site, struct host_kind_call *call);
     int (*effect)(const struct host_kind_site *site, struct host_kind_call *call,
                   struct host_settlement *out);
     int (*check)(const struct host_kind_site *site, struct host_kind_call *call,
                  struct host_settlement *out, bool *would_change, char *err, size_t err_cap);
+    enum journal_class cls;
     enum host_kind_dry_run dry_run;
     enum host_kind_codemode codemode;
+    bool sync;
     bool audit_after;
 };
 

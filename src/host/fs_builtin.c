@@ -42,6 +42,9 @@ static void roots_free(struct roots *r)
         free(r->real[i]);
     free(r->real);
     free(r->writable);
+    r->real = NULL; /* freed again (call_release) after a failed resolve: a no-op */
+    r->writable = NULL;
+    r->count = 0;
 }
 
 /* Resolves one root into slot i; a root that is missing or relative grants nothing. */

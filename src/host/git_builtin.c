@@ -535,7 +535,7 @@ struct git_request {
     bool granted; /* git_builtin_grant passed (c.gitdir_fd is the checked git directory) */
 };
 
-static int report(const struct refusal *why, char *code, size_t code_cap, char *reason,
+static int refusal_out(const struct refusal *why, char *code, size_t code_cap, char *reason,
                   size_t reason_cap)
 {
     snprintf(code, code_cap, "%s", why->code);
@@ -559,7 +559,7 @@ int git_builtin_parse(const char *kind, const void *args, struct git_request **o
     struct git_request *req = calloc(1, sizeof *req);
     struct refusal why = {HOST_CODE_IO_ERROR, "git: out of memory"};
     if (req == NULL)
-        return report(&why, code, code_cap, reason, reason_cap);
+        return refusal_out(&why, code, code_cap, reason, reason_cap);
     req->c.gitdir_fd = -1;
     req->c.name = kind;
     if (kind_of(kind, &req->c.kind) != 0)
@@ -569,7 +569,7 @@ int git_builtin_parse(const char *kind, const void *args, struct git_request **o
         return 0;
     }
     git_request_free(req);
-    return report(&why, code, code_cap, reason, reason_cap);
+    return refusal_out(&why, code, code_cap, reason, reason_cap);
 }
 
 int git_builtin_grant(const struct git_grants *grants, struct git_request *req, char *code,
@@ -577,7 +577,7 @@ int git_builtin_grant(const struct git_grants *grants, struct git_request *req, 
 {
     struct refusal why = {NULL, ""};
     if (resolve_repo(grants, &req->c, &why) != 0)
-        return report(&why, code, code_cap, reason, reason_cap);
+        return refusal_out(&why, code, code_cap, reason, reason_cap);
     req->granted = true;
     return 0;
 }

@@ -412,7 +412,7 @@ void net_fetch_request_free(struct net_fetch_request *req)
     free(req);
 }
 
-static int report(const struct refusal *why, char *code, size_t code_cap, char *reason,
+static int refusal_out(const struct refusal *why, char *code, size_t code_cap, char *reason,
                   size_t reason_cap)
 {
     snprintf(code, code_cap, "%s", why->code);
@@ -427,13 +427,13 @@ int net_fetch_parse(const void *args, struct net_fetch_request **out, char *code
     struct net_fetch_request *req = calloc(1, sizeof *req);
     if (req == NULL) {
         struct refusal oom = {HOST_CODE_IO_ERROR, "net.fetch: out of memory"};
-        return report(&oom, code, code_cap, reason, reason_cap);
+        return refusal_out(&oom, code, code_cap, reason, reason_cap);
     }
     settings_load(&req->t);
     struct refusal why = {NULL, ""};
     if (parse_request(args, &req->t, &req->r, &why) != 0) {
         net_fetch_request_free(req);
-        return report(&why, code, code_cap, reason, reason_cap);
+        return refusal_out(&why, code, code_cap, reason, reason_cap);
     }
     *out = req;
     return 0;
@@ -446,7 +446,7 @@ int net_fetch_grant(const struct net_grants *grants, struct net_fetch_request *r
     struct refusal why = {NULL, ""};
     const struct net_grant *g = granted(grants, &req->r, req->r.method, &why);
     if (g == NULL)
-        return report(&why, code, code_cap, reason, reason_cap);
+        return refusal_out(&why, code, code_cap, reason, reason_cap);
     req->cls = class_of(req->r.method, g);
     req->granted = true;
     *cls = req->cls;
@@ -1101,7 +1101,7 @@ int net_fetch_perform(struct net_fetch_session *s, const struct net_grants *gran
     int rc = 0;
     resp.body_max = r.max_bytes;
     resp.headers = json_object();
-    if (rc == 0 && resp.headers == NULL)
+    if (resp.headers == NULL)
         rc = refuse(&why, HOST_CODE_IO_ERROR, "net.fetch: out of memory");
     long long deadline = monotonic_ms() + t.total_ms;
     if (deadline_at_ms > 0 && deadline_at_ms < deadline)

@@ -31,9 +31,9 @@
  *      changes nothing stored. */
 #include "lib/harness.h"
 
+#include "base/clock.h"
 #include "flows/flow_host.h"
 #include "store/journal.h"
-#include "store/sql.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1054,9 +1054,9 @@ static void test_module_deadline(void)
     sfmt(grants, sizeof grants, "%s,\"deadline\":\"2s\"", grants_all());
     if (!flow_add("slow", "await ops.call('plain', 'sleep', {}); return 1;", grants))
         return;
-    long long t0 = sql_now_ms();
+    long long t0 = monotonic_ms();
     struct run_out o = run_flow(ARGS("run", "slow"), NO_ENV);
-    long long took = sql_now_ms() - t0;
+    long long took = monotonic_ms() - t0;
     const char *error = json_string_value(json_object_get(o.json, "error"));
     check_str_eq(state_of(o.json), "failed", "module deadline: the run fails");
     check(error != NULL && strstr(error, "deadline") != NULL, "module deadline: at its deadline",

@@ -11,7 +11,6 @@
 #include "store/store.h"
 
 #include <jansson.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,14 +162,14 @@ static int kv_read(const struct dry_run_host *h, const struct host_call *call, c
 {
     char err[512] = "";
     struct store *s = h->cfg.store;
-    if (sqlite3_exec(store_db(s), "BEGIN DEFERRED", NULL, NULL, NULL) != SQLITE_OK)
-        return host_reject(out, HOST_CODE_IO_ERROR, "store: %s", store_errmsg(s));
+    if (store_begin_read(s, err, sizeof err) != 0)
+        return host_reject(out, HOST_CODE_IO_ERROR, "%s", err);
     int rc = strcmp(call->kind, "kv.get") == 0
                  ? kv_store_call(s, h->cfg.flow_id, call->kind, args, NULL, 0, out, err,
                                  sizeof err)
                  : kv_store_check(s, h->cfg.flow_id, call->kind, args, call->args,
                                   call->args_len, out, would_change, err, sizeof err);
-    store_rollback(s);
+    store_end_read(s);
     if (rc != 0)
         return host_reject(out, HOST_CODE_IO_ERROR, "%s", err[0] != '\0' ? err : "kv failed");
     return 0;

@@ -258,7 +258,6 @@ static void test_store_api(void)
         return;
     check_int_eq(store_schema_version(s), STORE_SCHEMA_VERSION, "store_open: schema version");
     check_int_eq(store_schema_version_at_open(s), 0, "store_open: new store was version 0");
-    char buf[64];
     struct store_settings set;
     bool have_settings = store_settings_get(s, &set, err, sizeof err) == 0;
     check(have_settings && strcmp(set.journal_mode, "wal") == 0, "store: journal_mode is WAL",
@@ -305,6 +304,7 @@ static void test_store_api(void)
     snprintf(db_path, sizeof db_path, "%s/basal.db", home);
     sqlite3 *db = NULL;
     if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+        char buf[64];
         check_str_eq(pragma_text(db, "PRAGMA journal_mode", buf, sizeof buf), "wal",
                      "store: WAL persists (fresh connection)");
         check_str_eq(pragma_text(db, "SELECT value FROM health_counters WHERE name='spawned'",

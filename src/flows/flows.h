@@ -1,5 +1,7 @@
 /* The flow registry on the store (basal.md sections 6 and 8): installed flows, their
- * versions with the exact script and manifest bytes, and approvals by code hash.
+ * versions with the exact script and manifest bytes, and approvals by code hash. Here
+ * are its rules (the checks of an install, an approval, a run); its tables are
+ * store/flow_registry.h's.
  *
  * Every function that writes does all of its checks and writes inside one BEGIN
  * IMMEDIATE transaction, and a refusal rolls it back: a refused call changes nothing

@@ -13,7 +13,12 @@
  * transaction with PRAGMA user_version. A store that cannot be opened for lack of
  * space says "the disk is full", never that it is not a database. A store whose version is newer than this
  * build knows is refused with a one-line error naming both versions, and nothing in
- * it is changed. */
+ * it is changed.
+ *
+ * The store's interface is operations, one header per set of tables (runs.h,
+ * journal.h, flow_registry.h, ...: docs/architecture.md, "The store's interface"); no
+ * SQLite type crosses it. The connection itself is store/store_internal.h's, for the
+ * sources of src/store/ only. */
 #ifndef BASAL_STORE_STORE_H
 #define BASAL_STORE_STORE_H
 

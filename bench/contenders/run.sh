@@ -292,7 +292,7 @@ srow "upstream \`qjs\` under \`bwrap\` (the workload 1 samples: every execution 
 cpumean() { awk '{ t += $1 } END { printf "%.3f", t * 1000 / NR }' "$out/round_$1.cpu"; } # µs
 rbw=$(med round_bwrap); rbwc=$(cpumean bwrap)
 coldside() { # coldside KIND LABEL RSSNAME PAIRNAME NOTE
-  local note="CPU $(fmt "$(cpumean "$1")") per execution (mean)"
+  local note; note="CPU $(fmt "$(cpumean "$1")") per execution (mean)"
   [ "$1" != bwrap ] && note="$note; $(div "$(med "round_$1")" "$rbw") bwrap qjs's wall (medians), $(div "$(cpumean "$1")" "$rbwc") its CPU (means)"
   srow "$2" 3 "round_$1" "$3" "$note${5:+; $5}" "$4"; }
 coldside bwrap "side by side ($N_ROUNDS rounds): upstream \`qjs\` under \`bwrap\`" bwrap_w1 bwrap_w1 "the reference of the three rows below"

@@ -1069,6 +1069,31 @@ static void test_module_deadline(void)
     free(tl);
 }
 
+/* An uncaught runtime error of a flow names the flow's file, line and column (the
+ * first frame of its stack: quickjs patch 0008), in --json's error and in the human
+ * output of `run` [guard frame-columns: without the patch the location is "flow.js:3"]. */
+static void test_error_location(void)
+{
+    scenario_begin("error-location");
+    if (!flow_add("thrower", "const n = 1;\nfunction f() {\n  return n + g();\n}\n"
+                             "function g() {  throw new TypeError('deep'); }\nreturn f();\n",
+                  ""))
+        return;
+    /* A flow's script is named ID/flow.js. */
+    const char *where = "script error: TypeError: deep (thrower/flow.js:5:27)";
+    struct run_out o = run_flow(ARGS("run", "thrower"), NO_ENV);
+    const char *error = json_string_value(json_object_get(o.json, "error"));
+    check(error != NULL && strcmp(error, where) == 0,
+          "error location: --json's error names the flow's file, line and column",
+          "the run's error: %s; want %s", error != NULL ? error : "(none)", where);
+    json_decref(o.json);
+    struct proc_result r = cli(false, ARGS("run", "thrower"));
+    check(proc_exited_with(&r, 1) && strstr(r.out, where) != NULL,
+          "error location: the human output names the flow's file, line and column",
+          "%s; out %s err %s", proc_describe(&r), r.out, r.err);
+    proc_result_free(&r);
+}
+
 /* ---- 6. bad input ----------------------------------------------------------------- */
 
 static void expect_bad(const char *const *args, int code, const char *what)
@@ -1146,6 +1171,7 @@ int main(void)
     test_two_processes();
     test_claims();
     test_module_deadline();
+    test_error_location();
     test_bad_input();
     harness_remove_tree(g_root);
     return harness_finish();

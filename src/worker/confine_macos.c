@@ -73,7 +73,13 @@ static void close_descriptors_or_refuse(void)
 static void apply_seatbelt_or_refuse(void)
 {
     char *error = NULL;
-    if (sandbox_init(WORKER_SB_PROFILE, 0, &error) != 0) {
+    /* Deprecated since macOS 10.8, yet still the one public call that applies a
+     * profile's text; Chromium's sandbox uses it the same way. */
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wdeprecated-declarations"
+    int rc = sandbox_init(WORKER_SB_PROFILE, 0, &error);
+#pragma clang diagnostic pop
+    if (rc != 0) {
         if (error != NULL) {
             stderr_printf("ck-basal-worker: sandbox_init: %s\n", error);
             sandbox_free_error(error);

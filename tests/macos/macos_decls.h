@@ -42,7 +42,7 @@ extern int *__error(void);
 #define EINVAL 22
 #define ENOSYS 78
 
-/* ---- stdlib, string, stdio [POSIX] ---- */
+/* ---- stdlib, string, formatting [POSIX] ---- */
 void *malloc(size_t size);
 void free(void *ptr);
 __attribute__((noreturn)) void exit(int status);
@@ -53,6 +53,22 @@ int snprintf(char *restrict str, size_t size, const char *restrict format, ...)
     __attribute__((format(printf, 3, 4)));
 int vsnprintf(char *restrict str, size_t size, const char *restrict format, va_list ap)
     __attribute__((format(printf, 3, 0)));
+
+/* ---- stdio [POSIX; Darwin's <stdio.h> names its streams __stderrp] ---- */
+typedef struct __sFILE FILE;
+extern FILE *__stderrp;
+#define stderr __stderrp
+int fprintf(FILE *restrict stream, const char *restrict format, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- resource limits [POSIX; Darwin's <sys/resource.h>] ---- */
+typedef uint64_t rlim_t;
+struct rlimit {
+    rlim_t rlim_cur;
+    rlim_t rlim_max;
+};
+#define RLIMIT_CORE 4
+int setrlimit(int resource, const struct rlimit *rlp);
 
 /* ---- time [POSIX] ---- */
 void tzset(void);
@@ -77,6 +93,9 @@ int fcntl(int fd, int cmd, ...);
 int sigemptyset(sigset_t *set);
 int sigaddset(sigset_t *set, int signo);
 int kill(pid_t pid, int sig);
+typedef void (*sig_t)(int);
+#define SIG_IGN ((sig_t)1)
+sig_t signal(int sig, sig_t handler);
 
 /* ---- posix_spawn [spawn.h: Darwin's types are opaque pointers] ---- */
 typedef void *posix_spawnattr_t;

@@ -18,7 +18,7 @@ build/gen/worker_sb.h: src/worker/worker.sb
 	   echo '0x00};'; } > $@.tmp && mv $@.tmp $@
 
 MACOS_TARGET := arm64-apple-macos13
-MACOS_SRC    := $(wildcard src/*/*_macos.c)
+MACOS_SRC    := $(wildcard src/*/*_macos.c) $(wildcard tests/macos/*.c)
 MACOS_CFLAGS := -target $(MACOS_TARGET) -std=gnu11 -nostdlibinc -isystem tests/macos/include \
                 -Isrc -Ibuild/gen $(WARN) -Wno-unused-command-line-argument
 
@@ -67,3 +67,14 @@ macos-sdk-check: build/gen/worker_sb.h build/gen/version.h
 	    fi; \
 	 done; exit $$status
 .PHONY: macos-sdk-check
+
+# On macOS only (the CI job): the worker's own confine() (confine_macos.c, the embedded
+# profile) applied in children of tests/macos/seatbelt_probe.c, each forbidden probe
+# beside its unconfined control.
+macos-probe: build/gen/worker_sb.h build/gen/version.h
+	@test "$$(uname -s)" = Darwin || { echo "not ok - macos: the probe runs on macOS only"; exit 1; }
+	@mkdir -p build/macos
+	clang -std=gnu11 -O2 -Isrc -Ibuild/gen $(WARN) tests/macos/seatbelt_probe.c src/worker/confine_macos.c \
+	    src/worker/refuse.c -o build/macos/seatbelt_probe
+	build/macos/seatbelt_probe
+.PHONY: macos-probe

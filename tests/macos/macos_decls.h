@@ -48,6 +48,7 @@ void free(void *ptr);
 __attribute__((noreturn)) void exit(int status);
 __attribute__((noreturn)) void _exit(int status);
 size_t strlen(const char *s);
+void *memset(void *s, int c, size_t n);
 char *strerror(int errnum);
 int snprintf(char *restrict str, size_t size, const char *restrict format, ...)
     __attribute__((format(printf, 3, 4)));
@@ -82,6 +83,8 @@ int pipe(int fds[2]);
 int open(const char *path, int flags, ...);
 int fcntl(int fd, int cmd, ...);
 #define O_RDONLY 0x0000
+#define O_WRONLY 0x0001
+#define O_CREAT 0x0200
 #define O_CLOEXEC 0x01000000
 #define F_GETFD 1
 #define F_SETFD 2
@@ -138,5 +141,59 @@ struct proc_fdinfo {
 /* Fills buffer with up to buffersize bytes of flavor's records; returns the bytes
  * filled, or 0 or less on failure. */
 int proc_pidinfo(int pid, int flavor, uint64_t arg, void *buffer, int buffersize);
+
+
+/* ---- used only by tests/macos/seatbelt_probe.c (the probe the CI job runs) ---- */
+/* [POSIX stdio; Darwin's <stdio.h>] */
+extern FILE *__stdoutp;
+#define stdout __stdoutp
+int printf(const char *restrict format, ...) __attribute__((format(printf, 1, 2)));
+int fflush(FILE *stream);
+/* [POSIX unistd] */
+pid_t fork(void);
+pid_t getppid(void);
+int unlink(const char *path);
+/* [POSIX sys/wait.h; Darwin's macros] */
+pid_t waitpid(pid_t pid, int *status, int options);
+#define WIFEXITED(status) (((status) & 0177) == 0)
+#define WEXITSTATUS(status) (((status) >> 8) & 0xff)
+/* [POSIX sys/socket.h, netinet/in.h, arpa/inet.h; Darwin's layout, with sin_len] */
+typedef uint32_t socklen_t;
+typedef uint8_t sa_family_t;
+typedef uint16_t in_port_t;
+typedef uint32_t in_addr_t;
+struct sockaddr {
+    uint8_t sa_len;
+    sa_family_t sa_family;
+    char sa_data[14];
+};
+struct in_addr {
+    in_addr_t s_addr;
+};
+struct sockaddr_in {
+    uint8_t sin_len;
+    sa_family_t sin_family;
+    in_port_t sin_port;
+    struct in_addr sin_addr;
+    char sin_zero[8];
+};
+#define AF_INET 2
+#define SOCK_STREAM 1
+#define INADDR_LOOPBACK ((in_addr_t)0x7f000001)
+int socket(int domain, int type, int protocol);
+int bind(int fd, const struct sockaddr *addr, socklen_t len);
+int listen(int fd, int backlog);
+int connect(int fd, const struct sockaddr *addr, socklen_t len);
+int getsockname(int fd, struct sockaddr *restrict addr, socklen_t *restrict len);
+/* Macros in Darwin's <sys/_endian.h>; functions of the same types here. */
+uint16_t htons(uint16_t v);
+uint16_t ntohs(uint16_t v);
+uint32_t htonl(uint32_t v);
+/* [Apple's <servers/bootstrap.h>, <mach/port.h>, <mach/kern_return.h>] */
+typedef unsigned int mach_port_t;
+typedef int kern_return_t;
+#define KERN_SUCCESS 0
+extern mach_port_t bootstrap_port;
+kern_return_t bootstrap_look_up(mach_port_t bp, const char *service_name, mach_port_t *sp);
 
 #endif

@@ -41,7 +41,7 @@ MAY_INCLUDE = {
     "worker": {"base", "proto"},
 }
 CONSUMERS = ("tests", "bench", "fuzz")  # above every part of src/
-GENERATED = {"version.h", "prelude_js.h"}  # build/gen, made by the Makefile
+GENERATED = {"version.h", "prelude_js.h", "worker_sb.h"}  # build/gen, made by make
 ENGINE = "quickjs.h"  # the fetched engine: src/worker includes it as <quickjs.h>
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 # The store's headers that speak SQLite's types: for src/store/*.c only.

@@ -8,8 +8,8 @@
 set -u
 cd "$(dirname "$0")/.." || exit 2
 check=scripts/check-includes.py
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/basal-includes.XXXXXX") || exit 2
-trap 'rm -rf "$scratch"' EXIT
+. tests/lib/harness.sh
+scratch_dir includes
 
 out=$(python3 "$check" 2>&1)
 if [ $? -eq 0 ]; then echo "ok - include order: the tree has no upward include, cycle, private include or SQL outside store/"

@@ -14,6 +14,7 @@
  *     setup with one line naming both versions, and its version is left unchanged
  *     [guard: newer store refused];
  *   - setup --json parses and names the kernel's Landlock ABI and seccomp answer. */
+#include "lib/cli_home.h"
 #include "lib/harness.h"
 
 #include "store/datahome.h"
@@ -54,19 +55,8 @@ static int mode_of(const char *path)
 
 static struct proc_result setup_env(const char *home, bool json, char *const *envp)
 {
-    const char *argv[6];
-    int n = 0;
-    argv[n++] = harness_test_parent();
-    if (json)
-        argv[n++] = "--json";
-    if (home != NULL) {
-        argv[n++] = "--home";
-        argv[n++] = home;
-    }
-    argv[n++] = "setup";
-    argv[n] = NULL;
-    struct proc_opts opts = {false, 0, 0, 0, envp};
-    return proc_run_opts(argv, envp != NULL ? &opts : NULL, NULL, 0, TIMEOUT_MS);
+    struct cli_opts opts = {.json = json, .envp = envp, .timeout_ms = TIMEOUT_MS};
+    return cli_run(home, &opts, ARGS("setup"));
 }
 
 static struct proc_result setup(const char *home, bool json)
@@ -396,7 +386,7 @@ int main(void)
 {
     if (!require_binary(harness_test_parent(), "store: test parent built"))
         return harness_finish();
-    snprintf(g_root, sizeof g_root, "/tmp/t_store.XXXXXX");
+    snprintf(g_root, sizeof g_root, "%s/t_store.XXXXXX", harness_tmp_root());
     if (mkdtemp(g_root) == NULL) {
         fail("store: temp directory", "%s", strerror(errno));
         return harness_finish();

@@ -843,7 +843,7 @@ int main(void)
     umask(022); /* the mode check of fs.write's 0644 assumes it */
     snprintf(base, sizeof base, "%s", real);
     free(real);
-    snprintf(home_dir, sizeof home_dir, "/tmp/basal-fs-home-XXXXXX");
+    snprintf(home_dir, sizeof home_dir, "%s/basal-fs-home-XXXXXX", harness_tmp_root());
     if (mkdtemp(home_dir) == NULL) {
         fail("setup: data home directory", "%s", strerror(errno));
         remove_tree();

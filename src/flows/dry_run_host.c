@@ -7,7 +7,6 @@
 #include "store/store.h"
 
 #include <jansson.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,14 +146,14 @@ static int kv_read(struct dry_run_host *h, struct host_kind_call *c, struct host
     char err[512] = "";
     struct store *s = h->cfg.store;
     struct host_kind_site site = site_of(h);
-    if (sqlite3_exec(store_db(s), "BEGIN DEFERRED", NULL, NULL, NULL) != SQLITE_OK)
-        return host_reject(out, HOST_CODE_IO_ERROR, "store: %s", store_errmsg(s));
+    if (store_begin_read(s, err, sizeof err) != 0)
+        return host_reject(out, HOST_CODE_IO_ERROR, "%s", err);
     int rc = c->kind->check == NULL
                  ? host_kind_perform(&site, c, out)
                  : c->kind->check(&site, c, out, would_change, err, sizeof err);
     if (rc != 0 && err[0] == '\0')
         snprintf(err, sizeof err, "%s", c->err);
-    store_rollback(s);
+    store_end_read(s);
     if (rc != 0)
         return host_reject(out, HOST_CODE_IO_ERROR, "%s", err[0] != '\0' ? err : "kv failed");
     return 0;

@@ -459,9 +459,9 @@ static void test_exits(void)
     check_int_eq(sql_number("SELECT count(*) FROM codemode_runs"), 1,
                  "exits: the refused scripts recorded no run (only the failing one is stored)");
     o = run_json(failing, NULL);
-    check(o.json != NULL && strcmp(str_of(o.json, "error"), where) == 0,
+    check(o.json != NULL && strcmp(json_str_of(o.json, "error"), where) == 0,
           "exits: --json's error names the script's file, line and column", "%s; want %s",
-          o.json != NULL ? dumped(o.json) : "", where);
+          o.json != NULL ? json_dumped(o.json) : "", where);
     run_out_free(&o);
     struct proc_result hr = cli(false, ARGS("codemode", "run", failing));
     check(proc_exited_with(&hr, 1) && (strstr(hr.out, where) != NULL || strstr(hr.err, where) != NULL),

@@ -21,9 +21,10 @@ QFLAGS   := -std=gnu11 -O2 -g -fwrapv -D_GNU_SOURCE -DCONFIG_VERSION='"2021-03-2
 QSRC     := quickjs.c libregexp.c libunicode.c cutils.c libbf.c
 
 PROTO_SRC  := $(wildcard src/proto/*.c)
-WORKER_SRC := $(wildcard src/worker/*.c)
+# Another system's files (*_macos.c: mk/macos.mk) are not part of the Linux build.
+WORKER_SRC := $(filter-out %_macos.c,$(wildcard src/worker/*.c))
 BASE_SRC   := $(wildcard src/base/*.c)
-SUPERVISOR_SRC := $(wildcard src/supervisor/*.c)
+SUPERVISOR_SRC := $(filter-out %_macos.c,$(wildcard src/supervisor/*.c))
 STORE_SRC  := $(wildcard src/store/*.c)
 FLOWS_SRC  := $(wildcard src/flows/*.c)
 SERVE_SRC  := $(wildcard src/serve/*.c)
@@ -174,7 +175,7 @@ $(ASAN_CK): $(call objs,asan,$(CK_SRC) $(CK_MODULES))
 PARENT_MODULES = $(CORE_SRC) $(HOST_SRC) $(PROTO_SRC) $(filter-out src/cli/main.c,$(CLI_SRC))
 # Worker tables the tests compare with documents and the worker's behaviour.
 TEST_WORKER_MODULES = src/worker/seccomp_policy.c src/worker/probes.c src/worker/refuse.c \
-                      src/worker/descriptors.c src/worker/engine_heap.c
+                      src/worker/descriptors.c src/worker/engine_heap.c src/worker/host_apis.c
 build/test/tests/%: build/test/obj/tests/%.o $(call objs,test,$(PARENT_MODULES) $(TESTLIB_SRC) $(TEST_WORKER_MODULES))
 	@mkdir -p $(dir $@)
 	$(CC) $(test_LDFLAGS) $^ -o $@ $(PARENT_LIBS)
@@ -200,6 +201,7 @@ build/test/tools/export_filter: build/test/obj/tests/tools/export_filter.o $(cal
 	$(CC) $(test_LDFLAGS) $^ -o $@ -lseccomp
 
 include mk/aarch64.mk
+include mk/macos.mk
 
 # The arm64 cross build is part of the test build: t_syscall_table checks its filter,
 # t_aarch64.sh its binaries.

@@ -412,6 +412,14 @@ static void test_exits(void)
     check_int_eq(sql_number("SELECT count(*) FROM codemode_runs WHERE id = 1 AND state = 'failed'"
                             " AND error LIKE 'script error:%'"),
                  1, "exits: the failed run is stored as failed");
+    /* Where the throw is: the script's file, line 2 and the column of "Error" (quickjs
+     * patch 0008 [guard frame-columns]: without it "fail.js:2)"). */
+    char where[PATH_MAX + 128];
+    sfmt(where, sizeof where, "script error: Error: boom (%s:2:11)", failing);
+    char error_sql[PATH_MAX + 256];
+    sfmt(error_sql, sizeof error_sql, "SELECT count(*) FROM codemode_runs WHERE id = 1 AND error = '%s'", where);
+    check_int_eq(sql_number(error_sql), 1,
+                 "exits: the failed run's error names the script's file, line and column");
 
     struct {
         const char *name;
@@ -445,6 +453,16 @@ static void test_exits(void)
     }
     check_int_eq(sql_number("SELECT count(*) FROM codemode_runs"), 1,
                  "exits: the refused scripts recorded no run (only the failing one is stored)");
+    o = run_json(failing, NULL);
+    check(o.json != NULL && strcmp(json_str_of(o.json, "error"), where) == 0,
+          "exits: --json's error names the script's file, line and column", "%s; want %s",
+          o.json != NULL ? json_dumped(o.json) : "", where);
+    run_out_free(&o);
+    struct proc_result hr = cli(false, ARGS("codemode", "run", failing));
+    check(proc_exited_with(&hr, 1) && (strstr(hr.out, where) != NULL || strstr(hr.err, where) != NULL),
+          "exits: the human output names the script's file, line and column", "%s; out %s err %s",
+          proc_describe(&hr), hr.out, hr.err);
+    proc_result_free(&hr);
     const char *empty = script_file("empty.js", "");
     struct proc_result r = cli(false, ARGS("codemode", "run", empty));
     check(proc_exited_with(&r, 2) && strstr(r.err, "script") != NULL,

@@ -33,9 +33,9 @@
 #include "lib/harness.h"
 #include "lib/store_view.h"
 
+#include "base/clock.h"
 #include "flows/flow_host.h"
 #include "store/journal.h"
-#include "store/sql.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1000,9 +1000,9 @@ static void test_module_deadline(void)
     sfmt(grants, sizeof grants, "%s,\"deadline\":\"2s\"", grants_all());
     if (!flow_add("slow", "await ops.call('plain', 'sleep', {}); return 1;", grants))
         return;
-    long long t0 = sql_now_ms();
+    long long t0 = monotonic_ms();
     struct run_out o = run_flow(ARGS("run", "slow"), NO_ENV);
-    long long took = sql_now_ms() - t0;
+    long long took = monotonic_ms() - t0;
     const char *error = json_string_value(json_object_get(o.json, "error"));
     check_str_eq(state_of(o.json), "failed", "module deadline: the run fails");
     check(error != NULL && strstr(error, "deadline") != NULL, "module deadline: at its deadline",
@@ -1013,6 +1013,31 @@ static void test_module_deadline(void)
     const char *at = tl != NULL ? strstr(tl, "sleep ") : NULL;
     ok(at != NULL, "module deadline: the module was called");
     free(tl);
+}
+
+/* An uncaught runtime error of a flow names the flow's file, line and column (the
+ * first frame of its stack: quickjs patch 0008), in --json's error and in the human
+ * output of `run` [guard frame-columns: without the patch the location is "flow.js:3"]. */
+static void test_error_location(void)
+{
+    scenario_begin("error-location");
+    if (!flow_add("thrower", "const n = 1;\nfunction f() {\n  return n + g();\n}\n"
+                             "function g() {  throw new TypeError('deep'); }\nreturn f();\n",
+                  ""))
+        return;
+    /* A flow's script is named ID/flow.js. */
+    const char *where = "script error: TypeError: deep (thrower/flow.js:5:27)";
+    struct run_out o = run_flow(ARGS("run", "thrower"), NO_ENV);
+    const char *error = json_string_value(json_object_get(o.json, "error"));
+    check(error != NULL && strcmp(error, where) == 0,
+          "error location: --json's error names the flow's file, line and column",
+          "the run's error: %s; want %s", error != NULL ? error : "(none)", where);
+    json_decref(o.json);
+    struct proc_result r = cli(false, ARGS("run", "thrower"));
+    check(proc_exited_with(&r, 1) && strstr(r.out, where) != NULL,
+          "error location: the human output names the flow's file, line and column",
+          "%s; out %s err %s", proc_describe(&r), r.out, r.err);
+    proc_result_free(&r);
 }
 
 /* ---- 6. bad input ----------------------------------------------------------------- */
@@ -1092,6 +1117,7 @@ int main(void)
     test_two_processes();
     test_claims();
     test_module_deadline();
+    test_error_location();
     test_bad_input();
     harness_remove_tree(g_root);
     return harness_finish();

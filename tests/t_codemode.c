@@ -92,15 +92,10 @@ static void scenario_begin(const char *name)
     sfmt(S.home, sizeof S.home, "%s/home", S.dir);
     sfmt(S.db, sizeof S.db, "%s/basal.db", S.home);
     sfmt(S.log, sizeof S.log, "%s/effects.log", S.dir);
-    struct proc_result r = cli(false, ARGS("setup"));
-    if (!proc_exited_with(&r, 0))
-        fail("codemode: setup", "%s: %s", proc_describe(&r), r.err);
-    proc_result_free(&r);
-    char text[4096], path[PATH_MAX + 32];
+    char text[4096], path[PATH_MAX + 32], why[1024];
     sfmt(text, sizeof text, MODULES, harness_path("test/tools/test_module"), S.log);
-    sfmt(path, sizeof path, "%s/modules.json", S.home);
-    if (!write_text_file(path, text, 0600))
-        fail("codemode: modules.json", "%s", path);
+    if (!cli_home_setup(S.home, text, why, sizeof why))
+        fail("codemode: setup", "%s", why);
     sfmt(path, sizeof path, "%s/tools.json", S.home);
     if (!write_text_file(path, TOOLS, 0600))
         fail("codemode: tools.json", "%s", path);

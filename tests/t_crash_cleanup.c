@@ -101,15 +101,10 @@ static void scenario_begin(const char *name)
     sfmt(S.fifo, sizeof S.fifo, "%s/hold.fifo", S.dir);
     mkdir_or_fail(S.out);
     mkdir_or_fail(S.outside);
-    struct proc_result r = cli(false, ARGS("setup"));
-    if (!proc_exited_with(&r, 0))
-        fail("crash cleanup: setup", "%s: %s", proc_describe(&r), r.err);
-    proc_result_free(&r);
-    char catalog[4096], path[PATH_MAX + 32];
+    char catalog[4096], why[1024];
     sfmt(catalog, sizeof catalog, CATALOG, harness_path("test/tools/test_module"), S.log);
-    sfmt(path, sizeof path, "%s/modules.json", S.home);
-    if (!write_text_file(path, catalog, 0600))
-        fail("crash cleanup: catalog", "%s", path);
+    if (!cli_home_setup(S.home, catalog, why, sizeof why))
+        fail("crash cleanup: setup", "%s", why);
 }
 
 /* Writes, installs and approves flow id with script and the grants every scenario

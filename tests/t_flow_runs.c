@@ -133,16 +133,11 @@ static void scenario_begin(const char *name)
     mkdir_or_fail(S.out);
     mkdir_or_fail(S.ro);
     mkdir_or_fail(S.outside);
-    struct proc_result r = cli(false, ARGS("setup"));
-    if (!proc_exited_with(&r, 0))
-        fail("flow runs: setup", "%s: %s", proc_describe(&r), r.err);
-    proc_result_free(&r);
-    char catalog[4096], path[PATH_MAX + 32];
+    char catalog[4096], why[1024];
     const char *module = harness_path("test/tools/test_module");
     sfmt(catalog, sizeof catalog, CATALOG, module, S.log_keyed, module, S.log_plain);
-    sfmt(path, sizeof path, "%s/modules.json", S.home);
-    if (!write_text_file(path, catalog, 0600))
-        fail("flow runs: catalog", "%s", path);
+    if (!cli_home_setup(S.home, catalog, why, sizeof why))
+        fail("flow runs: setup", "%s", why);
 }
 
 /* Writes the flow's files, installs and approves it. */

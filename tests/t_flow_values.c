@@ -53,16 +53,15 @@ static bool scenario_begin(const char *name)
     sfmt(S.module_log, sizeof S.module_log, "%s/module.log", S.dir);
     if (mkdir(S.dir, 0755) != 0)
         return false;
-    struct proc_result r = cli(ARGS("setup"));
-    bool ok = proc_exited_with(&r, 0);
-    proc_result_free(&r);
-    char catalog[4096], path[PATH_MAX + 32];
+    char catalog[4096], why[1024];
     sfmt(catalog, sizeof catalog,
          "{\"modules\": {\"plain\": {\"program\": \"%s\", \"args\": [\"--log\", \"%s\"],"
          " \"ops\": {\"echo\": {\"kind\": \"query\"}}}}}",
          harness_path("test/tools/test_module"), S.module_log);
-    sfmt(path, sizeof path, "%s/modules.json", S.home);
-    return ok && write_text_file(path, catalog, 0600);
+    bool ok = cli_home_setup(S.home, catalog, why, sizeof why);
+    if (!ok)
+        fprintf(stderr, "  %s\n", why);
+    return ok;
 }
 
 /* Writes flow.js and its manifest, installs and approves the flow. */

@@ -17,6 +17,7 @@
  *     approved one [guard: code hash rechecked before a run]. */
 #include "lib/cli_home.h"
 #include "lib/harness.h"
+#include "lib/store_view.h"
 
 #include "flows/code_hash.h"
 #include "flows/flows.h"
@@ -110,18 +111,6 @@ static void hash_of(const char *script, const char *manifest, char out[CODE_HASH
         out[0] = '\0';
 }
 
-/* Appends text to a growing malloc'd string. */
-static void append(char **s, size_t *len, const char *text, size_t n)
-{
-    char *g = realloc(*s, *len + n + 1);
-    if (g == NULL)
-        return;
-    memcpy(g + *len, text, n);
-    *len += n;
-    g[*len] = '\0';
-    *s = g;
-}
-
 /* Every row of flows, flow_versions and approvals, every column (blobs in hex). */
 static char *dump_rows(void)
 {
@@ -130,39 +119,7 @@ static char *dump_rows(void)
         "SELECT * FROM flow_versions ORDER BY flow_id, version",
         "SELECT * FROM approvals ORDER BY flow_id, version",
     };
-    char *s = NULL;
-    size_t len = 0;
-    append(&s, &len, "", 0);
-    sqlite3 *db = NULL;
-    if (sqlite3_open_v2(g_db, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        sqlite3_close(db);
-        append(&s, &len, "(cannot open)", 13);
-        return s;
-    }
-    for (size_t t = 0; t < sizeof SQL / sizeof SQL[0]; t++) {
-        sqlite3_stmt *st = NULL;
-        if (sqlite3_prepare_v2(db, SQL[t], -1, &st, NULL) != SQLITE_OK) {
-            append(&s, &len, "(error)", 7);
-            continue;
-        }
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            for (int c = 0; c < sqlite3_column_count(st); c++) {
-                const unsigned char *b = sqlite3_column_blob(st, c);
-                int n = sqlite3_column_bytes(st, c);
-                char hex[3];
-                for (int i = 0; b != NULL && i < n; i++) {
-                    sfmt(hex, sizeof hex, "%02x", b[i]);
-                    append(&s, &len, hex, 2);
-                }
-                append(&s, &len, "|", 1);
-            }
-            append(&s, &len, "\n", 1);
-        }
-        sqlite3_finalize(st);
-        append(&s, &len, "--\n", 3);
-    }
-    sqlite3_close(db);
-    return s;
+    return store_dump(g_db, SQL, sizeof SQL / sizeof SQL[0]);
 }
 
 static bool sql_exec(const char *sql)

@@ -12,6 +12,7 @@
  *   5. with daemon hooks: "health" gets the live figures, other commands are offered to
  *      the daemon first, "health" is not [guard: the daemon's hooks]. */
 #include "lib/harness.h"
+#include "lib/store_view.h"
 
 #include "flows/code_hash.h"
 #include "proto/message.h"
@@ -38,18 +39,6 @@ static char g_home[PATH_MAX];
 static char g_db[PATH_MAX];
 static struct store *g_store;
 
-/* Appends text to a growing malloc'd string. */
-static void append(char **s, size_t *len, const char *text)
-{
-    size_t n = strlen(text);
-    char *g = realloc(*s, *len + n + 1);
-    if (g == NULL)
-        return;
-    memcpy(g + *len, text, n + 1);
-    *len += n;
-    *s = g;
-}
-
 /* Every row of the tables a command may write, every column (as hex). */
 static char *dump_rows(void)
 {
@@ -61,39 +50,7 @@ static char *dump_rows(void)
         "SELECT * FROM journal ORDER BY run_id, position",
         "SELECT * FROM audit ORDER BY rowid",
     };
-    char *s = NULL;
-    size_t len = 0;
-    append(&s, &len, "");
-    sqlite3 *db = NULL;
-    if (sqlite3_open_v2(g_db, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        sqlite3_close(db);
-        append(&s, &len, "(cannot open)");
-        return s;
-    }
-    for (size_t t = 0; t < sizeof SQL / sizeof SQL[0]; t++) {
-        sqlite3_stmt *st = NULL;
-        if (sqlite3_prepare_v2(db, SQL[t], -1, &st, NULL) != SQLITE_OK) {
-            append(&s, &len, "(error)");
-            continue;
-        }
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            for (int c = 0; c < sqlite3_column_count(st); c++) {
-                const unsigned char *b = sqlite3_column_blob(st, c);
-                int n = sqlite3_column_bytes(st, c);
-                char hex[3];
-                for (int i = 0; b != NULL && i < n; i++) {
-                    sfmt(hex, sizeof hex, "%02x", b[i]);
-                    append(&s, &len, hex);
-                }
-                append(&s, &len, "|");
-            }
-            append(&s, &len, "\n");
-        }
-        sqlite3_finalize(st);
-        append(&s, &len, "--\n");
-    }
-    sqlite3_close(db);
-    return s;
+    return store_dump(g_db, SQL, sizeof SQL / sizeof SQL[0]);
 }
 
 /* ops_dispatch of the JSON text request (no daemon). */

@@ -43,6 +43,23 @@ struct proc_result cli_home(const char *home, bool json, const char *const *args
     return cli_run(home, &opts, args);
 }
 
+bool cli_home_setup(const char *home, const char *modules_json, char *why, size_t why_cap)
+{
+    struct proc_result r = cli_home(home, false, ARGS("setup"));
+    bool good = proc_exited_with(&r, 0);
+    if (!good)
+        sfmt(why, why_cap, "setup: %s: %s", proc_describe(&r), r.err);
+    proc_result_free(&r);
+    if (good && modules_json != NULL) {
+        char path[PATH_MAX + 32];
+        sfmt(path, sizeof path, "%s/modules.json", home);
+        good = write_text_file(path, modules_json, 0600);
+        if (!good)
+            sfmt(why, why_cap, "cannot write %s", path);
+    }
+    return good;
+}
+
 bool flow_dir_write(const char *dir, const char *manifest_json, const char *script)
 {
     char path[PATH_MAX + 32];

@@ -38,6 +38,10 @@ struct proc_result cli_run(const char *home, const struct cli_opts *opts,
 /* cli_run with an empty environment and no stdin: how most tests call it. */
 struct proc_result cli_home(const char *home, bool json, const char *const *args);
 
+/* `setup` on home (an empty environment), then home/modules.json (0600) holding
+ * modules_json unless it is NULL. False with the reason in why (why_cap > 0). */
+bool cli_home_setup(const char *home, const char *modules_json, char *why, size_t why_cap);
+
 /* Makes dir (if absent) and writes manifest.json and flow.js into it. */
 bool flow_dir_write(const char *dir, const char *manifest_json, const char *script);
 

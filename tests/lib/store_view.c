@@ -1,6 +1,9 @@
 #include "store_view.h"
 
+#include "harness.h"
+
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,4 +57,54 @@ bool store_exec(const char *db, const char *sql)
     }
     sqlite3_close(h);
     return good;
+}
+
+/* Appends n bytes of text to the growing string *s of *len bytes (always NUL-ended). */
+static void append(char **s, size_t *len, const char *text, size_t n)
+{
+    char *grown = realloc(*s, *len + n + 1);
+    if (grown == NULL)
+        return;
+    memcpy(grown + *len, text, n);
+    *len += n;
+    grown[*len] = '\0';
+    *s = grown;
+}
+
+char *store_dump(const char *db, const char *const *queries, size_t count)
+{
+    char *s = NULL;
+    size_t len = 0;
+    append(&s, &len, "", 0);
+    sqlite3 *h = NULL;
+    if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        sqlite3_close(h);
+        append(&s, &len, "(cannot open)", 13);
+        return s;
+    }
+    sqlite3_busy_timeout(h, STORE_VIEW_BUSY_MS);
+    for (size_t q = 0; q < count; q++) {
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(h, queries[q], -1, &st, NULL) != SQLITE_OK) {
+            append(&s, &len, "(error)", 7);
+            continue;
+        }
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            for (int c = 0; c < sqlite3_column_count(st); c++) {
+                const unsigned char *bytes = sqlite3_column_blob(st, c);
+                int n = sqlite3_column_bytes(st, c);
+                char hex[3];
+                for (int i = 0; bytes != NULL && i < n; i++) {
+                    sfmt(hex, sizeof hex, "%02x", bytes[i]);
+                    append(&s, &len, hex, 2);
+                }
+                append(&s, &len, "|", 1);
+            }
+            append(&s, &len, "\n", 1);
+        }
+        sqlite3_finalize(st);
+        append(&s, &len, "--\n", 3);
+    }
+    sqlite3_close(h);
+    return s;
 }

@@ -4,6 +4,7 @@
 #define BASAL_TESTS_STORE_VIEW_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* The first column of the first row as a number; -1 if the store, the statement or
  * the row is not there. Read-only, waiting up to 10 s for a writer's lock. */
@@ -13,5 +14,10 @@ char *store_text(const char *db, const char *sql);
 /* Runs sql (any statements) read-write, as a test that alters the store on purpose
  * does; true if all of it ran. */
 bool store_exec(const char *db, const char *sql);
+
+/* Every row of each of count queries, every column in hex ("|" after each column,
+ * "\n" after each row, "--\n" after each query), as one malloc'd string: a test
+ * compares two dumps to prove a refused command changed nothing stored. */
+char *store_dump(const char *db, const char *const *queries, size_t count);
 
 #endif

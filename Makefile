@@ -20,10 +20,17 @@ QFLAGS   := -std=gnu11 -O2 -g -fwrapv -D_GNU_SOURCE -DCONFIG_VERSION='"2021-03-2
             -DCONFIG_BIGNUM -fPIE -fstack-protector-strong -w
 QSRC     := quickjs.c libregexp.c libunicode.c cutils.c libbf.c
 
+# One file per operating system behind one header per part (confine.h,
+# worker_launch.h): NAME_linux.c, NAME_windows.c, NAME_macos.c. platform_src keeps of
+# a folder's files the shared ones and OS's own (mk/windows.mk passes windows).
+PLATFORMS  := linux windows macos
+platform_src = $(filter-out $(foreach p,$(PLATFORMS),%_$(p).c),$(1)) $(filter %_$(2).c,$(1))
 PROTO_SRC  := $(wildcard src/proto/*.c)
-WORKER_SRC := $(wildcard src/worker/*.c)
+WORKER_ALL_SRC := $(wildcard src/worker/*.c)
+WORKER_SRC := $(call platform_src,$(WORKER_ALL_SRC),linux)
 BASE_SRC   := $(wildcard src/base/*.c)
-SUPERVISOR_SRC := $(wildcard src/supervisor/*.c)
+SUPERVISOR_ALL_SRC := $(wildcard src/supervisor/*.c)
+SUPERVISOR_SRC := $(call platform_src,$(SUPERVISOR_ALL_SRC),linux)
 STORE_SRC  := $(wildcard src/store/*.c)
 FLOWS_SRC  := $(wildcard src/flows/*.c)
 SERVE_SRC  := $(wildcard src/serve/*.c)
@@ -186,7 +193,7 @@ build/test/tools/%: build/test/obj/tests/tools/%.o $(call objs,test,$(TESTLIB_SR
 	$(CC) $(test_LDFLAGS) $^ -o $@ $(PARENT_LIBS)
 # The subverted worker confines itself with the real worker's sequence (and links
 # nothing of its engine), so the parent accepts it like ck-basal-worker.
-EVIL_WORKER_MODULES = src/worker/confine.c src/worker/cpu_timer.c src/worker/descriptors.c \
+EVIL_WORKER_MODULES = src/worker/confine_linux.c src/worker/cpu_timer.c src/worker/descriptors.c \
                       src/worker/landlock.c src/worker/refuse.c src/worker/seccomp_policy.c \
                       src/worker/startup_checks.c
 build/test/tools/evil_worker: build/test/obj/tests/tools/evil_worker.o $(call objs,test,$(EVIL_WORKER_MODULES) $(PROTO_SRC))

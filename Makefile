@@ -181,7 +181,8 @@ $(ASAN_CK): $(call objs,asan,$(CK_SRC) $(CK_MODULES))
 PARENT_MODULES = $(CORE_SRC) $(HOST_SRC) $(PROTO_SRC) $(filter-out src/cli/main.c,$(CLI_SRC))
 # Worker tables the tests compare with documents and the worker's behaviour.
 TEST_WORKER_MODULES = src/worker/seccomp_policy.c src/worker/probes.c src/worker/refuse.c \
-                      src/worker/descriptors.c src/worker/engine_heap.c src/worker/handle_inventory.c
+                      src/worker/descriptors.c src/worker/engine_heap.c src/worker/host_apis.c \
+                      src/worker/handle_inventory.c
 build/test/tests/%: build/test/obj/tests/%.o $(call objs,test,$(PARENT_MODULES) $(TESTLIB_SRC) $(TEST_WORKER_MODULES))
 	@mkdir -p $(dir $@)
 	$(CC) $(test_LDFLAGS) $^ -o $@ $(PARENT_LIBS)
@@ -207,6 +208,7 @@ build/test/tools/export_filter: build/test/obj/tests/tools/export_filter.o $(cal
 	$(CC) $(test_LDFLAGS) $^ -o $@ -lseccomp
 
 include mk/aarch64.mk
+include mk/macos.mk
 
 # The arm64 cross build is part of the test build: t_syscall_table checks its filter,
 # t_aarch64.sh its binaries.

@@ -39,7 +39,6 @@
 #include "lib/bench_stats.h"
 
 #include <limits.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,8 +132,8 @@ int main(int argc, char **argv)
         return usage();
     if (store_open(home, &st, err, sizeof err) != 0)
         die("%s", err);
-    if (argc == 6 && sqlite3_exec(store_db(st), "PRAGMA synchronous=OFF", NULL, NULL, NULL) != SQLITE_OK)
-        die("synchronous=OFF: %s", sqlite3_errmsg(store_db(st)));
+    if (argc == 6 && store_benchmark_sync_off(st, true) != 0)
+        die("synchronous=OFF: %s", store_errmsg(st));
 
     char worker[PATH_MAX + 32], self[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);

@@ -164,8 +164,15 @@ static int64_t copy_run(const char *flow, int64_t from)
              " SELECT %lld, position, kind, args, args_digest, idempotency_key, class, state,"
              " settlement, value, delivery_order, created_at, settled_at FROM journal"
              " WHERE run_id = %lld", (long long)id, (long long)from);
-    if (sqlite3_exec(store_db(g_store), sql, NULL, NULL, NULL) != SQLITE_OK)
-        die("copy journal: %s", sqlite3_errmsg(store_db(g_store)));
+    /* A connection of the benchmark's own: the store's interface has no way to forge a
+     * journal, as it should not. */
+    char path[sizeof g_home + 16];
+    snprintf(path, sizeof path, "%s/basal.db", g_home);
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK ||
+        sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        die("copy journal: %s", sqlite3_errmsg(db));
+    sqlite3_close(db);
     return id;
 }
 
@@ -256,12 +263,12 @@ int main(int argc, char **argv)
             push(&commit, ref_commit((unsigned)(i * COMMIT_PER_ITER + k)));
     }
     /* The benchmark-only setting: the store's connection without fsync. */
-    sqlite3_exec(store_db(g_store), "PRAGMA synchronous=OFF", NULL, NULL, NULL);
+    store_benchmark_sync_off(g_store, true);
     for (size_t i = 0; i < kv_iters; i++) {
         push(&t_n_off, timed_run(&warm, "kvn", NULL));
         push(&t_0_off, timed_run(&warm, "kv0", NULL));
     }
-    sqlite3_exec(store_db(g_store), "PRAGMA synchronous=FULL", NULL, NULL, NULL);
+    store_benchmark_sync_off(g_store, false);
 
     size_t resume_iters = iters(RESUME_ITERS);
     fprintf(stderr, "flow_bench: resume of %u calls (%zu warm, %zu cold)...\n", RESUME_CALLS,

@@ -9,8 +9,14 @@ Reads every #include "..." line under ROOT (default: the repository) and refuses
               order below: a part includes only itself and the parts beneath it);
   cycle       two or more modules of one folder include each other's headers, directly
               or around a loop (a module is foo.c with foo.h);
-  private     a header named *_internal.h included from outside its own folder;
-  unknown     an include of a src/ folder that does not exist.
+  private     a header named *_internal.h included from outside its own folder, or a
+              header of STORE_ONLY (SQLite's types) included from outside src/store/;
+  unknown     an include of a src/ folder that does not exist;
+  sql         SQL spoken outside src/store/: a source of src/ elsewhere that names
+              SQLite or the store's statement helpers (sqlite3, sql_), or a public
+              header of src/store/ that names SQLite (only store/ speaks SQL, and no
+              SQLite type crosses its interface: docs/architecture.md, "The store's
+              interface").
 
 tests/, bench/ and fuzz/ stand above everything: they may include any public header.
 Prints one line per problem and "include order: N files, N includes, no problem";
@@ -35,9 +41,12 @@ MAY_INCLUDE = {
     "worker": {"base", "proto"},
 }
 CONSUMERS = ("tests", "bench", "fuzz")  # above every part of src/
-GENERATED = {"version.h", "prelude_js.h"}  # build/gen, made by the Makefile
+GENERATED = {"version.h", "prelude_js.h", "worker_sb.h"}  # build/gen, made by make
 ENGINE = "quickjs.h"  # the fetched engine: src/worker includes it as <quickjs.h>
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+# The store's headers that speak SQLite's types: for src/store/*.c only.
+STORE_ONLY = {"store/sql.h", "store/store_internal.h"}
+SPEAKS_SQL = re.compile(r"sqlite3|sql_")
 
 
 def sources(root):
@@ -54,6 +63,23 @@ def includes(root, path):
             m = INCLUDE.match(line)
             if m:
                 yield number, m.group(1)
+
+
+def sql_problems(root, path):
+    """Where path speaks SQL though it may not (see "sql" above)."""
+    if not path.startswith("src/"):
+        return []
+    part = path.split("/")[1]
+    if part == "store" and (path[len("src/"):] in STORE_ONLY or path.endswith(".c")):
+        return []
+    pattern = SPEAKS_SQL if part != "store" else re.compile(r"sqlite3")
+    where = "outside src/store/" if part != "store" else "in a public header of src/store/"
+    with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, 1):
+            m = pattern.search(line)
+            if m:
+                return [f"sql: {path}:{number} names {m.group(0)} {where} (only store/ speaks SQL)"]
+    return []
 
 
 def module_of(path):
@@ -105,6 +131,7 @@ def main():
         if top == "src" and part not in MAY_INCLUDE:
             problems.append(f"unknown: {path} is in no part of src/ (src/README.md)")
             continue
+        problems.extend(sql_problems(root, path))
         for number, target in includes(root, path):
             count += 1
             where = f"{path}:{number}"
@@ -126,6 +153,9 @@ def main():
                 continue
             if target.endswith("_internal.h") and target_part != part:
                 problems.append(f"private: {where} includes {target}, private to src/{target_part}")
+            elif target in STORE_ONLY and part != "store":
+                problems.append(f"private: {where} includes {target}, SQLite's types for "
+                                "src/store/ only")
             if top != "src":
                 continue
             if target_part != part and target_part not in MAY_INCLUDE[part]:

@@ -8,7 +8,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 defs=(-std=gnu11 -D_GNU_SOURCE -Isrc -isystem build/quickjs -Ibuild/gen)
-srcs=$(ls src/*/*.c tests/*.c tests/lib/*.c tests/tools/*.c bench/*.c bench/lib/*.c bench/contenders/*.c 2>/dev/null)
+# macOS sources (*_macos.c) need macOS's headers: make macos-check lints them for macOS.
+srcs=$(ls src/*/*.c tests/*.c tests/lib/*.c tests/tools/*.c bench/*.c bench/lib/*.c bench/contenders/*.c 2>/dev/null | grep -v '_macos\.c$')
 status=0
 report() { # name, exit code, output file
   if [ "$2" -eq 0 ]; then echo "ok - $1"; else

@@ -8,16 +8,15 @@
 # (docs/platforms.md); its seccomp filter is checked by t_syscall_table ("aarch64 build").
 set -u
 cd "$(dirname "$0")/.." || exit 2
+. tests/lib/harness.sh
 
 A64=build/aarch64/bin
 READELF=aarch64-linux-gnu-readelf
 NM=aarch64-linux-gnu-nm
 QEMU=qemu-aarch64-static
 
-ok() { echo "ok - $1"; }
-notok() { echo "not ok - $1: $2"; }
 need() {
-    command -v "$1" >/dev/null 2>&1 || { notok "aarch64: $1 is installed" "missing (scripts/install-deps.sh --test)"; exit 1; }
+    command -v "$1" >/dev/null 2>&1 || { not_ok "aarch64: $1 is installed" "missing (scripts/install-deps.sh --test)"; exit 1; }
 }
 need "$READELF"
 need "$NM"
@@ -26,7 +25,7 @@ need "$QEMU"
 for b in ck-basal-worker ck-basal ck; do
     f=$A64/$b
     if [ ! -f "$f" ]; then
-        notok "aarch64: $f is built" "missing (make aarch64)"
+        not_ok "aarch64: $f is built" "missing (make aarch64)"
         continue
     fi
     hdr=$($READELF -hW "$f")
@@ -35,12 +34,12 @@ for b in ck-basal-worker ck-basal ck; do
     if grep -q 'Machine: *AArch64' <<<"$hdr" && grep -q 'Type: *DYN' <<<"$hdr"; then
         ok "aarch64: $b is an arm64 position-independent executable"
     else
-        notok "aarch64: $b is an arm64 position-independent executable" "$(grep -E 'Machine|Type' <<<"$hdr" | tr -s ' ' | tr '\n' ';')"
+        not_ok "aarch64: $b is an arm64 position-independent executable" "$(grep -E 'Machine|Type' <<<"$hdr" | tr -s ' ' | tr '\n' ';')"
     fi
     if grep -q GNU_RELRO <<<"$seg" && grep -q 'BIND_NOW' <<<"$dyn" && grep -q 'GNU_STACK.* RW ' <<<"$seg"; then
         ok "aarch64: $b has full RELRO (BIND_NOW) and a non-executable stack"
     else
-        notok "aarch64: $b has full RELRO (BIND_NOW) and a non-executable stack" "segments or dynamic flags lack it"
+        not_ok "aarch64: $b has full RELRO (BIND_NOW) and a non-executable stack" "segments or dynamic flags lack it"
     fi
 done
 
@@ -49,19 +48,19 @@ if [ -f "$w" ]; then
     if ! grep -q INTERP <<<"$($READELF -lW "$w")" && ! grep -q NEEDED <<<"$($READELF -dW "$w")"; then
         ok "aarch64: the worker is a static PIE (no interpreter, no shared library)"
     else
-        notok "aarch64: the worker is a static PIE (no interpreter, no shared library)" "it has an INTERP or NEEDED entry"
+        not_ok "aarch64: the worker is a static PIE (no interpreter, no shared library)" "it has an INTERP or NEEDED entry"
     fi
     parent_syms=$($NM "$w" 2>/dev/null | grep -cE ' (sqlite3_|curl_|json_(loads|dumps|object))' || true)
     if [ "$parent_syms" -eq 0 ]; then
         ok "aarch64: the worker links no SQLite, libcurl or jansson"
     else
-        notok "aarch64: the worker links no SQLite, libcurl or jansson" "$parent_syms symbols of theirs"
+        not_ok "aarch64: the worker links no SQLite, libcurl or jansson" "$parent_syms symbols of theirs"
     fi
     v=$($QEMU "$w" --version 2>&1)
     if grep -q "^ck-basal-worker $(cat VERSION) " <<<"$v"; then
         ok "aarch64: the worker runs its arm64 code under qemu (--version)"
     else
-        notok "aarch64: the worker runs its arm64 code under qemu (--version)" "$v"
+        not_ok "aarch64: the worker runs its arm64 code under qemu (--version)" "$v"
     fi
     err=$(mktemp) && out=$($QEMU "$w" --landlock=required </dev/null 2>"$err")
     rc=$?
@@ -70,7 +69,7 @@ if [ -f "$w" ]; then
     if [ "$rc" -eq 70 ] && [ -z "$out" ] && grep -q '^refusing to run unconfined: ' <<<"$why"; then
         ok "aarch64: under qemu-user the worker refuses engine mode with exit 70 and a named reason ($why), nothing on stdout"
     else
-        notok "aarch64: under qemu-user the worker refuses engine mode with exit 70" "exit $rc, stdout '$out', stderr '$why'"
+        not_ok "aarch64: under qemu-user the worker refuses engine mode with exit 70" "exit $rc, stdout '$out', stderr '$why'"
     fi
 fi
 
@@ -80,6 +79,6 @@ if [ -f "$p" ]; then
     if grep -q "^ck-basal $(cat VERSION) " <<<"$v"; then
         ok "aarch64: the parent runs under qemu with the arm64 libraries (--version)"
     else
-        notok "aarch64: the parent runs under qemu with the arm64 libraries (--version)" "$v"
+        not_ok "aarch64: the parent runs under qemu with the arm64 libraries (--version)" "$v"
     fi
 fi

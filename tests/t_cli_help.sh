@@ -10,9 +10,8 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 parent=$PWD/build/bin/ck-basal
 ck=$PWD/build/bin/ck
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/basal-help.XXXXXX") || exit 2
-trap 'rm -rf "$scratch"' EXIT
-one_line() { printf '%s' "$1" | tr '\n' ' ' | cut -c1-240; }
+. tests/lib/harness.sh
+scratch_dir help
 [ -x "$parent" ] && [ -x "$ck" ] || { echo "not ok - help: build/bin/ck-basal or ck missing (make)"; exit 1; }
 
 overview=$("$parent" --help)

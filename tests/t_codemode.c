@@ -22,7 +22,9 @@
  *   9. values exactly: a module's result reaches the script and the store as written
  *      (a number beyond 64 bits, 1.0, -1e400), a string holding U+0000 goes to the
  *      module and back, a NUL in an object key is refused with its reason. */
+#include "lib/cli_home.h"
 #include "lib/harness.h"
+#include "lib/store_view.h"
 
 #include "store/store_schema.h"
 
@@ -38,7 +40,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define TIMEOUT_MS 120000
 
 #define ok(cond, name) check((cond), (name), "%s", "expected it to hold")
 
@@ -52,24 +53,12 @@ struct scenario {
 };
 static struct scenario S;
 
-static char *const NO_ENV[] = {NULL};
-#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 /* ck-basal [--json] --home HOME args..., stdin from input (may be NULL). */
 static struct proc_result cli_in(bool json, const char *const *args, const char *input)
 {
-    const char *argv[24];
-    int n = 0;
-    argv[n++] = harness_test_parent();
-    if (json)
-        argv[n++] = "--json";
-    argv[n++] = "--home";
-    argv[n++] = S.home;
-    for (int i = 0; args[i] != NULL && n < 23; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    struct proc_opts opts = {.use_fds = false, .envp = NO_ENV};
-    return proc_run_opts(argv, &opts, input, input != NULL ? strlen(input) : 0, TIMEOUT_MS);
+    struct cli_opts opts = {.json = json, .envp = HARNESS_EMPTY_ENV, .input = input};
+    return cli_run(S.home, &opts, args);
 }
 
 static struct proc_result cli(bool json, const char *const *args)
@@ -131,39 +120,12 @@ static const char *script_file(const char *name, const char *text)
 
 static long long sql_number(const char *sql)
 {
-    sqlite3 *db = NULL;
-    long long v = -1;
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_open_v2(S.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
+    return store_number(S.db, sql);
 }
 
 static char *sql_text(const char *sql)
 {
-    sqlite3 *db = NULL;
-    char *v = NULL;
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_open_v2(S.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
-        sqlite3_column_text(st, 0) != NULL)
-        v = strdup((const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
-}
-
-static long long lines_in(const char *path)
-{
-    char *text = read_text_file(path);
-    long long n = 0;
-    for (const char *p = text; p != NULL && *p != '\0'; p++)
-        n += *p == '\n';
-    free(text);
-    return n;
+    return store_text(S.db, sql);
 }
 
 /* `codemode run --json SCRIPT [extra]`: the exit code and the parsed report. */
@@ -177,7 +139,7 @@ static struct run_out run_json(const char *script, const char *input)
 {
     struct proc_result r = input != NULL ? cli(true, ARGS("codemode", "run", script, "--input", input))
                                          : cli(true, ARGS("codemode", "run", script));
-    struct run_out o = {r.exited ? r.exit_code : -1, json_loads(r.out, 0, NULL), strdup(r.err)};
+    struct run_out o = {r.exited ? r.exit_code : -1, cli_output_json(&r), strdup(r.err)};
     if (o.json == NULL)
         fprintf(stderr, "  codemode run: %s\n  stdout: %s\n  stderr: %s\n", proc_describe(&r),
                 r.out, r.err);
@@ -185,26 +147,10 @@ static struct run_out run_json(const char *script, const char *input)
     return o;
 }
 
-/* v as compact JSON for a check's detail (a static buffer: no leak to report). */
-static const char *dumped(const json_t *v)
-{
-    static char buf[2048];
-    char *text = v != NULL ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-    sfmt(buf, sizeof buf, "%s", text != NULL ? text : "(none)");
-    free(text);
-    return buf;
-}
-
 static void run_out_free(struct run_out *o)
 {
     json_decref(o->json);
     free(o->err);
-}
-
-static const char *str_of(const json_t *o, const char *key)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-    return s != NULL ? s : "(none)";
 }
 
 /* ---- 1. two tools end to end ---------------------------------------------------------- */
@@ -219,14 +165,14 @@ static void test_two_tools(void)
         "return {note, sum, input: trigger};\n");
     struct run_out o = run_json(script, "{\"who\": \"agent\"}");
     check_int_eq(o.exit_code, 0, "two tools: codemode run exits 0");
-    check_str_eq(str_of(o.json, "run"), "c1", "two tools: the run is c1");
-    check_str_eq(str_of(o.json, "state"), "succeeded", "two tools: the run succeeded");
+    check_str_eq(json_str_of(o.json, "run"), "c1", "two tools: the run is c1");
+    check_str_eq(json_str_of(o.json, "state"), "succeeded", "two tools: the run succeeded");
     json_t *want = json_loads("{\"note\": {\"text\": \"buy milk\", \"tags\": [\"home\"]}, \"sum\": 42,"
                               " \"input\": {\"who\": \"agent\"}}", 0, NULL);
     check(json_equal(json_object_get(o.json, "result"), want), "two tools: the result has both"
-          " tools' answers and the input as trigger", "%s", dumped(o.json));
+          " tools' answers and the input as trigger", "%s", json_dumped(o.json));
     json_decref(want);
-    check_str_eq(str_of(o.json, "console"), "log: start {\"n\":1}\n",
+    check_str_eq(json_str_of(o.json, "console"), "log: start {\"n\":1}\n",
                  "two tools: the console is reported apart from the result");
     check_int_eq(json_integer_value(json_object_get(o.json, "tool_calls")), 2,
                  "two tools: two tool calls counted");
@@ -238,7 +184,7 @@ static void test_two_tools(void)
     int got = log != NULL ? sscanf(log, "%15s %79s %255[^\n]\n%15s %79s %255[^\n]", op1, key1,
                                    args1, op2, key2, args2)
                           : 0;
-    check(got == 6 && lines_in(S.log) == 2 && strcmp(op1, "echo") == 0 &&
+    check(got == 6 && file_line_count(S.log) == 2 && strcmp(op1, "echo") == 0 &&
               strcmp(args1, "{\"text\":\"buy milk\",\"tags\":[\"home\"]}") == 0 &&
               strcmp(op2, "add") == 0 && strcmp(args2, "{\"a\":20,\"b\":22}") == 0,
           "two tools: the module's effect log has the query then the mutation, once each, with"
@@ -249,20 +195,20 @@ static void test_two_tools(void)
 
     /* journal c1 shows both calls; runs lists c1. */
     struct proc_result r = cli(true, ARGS("journal", "c1"));
-    json_t *j = json_loads(r.out, 0, NULL);
+    json_t *j = cli_output_json(&r);
     json_t *calls = json_object_get(j, "calls");
     json_t *c0 = json_array_get(calls, 0), *c1 = json_array_get(calls, 1);
     json_t *v0 = json_object_get(json_object_get(c0, "outcome"), "fulfilled");
     json_t *v1 = json_object_get(json_object_get(c1, "outcome"), "fulfilled");
     check(proc_exited_with(&r, 0) && json_array_size(calls) == 2 &&
-              strcmp(str_of(c0, "tool"), "echo_note") == 0 &&
-              strcmp(str_of(c0, "class"), "query") == 0 &&
-              strcmp(str_of(c0, "decision"), "allowed") == 0 &&
-              strcmp(str_of(c0, "state"), "settled") == 0 && json_is_object(v0) &&
-              strcmp(str_of(c1, "tool"), "add_numbers") == 0 &&
-              strcmp(str_of(c1, "class"), "mutation") == 0 &&
-              json_integer_value(v1) == 42 && strcmp(str_of(c0, "idempotency_key"), key1) == 0 &&
-              strcmp(str_of(c1, "idempotency_key"), key2) == 0,
+              strcmp(json_str_of(c0, "tool"), "echo_note") == 0 &&
+              strcmp(json_str_of(c0, "class"), "query") == 0 &&
+              strcmp(json_str_of(c0, "decision"), "allowed") == 0 &&
+              strcmp(json_str_of(c0, "state"), "settled") == 0 && json_is_object(v0) &&
+              strcmp(json_str_of(c1, "tool"), "add_numbers") == 0 &&
+              strcmp(json_str_of(c1, "class"), "mutation") == 0 &&
+              json_integer_value(v1) == 42 && strcmp(json_str_of(c0, "idempotency_key"), key1) == 0 &&
+              strcmp(json_str_of(c1, "idempotency_key"), key2) == 0,
           "two tools: journal c1 lists both calls with tool, class, decision, outcome and the"
           " keys the module saw", "%s %s", proc_describe(&r), r.out);
     json_decref(j);
@@ -273,12 +219,12 @@ static void test_two_tools(void)
           "two tools: journal c1 in human form", "%s", r.out);
     proc_result_free(&r);
     r = cli(true, ARGS("runs"));
-    j = json_loads(r.out, 0, NULL);
+    j = cli_output_json(&r);
     json_t *first = json_array_get(j, 0);
     check(proc_exited_with(&r, 0) && json_array_size(j) == 1 &&
-              strcmp(str_of(first, "run"), "c1") == 0 &&
-              strcmp(str_of(first, "kind"), "codemode") == 0 &&
-              strcmp(str_of(first, "state"), "succeeded") == 0 &&
+              strcmp(json_str_of(first, "run"), "c1") == 0 &&
+              strcmp(json_str_of(first, "kind"), "codemode") == 0 &&
+              strcmp(json_str_of(first, "state"), "succeeded") == 0 &&
               json_integer_value(json_object_get(first, "tool_calls")) == 2,
           "two tools: runs lists the codemode run as c1", "%s", r.out);
     json_decref(j);
@@ -346,7 +292,7 @@ static void test_schema_refusals(void)
         check_str_eq(json_string_value(json_array_get(result, i)), want, name);
     }
     run_out_free(&o);
-    check_int_eq(lines_in(S.log), 0,
+    check_int_eq(file_line_count(S.log), 0,
                  "schema refusals: the module never ran [guard: input validated in the parent"
                  " before the module runs]");
     check_int_eq(sql_number("SELECT count(*) FROM codemode_calls WHERE run_id = 1 AND"
@@ -375,14 +321,14 @@ static void test_call_cap(void)
                               " than 200 tool calls in one codemode run\"}", 0, NULL);
     check(o.exit_code == 0 && json_equal(json_object_get(o.json, "result"), want),
           "call cap: of 250 calls 200 are served and 50 denied", "exit %d, %s", o.exit_code,
-          dumped(json_object_get(o.json, "result")));
+          json_dumped(json_object_get(o.json, "result")));
     json_decref(want);
     check(json_integer_value(json_object_get(o.json, "tool_calls")) == 200 &&
               json_integer_value(json_object_get(o.json, "over_limit_calls")) == 50,
           "call cap: the report counts 200 calls and 50 over the limit", "%s",
-          dumped(o.json));
+          json_dumped(o.json));
     run_out_free(&o);
-    check_int_eq(lines_in(S.log), 200,
+    check_int_eq(file_line_count(S.log), 200,
                  "call cap: the module ran exactly 200 times [guard: the codemode tool-call"
                  " limit]");
     check_int_eq(sql_number("SELECT count(*) FROM codemode_calls WHERE run_id = 1"), 200,
@@ -419,7 +365,7 @@ static void test_console_flood(void)
           "%s", r.out);
     proc_result_free(&r);
     struct run_out o = run_json(script, NULL);
-    const char *console = str_of(o.json, "console");
+    const char *console = json_str_of(o.json, "console");
     size_t len = strlen(console);
     check(json_is_true(json_object_get(o.json, "console_truncated")) && len <= 65536 &&
               len > cut && strcmp(console + len - cut, CUT_LINE "\n") == 0 &&
@@ -463,14 +409,22 @@ static void test_exits(void)
     const char *failing = script_file("fail.js", "await tools.call('echo_note', {text: 'a'});\n"
                                                  "throw new Error('boom');\n");
     struct run_out o = run_json(failing, NULL);
-    check(o.exit_code == 1 && strcmp(str_of(o.json, "state"), "failed") == 0 &&
-              strncmp(str_of(o.json, "error"), "script error: Error: boom", 25) == 0,
+    check(o.exit_code == 1 && strcmp(json_str_of(o.json, "state"), "failed") == 0 &&
+              strncmp(json_str_of(o.json, "error"), "script error: Error: boom", 25) == 0,
           "exits: a script that throws: exit 1, the run failed with the error", "exit %d %s",
-          o.exit_code, o.json != NULL ? dumped(o.json) : "");
+          o.exit_code, o.json != NULL ? json_dumped(o.json) : "");
     run_out_free(&o);
     check_int_eq(sql_number("SELECT count(*) FROM codemode_runs WHERE id = 1 AND state = 'failed'"
                             " AND error LIKE 'script error:%'"),
                  1, "exits: the failed run is stored as failed");
+    /* Where the throw is: the script's file, line 2 and the column of "Error" (quickjs
+     * patch 0008 [guard frame-columns]: without it "fail.js:2)"). */
+    char where[PATH_MAX + 128];
+    sfmt(where, sizeof where, "script error: Error: boom (%s:2:11)", failing);
+    char error_sql[PATH_MAX + 256];
+    sfmt(error_sql, sizeof error_sql, "SELECT count(*) FROM codemode_runs WHERE id = 1 AND error = '%s'", where);
+    check_int_eq(sql_number(error_sql), 1,
+                 "exits: the failed run's error names the script's file, line and column");
 
     struct {
         const char *name;
@@ -504,6 +458,16 @@ static void test_exits(void)
     }
     check_int_eq(sql_number("SELECT count(*) FROM codemode_runs"), 1,
                  "exits: the refused scripts recorded no run (only the failing one is stored)");
+    o = run_json(failing, NULL);
+    check(o.json != NULL && strcmp(json_str_of(o.json, "error"), where) == 0,
+          "exits: --json's error names the script's file, line and column", "%s; want %s",
+          o.json != NULL ? json_dumped(o.json) : "", where);
+    run_out_free(&o);
+    struct proc_result hr = cli(false, ARGS("codemode", "run", failing));
+    check(proc_exited_with(&hr, 1) && (strstr(hr.out, where) != NULL || strstr(hr.err, where) != NULL),
+          "exits: the human output names the script's file, line and column", "%s; out %s err %s",
+          proc_describe(&hr), hr.out, hr.err);
+    proc_result_free(&hr);
     const char *empty = script_file("empty.js", "");
     struct proc_result r = cli(false, ARGS("codemode", "run", empty));
     check(proc_exited_with(&r, 2) && strstr(r.err, "script") != NULL,
@@ -529,9 +493,9 @@ static void test_exits(void)
     /* The script from stdin. */
     r = cli_in(true, ARGS("codemode", "run", "-"), "return await tools.call('echo_note',"
                                                    " {text: 'from stdin'});\n");
-    json_t *j = json_loads(r.out, 0, NULL);
+    json_t *j = cli_output_json(&r);
     check(proc_exited_with(&r, 0) &&
-              strcmp(str_of(json_object_get(j, "result"), "text"), "from stdin") == 0,
+              strcmp(json_str_of(json_object_get(j, "result"), "text"), "from stdin") == 0,
           "exits: a script read from stdin ('-') runs", "%s %s", proc_describe(&r), r.out);
     json_decref(j);
     proc_result_free(&r);
@@ -569,13 +533,13 @@ static void test_describe(void)
 {
     scenario_begin("describe");
     struct proc_result r = cli(true, ARGS("codemode", "describe"));
-    json_t *j = json_loads(r.out, 0, NULL);
+    json_t *j = cli_output_json(&r);
     json_t *tools = json_object_get(j, "tools");
     json_t *t0 = json_array_get(tools, 0), *t1 = json_array_get(tools, 1);
     check(proc_exited_with(&r, 0) && json_array_size(tools) == 2 &&
-              strcmp(str_of(t0, "name"), "echo_note") == 0 &&
-              strcmp(str_of(t0, "class"), "query") == 0 &&
-              strcmp(str_of(t1, "class"), "mutation") == 0 &&
+              strcmp(json_str_of(t0, "name"), "echo_note") == 0 &&
+              strcmp(json_str_of(t0, "class"), "query") == 0 &&
+              strcmp(json_str_of(t1, "class"), "mutation") == 0 &&
               json_is_object(json_object_get(t1, "input")),
           "describe: the catalog as JSON, in order, with classes and schemas", "%s", r.out);
     json_decref(j);
@@ -613,7 +577,7 @@ static void test_migration(void)
     if (!ok(made, "migration: a store at schema version 1 made"))
         return;
     struct proc_result r = cli(true, ARGS("setup"));
-    json_t *j = json_loads(r.out, 0, NULL);
+    json_t *j = cli_output_json(&r);
     json_t *store = json_object_get(j, "store");
     check(proc_exited_with(&r, 0) &&
               json_integer_value(json_object_get(store, "schema_version_before")) == 1 &&
@@ -672,7 +636,7 @@ static void test_exact_values(void)
               json_is_true(json_object_get(result, "inf")),
           "exact values: a reply with a number beyond 64 bits (and beyond a double) reaches the"
           " script [guard: a module's result is held to the JSON grammar, not converted]",
-          "%s %s", dumped(o.json), o.err);
+          "%s %s", json_dumped(o.json), o.err);
     char *stored = sql_text("SELECT value FROM codemode_calls WHERE position = 0");
     check_str_eq(stored, "[1.0,18446744073709551616,{\"s\":\"a b\"},-1e400]",
                  "exact values: the store keeps the result as the module wrote it, digits and"
@@ -680,11 +644,11 @@ static void test_exact_values(void)
     free(stored);
     check(json_is_true(json_object_get(result, "nul")),
           "exact values: a string holding U+0000 passes the schema, reaches the module and"
-          " comes back", "%s", dumped(o.json));
-    check(strcmp(str_of(key, "code"), "invalid_arguments") == 0 &&
-              strstr(str_of(key, "message"), "NUL byte in object key") != NULL &&
-              strstr(str_of(key, "message"), "64 bits") == NULL,
-          "exact values: a NUL in an object key is refused with the reason", "%s", dumped(key));
+          " comes back", "%s", json_dumped(o.json));
+    check(strcmp(json_str_of(key, "code"), "invalid_arguments") == 0 &&
+              strstr(json_str_of(key, "message"), "NUL byte in object key") != NULL &&
+              strstr(json_str_of(key, "message"), "64 bits") == NULL,
+          "exact values: a NUL in an object key is refused with the reason", "%s", json_dumped(key));
     run_out_free(&o);
     char *log = read_text_file(S.log);
     check(log != NULL && strstr(log, "echo ") != NULL && strstr(log, "\"a\\u0000b\"") != NULL,

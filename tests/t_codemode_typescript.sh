@@ -20,15 +20,12 @@
 #   5. examples/codemode/run.sh runs end to end: the note is added.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
+. tests/lib/harness.sh
 root=$PWD
 basal=$root/build/test/bin/ck-basal
 module=$root/build/test/tools/test_module
 tscdir=$root/build/tsc
 tsc=$tscdir/node_modules/.bin/tsc
-status=0
-
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1: $(printf '%s' "$2" | tr '\n' ' ' | cut -c1-600)"; status=1; }
 
 if [ ! -x "$basal" ] || [ ! -x "$module" ]; then
   not_ok "typescript: test binaries" "$basal or $module missing (make test-build)"
@@ -58,8 +55,8 @@ else
   exit 1
 fi
 
-work=$(mktemp -d /tmp/basal-tsc-XXXXXX)
-trap 'rm -rf "$work"' EXIT
+scratch_dir tsc
+work=$scratch
 
 # A data home with modules.json and tools.json; prints nothing.
 make_home() { # home modules-text tools-file
@@ -291,4 +288,4 @@ else
   not_ok "typescript: examples/codemode/run.sh runs end to end (the agent adds its note)" "$out"
 fi
 
-exit $status
+exit $((harness_failed > 0))

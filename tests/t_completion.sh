@@ -12,8 +12,8 @@ cd "$(dirname "$0")/.." || exit 2
 parent=$PWD/build/bin/ck-basal
 completion=$PWD/contrib/bash-completion/ck-basal
 bash_completion=/usr/share/bash-completion/bash_completion
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/basal-completion.XXXXXX") || exit 2
-trap 'rm -rf "$scratch"' EXIT
+. tests/lib/harness.sh
+scratch_dir completion
 
 [ -x "$parent" ] || { echo "not ok - completion: $parent is missing (make)"; exit 1; }
 [ -r "$bash_completion" ] || { echo "not ok - completion: $bash_completion is missing (apt-get install bash-completion; scripts/install-deps.sh --test does)"; exit 1; }

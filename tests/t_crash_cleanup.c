@@ -26,7 +26,9 @@
  *      like ours stay, the link's target untouched, and nothing outside the write
  *      roots is removed when the call's directory now leads out of them [guard
  *      recover-removes-own-temporaries]. */
+#include "lib/cli_home.h"
 #include "lib/harness.h"
+#include "lib/store_view.h"
 
 #include "store/store_schema.h"
 
@@ -53,7 +55,6 @@
 #define GONE_WITHIN_MS 20000
 
 #define ok(cond, name) check((cond), (name), "%s", "expected it to hold")
-#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 static char g_root[PATH_MAX];
 
@@ -77,26 +78,9 @@ static void mkdir_or_fail(const char *path)
 
 static char *const NO_ENV[] = {NULL};
 
-/* The argv of ck-basal [--json] --home HOME args... in argv (at most 24 entries). */
-static void cli_argv(const char **argv, bool json, const char *const *args)
-{
-    int n = 0;
-    argv[n++] = harness_test_parent();
-    if (json)
-        argv[n++] = "--json";
-    argv[n++] = "--home";
-    argv[n++] = S.home;
-    for (int i = 0; args[i] != NULL && n < 23; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-}
-
 static struct proc_result cli(bool json, const char *const *args)
 {
-    const char *argv[24];
-    cli_argv(argv, json, args);
-    struct proc_opts opts = {.use_fds = false, .envp = NO_ENV};
-    return proc_run_opts(argv, &opts, NULL, 0, TIMEOUT_MS);
+    return cli_home(S.home, json, args);
 }
 
 #define CATALOG                                                                          \
@@ -132,46 +116,24 @@ static void scenario_begin(const char *name)
  * uses. */
 static bool flow_add(const char *id, const char *script)
 {
-    char dir[PATH_MAX + 32], path[PATH_MAX + 64], manifest[4096];
+    char dir[PATH_MAX + 32], manifest[4096], why[1024] = "cannot write the flow";
     sfmt(dir, sizeof dir, "%s/flow-%s", S.dir, id);
-    mkdir_or_fail(dir);
     sfmt(manifest, sizeof manifest,
          "{\"format\":1,\"id\":\"%s\",\"version\":1,\"purpose\":\"test\","
          "\"trigger\":{\"manual\":true},\"ops\":[{\"module\":\"hold\",\"op\":\"hold_mutation\"},"
          "{\"module\":\"hold\",\"op\":\"hold_query\"}],\"fs\":{\"write\":[\"%s\"]}}",
          id, S.out);
-    sfmt(path, sizeof path, "%s/flow.js", dir);
-    bool good = write_text_file(path, script, 0644);
-    sfmt(path, sizeof path, "%s/manifest.json", dir);
-    good = good && write_text_file(path, manifest, 0644);
-    struct proc_result r = cli(true, ARGS("flow", "install", dir));
-    json_t *in = good && proc_exited_with(&r, 0) ? json_loads(r.out, 0, NULL) : NULL;
-    proc_result_free(&r);
-    const char *hash = json_string_value(json_object_get(in, "code_hash"));
-    good = hash != NULL;
-    if (good) {
-        r = cli(false, ARGS("flow", "approve", id, "--version", "1", "--code-hash", hash));
-        good = proc_exited_with(&r, 0);
-        proc_result_free(&r);
-    }
-    json_decref(in);
-    return check(good, "crash cleanup: flow installed and approved", "flow %s", id);
+    bool good = flow_dir_write(dir, manifest, script) &&
+                cli_install_approve(S.home, HARNESS_EMPTY_ENV, dir, id, 1, why, sizeof why) ==
+                    FLOW_ADDED;
+    return check(good, "crash cleanup: flow installed and approved", "flow %s: %s", id, why);
 }
 
 /* ---- store views ------------------------------------------------------------------ */
 
 static char *sql_text(const char *sql)
 {
-    sqlite3 *db = NULL;
-    char *v = NULL;
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_open_v2(S.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
-        sqlite3_column_text(st, 0) != NULL)
-        v = strdup((const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
+    return store_text(S.db, sql);
 }
 
 static long long sql_number(const char *sql)
@@ -253,37 +215,6 @@ static void kill_left(int *pidfd)
     }
 }
 
-/* Reads one line (without its newline) from the non-blocking fd within timeout_ms. */
-static bool read_line(int fd, char *buf, size_t cap, int timeout_ms)
-{
-    size_t used = 0;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (;;) {
-        char c;
-        ssize_t n = read(fd, &c, 1);
-        if (n == 1) {
-            if (c == '\n') {
-                buf[used] = '\0';
-                return true;
-            }
-            if (used + 1 < cap)
-                buf[used++] = c;
-            continue;
-        }
-        if (n < 0 && errno != EAGAIN && errno != EINTR)
-            return false;
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        long long left = timeout_ms - ((now.tv_sec - t0.tv_sec) * 1000LL +
-                                       (now.tv_nsec - t0.tv_nsec) / 1000000);
-        if (left <= 0)
-            return false;
-        struct pollfd p = {fd, POLLIN, 0};
-        (void)poll(&p, 1, (int)left);
-    }
-}
-
 /* A run of flow started while the test reads the FIFO: the module's "hold P G" line
  * is read into *program and *grandchild (0 if none). The FIFO's read end stays open
  * in *fifo_fd: closing it lets the module go on. */
@@ -302,13 +233,13 @@ static bool start_held(const char *flow, struct held *h)
         return false;
     h->fifo_fd = open(S.fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     const char *argv[24];
-    cli_argv(argv, true, ARGS("run", flow));
+    cli_argv(argv, sizeof argv / sizeof argv[0], NULL, true, S.home, ARGS("run", flow));
     struct proc_opts opts = {.use_fds = false, .envp = NO_ENV};
     if (h->fifo_fd < 0 || proc_start(&h->parent, argv, &opts) != 0)
         return false;
     char line[128];
     long program = 0, grandchild = -1;
-    if (read_line(h->fifo_fd, line, sizeof line, TIMEOUT_MS) && strncmp(line, "hold ", 5) == 0) {
+    if (fd_read_line(h->fifo_fd, line, sizeof line, TIMEOUT_MS) && strncmp(line, "hold ", 5) == 0) {
         char *end = NULL;
         program = strtol(line + 5, &end, 10);
         if (end != NULL && *end == ' ')
@@ -536,7 +467,7 @@ static void test_migration(void)
     if (!ok(made, "migration: a version-1 store is made"))
         return;
     struct proc_result r = cli(true, ARGS("setup"));
-    json_t *v = json_loads(r.out, 0, NULL);
+    json_t *v = cli_output_json(&r);
     json_t *store = json_object_get(v, "store");
     check(proc_exited_with(&r, 0) &&
               json_integer_value(json_object_get(store, "schema_version")) ==

@@ -16,13 +16,14 @@
  *      catalog there; the call is denied naming the root and the reason, the run ends
  *      with the script's own result, and nothing is written. Control: before the move
  *      the same write root works [guard data-home-roots at every call]. */
+#include "lib/cli_home.h"
 #include "lib/harness.h"
+#include "lib/store_view.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,20 +31,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define TIMEOUT_MS 60000
-
 static char g_dir[PATH_MAX / 2]; /* this test's directory, resolved */
 static char g_home[PATH_MAX + 16]; /* the data home of the current step */
-
-static bool write_file(const char *path, const char *text)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return false;
-    size_t len = strlen(text);
-    bool ok = write(fd, text, len) == (ssize_t)len;
-    return close(fd) == 0 && ok;
-}
 
 static bool make_dir(const char *path)
 {
@@ -53,24 +42,10 @@ static bool make_dir(const char *path)
     return false;
 }
 
-#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
-static char *const NO_ENV[] = {NULL};
-
 /* ck-basal [--json] --home g_home args... */
 static struct proc_result cli(bool json, const char *const *args)
 {
-    const char *argv[24];
-    int n = 0;
-    argv[n++] = harness_test_parent();
-    if (json)
-        argv[n++] = "--json";
-    argv[n++] = "--home";
-    argv[n++] = g_home;
-    for (int i = 0; args[i] != NULL && n < 23; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    struct proc_opts opts = {.use_fds = false, .envp = NO_ENV};
-    return proc_run_opts(argv, &opts, NULL, 0, TIMEOUT_MS);
+    return cli_home(g_home, json, args);
 }
 
 /* One number from the store of g_home; -1 if it cannot be read. */
@@ -78,15 +53,7 @@ static long long sql_number(const char *sql)
 {
     char db[PATH_MAX + 16];
     sfmt(db, sizeof db, "%s/basal.db", g_home);
-    sqlite3 *h = NULL;
-    sqlite3_stmt *st = NULL;
-    long long v = -1;
-    if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(h);
-    return v;
+    return store_number(db, sql);
 }
 
 static bool setup_home(const char *home)
@@ -101,36 +68,23 @@ static bool setup_home(const char *home)
 /* A flow directory dir holding script and a manifest with the given grants. */
 static bool write_flow(const char *dir, const char *id, const char *grants, const char *script)
 {
-    char manifest[8192], path[PATH_MAX + 32];
+    char manifest[8192];
     sfmt(manifest, sizeof manifest,
          "{\"format\":1,\"id\":\"%s\",\"version\":1,\"purpose\":\"test\","
          "\"trigger\":{\"manual\":true},%s}", id, grants);
-    if (!make_dir(dir))
-        return false;
-    sfmt(path, sizeof path, "%s/flow.js", dir);
-    bool ok = write_file(path, script);
-    sfmt(path, sizeof path, "%s/manifest.json", dir);
-    return ok && write_file(path, manifest);
+    return make_dir(dir) && flow_dir_write(dir, manifest, script);
 }
 
 /* Installs and approves dir; false after a failed check. */
 static bool install_and_approve(const char *dir, const char *id, const char *what)
 {
-    char name[200];
-    struct proc_result r = cli(true, ARGS("flow", "install", dir));
-    json_t *in = proc_exited_with(&r, 0) ? json_loads(r.out, 0, NULL) : NULL;
-    const char *hash = json_string_value(json_object_get(in, "code_hash"));
+    char name[200], why[1024];
+    enum flow_added step = cli_install_approve(g_home, HARNESS_EMPTY_ENV, dir, id, 1, why, sizeof why);
     sfmt(name, sizeof name, "%s: install", what);
-    bool ok = check(hash != NULL, name, "%s: %s", proc_describe(&r), r.err);
-    proc_result_free(&r);
-    if (ok) {
-        r = cli(false, ARGS("flow", "approve", id, "--version", "1", "--code-hash", hash));
-        sfmt(name, sizeof name, "%s: approve", what);
-        ok = check(proc_exited_with(&r, 0), name, "%s", proc_describe(&r));
-        proc_result_free(&r);
-    }
-    json_decref(in);
-    return ok;
+    if (!check(step != FLOW_INSTALL_FAILED, name, "%s", why))
+        return false;
+    sfmt(name, sizeof name, "%s: approve", what);
+    return check(step == FLOW_ADDED, name, "%s", why);
 }
 
 /* stderr is exactly one line containing every needle. */
@@ -236,7 +190,7 @@ static void test_approve(void)
     if (!write_flow(dir, "later", grants, "return 1;\n"))
         return;
     struct proc_result r = cli(true, ARGS("flow", "install", dir));
-    json_t *in = proc_exited_with(&r, 0) ? json_loads(r.out, 0, NULL) : NULL;
+    json_t *in = proc_exited_with(&r, 0) ? cli_output_json(&r) : NULL;
     char hash[80] = "";
     if (json_string_value(json_object_get(in, "code_hash")) != NULL)
         sfmt(hash, sizeof hash, "%s", json_string_value(json_object_get(in, "code_hash")));
@@ -280,7 +234,7 @@ static json_t *run_writer(const char *path, const char *text, const char *what)
     char trigger[2 * PATH_MAX];
     sfmt(trigger, sizeof trigger, "{\"path\":\"%s\",\"text\":\"%s\"}", path, text);
     struct proc_result r = cli(true, ARGS("run", "writer", "--trigger", trigger));
-    json_t *v = json_loads(r.out, 0, NULL);
+    json_t *v = cli_output_json(&r);
     char name[200];
     sfmt(name, sizeof name, "%s: the run succeeds with the script's result", what);
     const char *state = json_string_value(json_object_get(v, "state"));

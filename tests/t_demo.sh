@@ -5,8 +5,8 @@
 # Without --fixtures the dry run's error names the option to pass.
 set -u
 cd "$(dirname "$0")/.." || exit 2
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/basal-demo.XXXXXX") || exit 2
-trap 'rm -rf "$scratch"' EXIT
+. tests/lib/harness.sh
+scratch_dir demo
 
 out=$(scripts/demo.sh 2>&1)
 rc=$?

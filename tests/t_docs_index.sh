@@ -4,8 +4,8 @@
 # a missing page makes the same check fail.
 set -u
 cd "$(dirname "$0")/.." || exit 2
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/basal-docs.XXXXXX") || exit 2
-trap 'rm -rf "$scratch"' EXIT
+. tests/lib/harness.sh
+scratch_dir docs
 
 # check_index README: prints what is wrong, nothing when the list is right.
 check_index() {

@@ -21,7 +21,9 @@
  *      fails with the error the run of the same script fails with, calls past the
  *      limit counted once each [guard: a dry run has a run's limits];
  *   5. bad input exits non-zero with one line and changes nothing. */
+#include "lib/cli_home.h"
 #include "lib/harness.h"
+#include "lib/store_view.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -36,7 +38,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define TIMEOUT_MS 120000
 
 #define ok(cond, name) check((cond), (name), "%s", "expected it to hold")
 
@@ -44,29 +45,9 @@ static char g_root[256];
 static char g_home[PATH_MAX], g_db[PATH_MAX], g_log[PATH_MAX], g_data[PATH_MAX],
     g_out[PATH_MAX], g_flow[PATH_MAX], g_refuse[PATH_MAX];
 
-static char *const NO_ENV[] = {NULL};
-#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
-
 static struct proc_result cli(bool json, const char *const *args)
 {
-    const char *argv[24];
-    int n = 0;
-    argv[n++] = harness_test_parent();
-    if (json)
-        argv[n++] = "--json";
-    argv[n++] = "--home";
-    argv[n++] = g_home;
-    for (int i = 0; args[i] != NULL && n < 23; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    struct proc_opts opts = {.use_fds = false, .envp = NO_ENV};
-    return proc_run_opts(argv, &opts, NULL, 0, TIMEOUT_MS);
-}
-
-static const char *str_of(const json_t *o, const char *key)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-    return s != NULL ? s : "(none)";
+    return cli_home(g_home, json, args);
 }
 
 /* ---- what "nothing changed" means -------------------------------------------------------- */
@@ -181,17 +162,9 @@ static char *snapshot(void)
 
 static long long audit_rows(const char *where)
 {
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
-    long long v = -1;
     char sql[256];
     sfmt(sql, sizeof sql, "SELECT count(*) FROM audit WHERE %s", where);
-    if (sqlite3_open_v2(g_db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
+    return store_number(g_db, sql);
 }
 
 /* Reports the first line where two snapshots differ. */
@@ -252,9 +225,7 @@ static const char *const WANT_CALLS[][2] = {
 /* A flow directory; extra: more manifest members (",\"net\":...") or "". */
 static bool write_flow_with(const char *dir, const char *id, const char *extra, const char *body)
 {
-    char path[PATH_MAX + 32], manifest[4096];
-    if (mkdir(dir, 0755) != 0)
-        return false;
+    char manifest[4096];
     sfmt(manifest, sizeof manifest,
          "{\"format\":1,\"id\":\"%s\",\"version\":1,\"purpose\":\"dry run test\","
          "\"trigger\":{\"manual\":true},"
@@ -266,11 +237,9 @@ static bool write_flow_with(const char *dir, const char *id, const char *extra, 
     if (script == NULL)
         return false;
     sfmt(script, cap, "const DATA = '%s', OUT = '%s';\n%s", g_data, g_out, body);
-    sfmt(path, sizeof path, "%s/flow.js", dir);
-    bool ok = write_text_file(path, script, 0644);
+    bool ok = flow_dir_write(dir, manifest, script);
     free(script);
-    sfmt(path, sizeof path, "%s/manifest.json", dir);
-    return ok && write_text_file(path, manifest, 0644);
+    return ok;
 }
 
 static bool write_flow(const char *dir, const char *id, const char *body)
@@ -307,12 +276,7 @@ static bool setup(void)
     r = cli(false, ARGS("flow", "install", g_flow));
     ok = proc_exited_with(&r, 0);
     proc_result_free(&r);
-    sqlite3 *db = NULL;
-    ok = ok && sqlite3_open_v2(g_db, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
-         sqlite3_exec(db, "INSERT INTO kv (flow_id, key, value) VALUES ('mut', 'count', '5')",
-                      NULL, NULL, NULL) == SQLITE_OK;
-    sqlite3_close(db);
-    return ok;
+    return ok && store_exec(g_db, "INSERT INTO kv (flow_id, key, value) VALUES ('mut', 'count', '5')");
 }
 
 /* ---- 1. nothing changes, every call listed ---------------------------------------------- */
@@ -325,12 +289,12 @@ static void check_calls(const json_t *report, const char *label)
     for (size_t i = 0; all && i < WANT_COUNT; i++) {
         const json_t *c = json_array_get(calls, i);
         all = json_integer_value(json_object_get(c, "position")) == (json_int_t)i &&
-              strcmp(str_of(c, "kind"), WANT_CALLS[i][0]) == 0 &&
-              strcmp(str_of(c, "status"), WANT_CALLS[i][1]) == 0 &&
+              strcmp(json_str_of(c, "kind"), WANT_CALLS[i][0]) == 0 &&
+              strcmp(json_str_of(c, "status"), WANT_CALLS[i][1]) == 0 &&
               json_is_object(json_object_get(c, "outcome"));
         if (!all)
             sfmt(detail, sizeof detail, "position %zu: %s %s, expected %s %s", i,
-                 str_of(c, "kind"), str_of(c, "status"), WANT_CALLS[i][0], WANT_CALLS[i][1]);
+                 json_str_of(c, "kind"), json_str_of(c, "status"), WANT_CALLS[i][0], WANT_CALLS[i][1]);
     }
     char name[160];
     sfmt(name, sizeof name, "dry run (%s): every call listed in order with its status", label);
@@ -363,9 +327,9 @@ static void test_nothing_changes(void)
     char *before = snapshot();
     long long audits = audit_rows("1");
     struct proc_result r = cli(true, ARGS("flow", "dry-run", g_flow));
-    json_t *report = json_loads(r.out, 0, NULL);
-    check(proc_exited_with(&r, 0) && strcmp(str_of(report, "outcome"), "completed") == 0 &&
-              strcmp(str_of(report, "source"), "directory") == 0,
+    json_t *report = cli_output_json(&r);
+    check(proc_exited_with(&r, 0) && strcmp(json_str_of(report, "outcome"), "completed") == 0 &&
+              strcmp(json_str_of(report, "source"), "directory") == 0,
           "dry run (directory): completes", "%s %s", proc_describe(&r), r.err);
     check_calls(report, "directory");
     check_seen(report, "directory");
@@ -382,8 +346,8 @@ static void test_nothing_changes(void)
                  1, "dry run (directory): the audit row names the flow and the version");
 
     r = cli(true, ARGS("flow", "dry-run", "mut", "--version", "1"));
-    report = json_loads(r.out, 0, NULL);
-    check(proc_exited_with(&r, 0) && strcmp(str_of(report, "source"), "store") == 0 &&
+    report = cli_output_json(&r);
+    check(proc_exited_with(&r, 0) && strcmp(json_str_of(report, "source"), "store") == 0 &&
               json_is_false(json_object_get(report, "approved")),
           "dry run (installed version, not approved): completes", "%s %s", proc_describe(&r),
           r.err);
@@ -424,7 +388,7 @@ static void test_queries_and_fixtures(void)
     char *log_before = read_text_file(g_log);
     struct proc_result r = cli(true, ARGS("flow", "dry-run", g_flow, "--allow-queries",
                                           "--fixtures", fixtures));
-    json_t *report = json_loads(r.out, 0, NULL);
+    json_t *report = cli_output_json(&r);
     json_t *result = json_object_get(report, "result");
     json_t *want_query = json_loads("{\"ok\": {\"q\": 1}}", 0, NULL);
     json_t *want_mutate = json_loads("{\"ok\": 3}", 0, NULL);
@@ -483,15 +447,15 @@ static void test_net_fetch(void)
     for (int queries = 0; queries < 2; queries++) {
         struct proc_result r = queries ? cli(true, ARGS("flow", "dry-run", dir, "--allow-queries"))
                                        : cli(true, ARGS("flow", "dry-run", dir));
-        json_t *report = json_loads(r.out, 0, NULL);
+        json_t *report = cli_output_json(&r);
         const json_t *calls = json_object_get(report, "calls");
         const json_t *post = json_array_get(calls, 0), *get = json_array_get(calls, 1);
         const char *get_code = json_string_value(json_object_get(
             json_object_get(json_object_get(get, "outcome"), "rejected"), "code"));
-        bool right = json_array_size(calls) == 2 && strcmp(str_of(post, "status"), "captured") == 0 &&
-                     strcmp(str_of(post, "class"), "mutation") == 0 &&
-                     strcmp(str_of(get, "class"), "query") == 0 &&
-                     strcmp(str_of(get, "status"), queries ? "performed" : "captured") == 0 &&
+        bool right = json_array_size(calls) == 2 && strcmp(json_str_of(post, "status"), "captured") == 0 &&
+                     strcmp(json_str_of(post, "class"), "mutation") == 0 &&
+                     strcmp(json_str_of(get, "class"), "query") == 0 &&
+                     strcmp(json_str_of(get, "status"), queries ? "performed" : "captured") == 0 &&
                      get_code != NULL && (strcmp(get_code, "dry_run") == 0) == !queries;
         check(proc_exited_with(&r, 0) && right,
               queries ? "net.fetch: with --allow-queries a GET is performed, a POST captured"
@@ -522,23 +486,23 @@ static void test_same_refusals(void)
         return;
     }
     struct proc_result r = cli(true, ARGS("flow", "dry-run", g_refuse));
-    json_t *dry = json_loads(r.out, 0, NULL);
+    json_t *dry = cli_output_json(&r);
     proc_result_free(&r);
     /* The same calls in a real run (each refused, so the run changes nothing either). */
     r = cli(true, ARGS("flow", "install", g_refuse));
-    json_t *in = json_loads(r.out, 0, NULL);
+    json_t *in = cli_output_json(&r);
     proc_result_free(&r);
     r = cli(false, ARGS("flow", "approve", "refuse", "--version", "1", "--code-hash",
-                        str_of(in, "code_hash")));
+                        json_str_of(in, "code_hash")));
     proc_result_free(&r);
     json_decref(in);
     r = cli(true, ARGS("run", "refuse"));
-    json_t *run = json_loads(r.out, 0, NULL);
+    json_t *run = cli_output_json(&r);
     char run_id[24];
     sfmt(run_id, sizeof run_id, "%lld", (long long)json_integer_value(json_object_get(run, "run")));
     proc_result_free(&r);
     r = cli(true, ARGS("journal", run_id));
-    json_t *journal = json_loads(r.out, 0, NULL);
+    json_t *journal = cli_output_json(&r);
     proc_result_free(&r);
     const json_t *dry_calls = json_object_get(dry, "calls");
     const json_t *run_calls = json_object_get(journal, "calls");
@@ -548,8 +512,8 @@ static void test_same_refusals(void)
         const json_t *d = json_array_get(dry_calls, i), *j = json_array_get(run_calls, i);
         const json_t *dv = json_object_get(json_object_get(d, "outcome"), "rejected");
         const json_t *jv = json_object_get(json_object_get(j, "outcome"), "rejected");
-        same = dv != NULL && json_equal(dv, jv) && strcmp(str_of(d, "status"), "refused") == 0 &&
-               strcmp(str_of(d, "class"), str_of(j, "class")) == 0;
+        same = dv != NULL && json_equal(dv, jv) && strcmp(json_str_of(d, "status"), "refused") == 0 &&
+               strcmp(json_str_of(d, "class"), json_str_of(j, "class")) == 0;
         if (!same) {
             char *a = json_dumps(d, JSON_COMPACT), *b = json_dumps(j, JSON_COMPACT);
             sfmt(detail, sizeof detail, "position %zu: dry %s, run %s", i, a != NULL ? a : "",
@@ -573,13 +537,13 @@ static void test_same_refusals(void)
 static json_t *real_run(const char *dir)
 {
     struct proc_result r = cli(true, ARGS("flow", "install", dir));
-    json_t *in = json_loads(r.out, 0, NULL);
+    json_t *in = cli_output_json(&r);
     proc_result_free(&r);
-    r = cli(false, ARGS("flow", "approve", str_of(in, "id"), "--version", "1", "--code-hash",
-                        str_of(in, "code_hash")));
+    r = cli(false, ARGS("flow", "approve", json_str_of(in, "id"), "--version", "1", "--code-hash",
+                        json_str_of(in, "code_hash")));
     proc_result_free(&r);
-    r = cli(true, ARGS("run", str_of(in, "id")));
-    json_t *run = json_loads(r.out, 0, NULL);
+    r = cli(true, ARGS("run", json_str_of(in, "id")));
+    json_t *run = cli_output_json(&r);
     proc_result_free(&r);
     json_decref(in);
     return run;
@@ -603,14 +567,14 @@ static void check_limit(const char *id, const char *body, const char *what, bool
     }
     struct proc_result r = cli(json, ARGS("flow", "dry-run", dir));
     json_t *run = real_run(dir);
-    const char *want = str_of(run, "error");
+    const char *want = json_str_of(run, "error");
     char name[256];
     bool failed = false, same = false, counted = false;
     if (json) {
-        json_t *dry = json_loads(r.out, 0, NULL);
-        failed = strcmp(str_of(dry, "outcome"), "failed") == 0 &&
+        json_t *dry = cli_output_json(&r);
+        failed = strcmp(json_str_of(dry, "outcome"), "failed") == 0 &&
                  json_is_null(json_object_get(dry, "result"));
-        same = strcmp(str_of(dry, "error"), want) == 0;
+        same = strcmp(json_str_of(dry, "error"), want) == 0;
         counted = json_array_size(json_object_get(dry, "calls")) == (size_t)want_listed &&
                   json_integer_value(json_object_get(dry, "over_limit_calls")) == want_over;
         json_decref(dry);
@@ -628,9 +592,9 @@ static void check_limit(const char *id, const char *body, const char *what, bool
     }
     sfmt(name, sizeof name, "limits: %s: the dry run fails as the run fails, with its error"
          " [guard: a dry run has a run's limits]", what);
-    check(proc_exited_with(&r, 1) && strcmp(str_of(run, "state"), "failed") == 0 &&
+    check(proc_exited_with(&r, 1) && strcmp(json_str_of(run, "state"), "failed") == 0 &&
               strncmp(want, "limit: the run reached its limit", 32) == 0 && failed && same,
-          name, "%s; the run: %s %s; dry run: %.300s", proc_describe(&r), str_of(run, "state"),
+          name, "%s; the run: %s %s; dry run: %.300s", proc_describe(&r), json_str_of(run, "state"),
           want, r.out);
     sfmt(name, sizeof name, "limits: %s: %lld calls listed, %lld over the limit counted once"
          " each", what, want_listed, want_over);
@@ -661,8 +625,8 @@ static void test_run_limits(void)
                "for (let i = 0; i < 4; i++) { try { await kv.get(big); } catch (e) { refused++; } }\n"
                "return refused;\n");
     struct proc_result r = cli(true, ARGS("flow", "dry-run", dir));
-    json_t *dry = json_loads(r.out, 0, NULL);
-    check(proc_exited_with(&r, 0) && strcmp(str_of(dry, "outcome"), "completed") == 0 &&
+    json_t *dry = cli_output_json(&r);
+    check(proc_exited_with(&r, 0) && strcmp(json_str_of(dry, "outcome"), "completed") == 0 &&
               json_integer_value(json_object_get(dry, "result")) == 4 &&
               json_integer_value(json_object_get(dry, "over_limit_calls")) == 0,
           "limits: control: four such calls complete", "%s %s", proc_describe(&r), r.out);

@@ -29,11 +29,13 @@
  *      replay [guard: replay follows the journal's delivery order].
  *   6. bad input for run, journal, reconcile and runs exits non-zero with one line and
  *      changes nothing stored. */
+#include "lib/cli_home.h"
 #include "lib/harness.h"
+#include "lib/store_view.h"
 
+#include "base/clock.h"
 #include "flows/flow_host.h"
 #include "store/journal.h"
-#include "store/sql.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -80,18 +82,8 @@ static void mkdir_or_fail(const char *path)
 /* ck-basal [--json] --home HOME args... with an optional environment. */
 static struct proc_result cli_env(bool json, char *const *envp, const char *const *args)
 {
-    const char *argv[24];
-    int n = 0;
-    argv[n++] = harness_test_parent();
-    if (json)
-        argv[n++] = "--json";
-    argv[n++] = "--home";
-    argv[n++] = S.home;
-    for (int i = 0; args[i] != NULL && n < 23; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    struct proc_opts opts = {.use_fds = false, .envp = envp};
-    return proc_run_opts(argv, &opts, NULL, 0, TIMEOUT_MS);
+    struct cli_opts opts = {.json = json, .envp = envp, .timeout_ms = TIMEOUT_MS};
+    return cli_run(S.home, &opts, args);
 }
 
 static char *const NO_ENV[] = {NULL};
@@ -101,7 +93,6 @@ static struct proc_result cli(bool json, const char *const *args)
     return cli_env(json, NO_ENV, args);
 }
 
-#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 /* Runs a command that must succeed and returns its stdout as JSON (NULL on failure). */
 static json_t *cli_json(const char *what, const char *const *args)
@@ -109,7 +100,7 @@ static json_t *cli_json(const char *what, const char *const *args)
     struct proc_result r = cli(true, args);
     json_t *v = NULL;
     if (ok(proc_exited_with(&r, 0), what))
-        v = json_loads(r.out, JSON_DECODE_ANY, NULL);
+        v = cli_output_json(&r);
     else
         fprintf(stderr, "  %s\n  stderr: %s\n", proc_describe(&r), r.err);
     proc_result_free(&r);
@@ -157,27 +148,18 @@ static void scenario_begin(const char *name)
 /* Writes the flow's files, installs and approves it. */
 static bool flow_add(const char *id, const char *script, const char *grants)
 {
-    char dir[PATH_MAX + 32], path[PATH_MAX + 64], manifest[4096];
+    char dir[PATH_MAX + 32], manifest[4096], why[1024];
     sfmt(dir, sizeof dir, "%s/flow-%s", S.dir, id);
     mkdir_or_fail(dir);
     sfmt(manifest, sizeof manifest,
          "{\"format\":1,\"id\":\"%s\",\"version\":1,\"purpose\":\"test\","
          "\"trigger\":{\"manual\":true}%s%s}", id, grants[0] != '\0' ? "," : "", grants);
-    sfmt(path, sizeof path, "%s/flow.js", dir);
-    bool ok = write_text_file(path, script, 0644);
-    sfmt(path, sizeof path, "%s/manifest.json", dir);
-    ok = ok && write_text_file(path, manifest, 0644);
-    json_t *in = ok ? cli_json("flow install", ARGS("flow", "install", dir)) : NULL;
-    const char *hash = json_string_value(json_object_get(in, "code_hash"));
-    ok = hash != NULL;
-    if (ok) {
-        struct proc_result r = cli(false, ARGS("flow", "approve", id, "--version", "1",
-                                               "--code-hash", hash));
-        ok = ok(proc_exited_with(&r, 0), "flow approve");
-        proc_result_free(&r);
-    }
-    json_decref(in);
-    return ok;
+    if (!flow_dir_write(dir, manifest, script))
+        return false;
+    enum flow_added step = cli_install_approve(S.home, NO_ENV, dir, id, 1, why, sizeof why);
+    if (!check(step != FLOW_INSTALL_FAILED, "flow install", "%s", why))
+        return false;
+    return check(step == FLOW_ADDED, "flow approve", "%s", why);
 }
 
 /* The grants most flows use. */
@@ -197,38 +179,17 @@ static const char *grants_all(void)
 
 static long long sql_number(const char *sql)
 {
-    sqlite3 *db = NULL;
-    long long v = -1;
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_open_v2(S.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
+    return store_number(S.db, sql);
 }
 
 static char *sql_text(const char *sql)
 {
-    sqlite3 *db = NULL;
-    char *v = NULL;
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_open_v2(S.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
-        sqlite3_column_text(st, 0) != NULL)
-        v = strdup((const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
+    return store_text(S.db, sql);
 }
 
 static bool sql_exec(const char *sql)
 {
-    sqlite3 *db = NULL;
-    bool ok = sqlite3_open_v2(S.db, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
-              sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK;
-    sqlite3_close(db);
-    return ok;
+    return store_exec(S.db, sql);
 }
 
 /* Every row of the tables a run writes, as text. */
@@ -238,16 +199,6 @@ static char *dump_runs(void)
                     " || (SELECT count(*) FROM journal) || '|' || (SELECT count(*) FROM mailbox)"
                     " || '|' || coalesce((SELECT group_concat(key || value, ';') FROM kv), '')"
                     " || '|' || (SELECT count(*) FROM activations)");
-}
-
-static long long lines_in(const char *path)
-{
-    char *text = read_text_file(path);
-    long long n = 0;
-    for (const char *p = text; p != NULL && *p != '\0'; p++)
-        n += *p == '\n';
-    free(text);
-    return n;
 }
 
 /* The run's result (a JSON object) from `run --json`, with the exit code. */
@@ -261,7 +212,7 @@ static struct run_out run_flow(const char *const *args, char *const *envp)
 {
     struct proc_result r = cli_env(true, envp, args);
     struct run_out o = {r.exited ? r.exit_code : -1, died_by_signal(&r, SIGKILL), NULL};
-    o.json = json_loads(r.out, JSON_DECODE_ANY, NULL);
+    o.json = cli_output_json(&r);
     if (o.json == NULL && !o.killed)
         fprintf(stderr, "  %s: %s\n  stderr: %s\n", args[0], proc_describe(&r), r.err);
     proc_result_free(&r);
@@ -362,7 +313,7 @@ static void test_full_flow(void)
     json_decref(j);
 
     sfmt(path, sizeof path, "%s/sinks/events.jsonl", S.home);
-    check_int_eq(lines_in(path), 1, "full flow: the sink has one line");
+    check_int_eq(file_line_count(path), 1, "full flow: the sink has one line");
     struct stat st;
     ok(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600, "full flow: sink file is 0600");
     sfmt(path, sizeof path, "%s/sinks", S.home);
@@ -396,7 +347,7 @@ static const char *MARK_FLOW = "await ops.call('plain', 'add', {a: 1, b: 1}); re
 static void expect_refused_run(const char *id, const char *needle, const char *what)
 {
     char *before = dump_runs();
-    long long log_before = lines_in(S.log_plain);
+    long long log_before = file_line_count(S.log_plain);
     long long spawned = sql_number("SELECT coalesce((SELECT value FROM health_counters WHERE"
                                    " name = 'spawned'), 0)");
     struct proc_result r = cli(false, ARGS("run", id));
@@ -413,7 +364,7 @@ static void expect_refused_run(const char *id, const char *needle, const char *w
     sfmt(name, sizeof name, "%s: nothing stored (no run, no journal)", what);
     check_str_eq(after, before, name);
     sfmt(name, sizeof name, "%s: no script ran (no module call, no worker)", what);
-    ok(lines_in(S.log_plain) == log_before &&
+    ok(file_line_count(S.log_plain) == log_before &&
               sql_number("SELECT coalesce((SELECT value FROM health_counters WHERE"
                          " name = 'spawned'), 0)") == spawned, name);
     free(before);
@@ -428,7 +379,7 @@ static void test_refused_before_running(void)
         return;
     struct run_out o = run_flow(ARGS("run", "ok"), NO_ENV);
     check_str_eq(state_of(o.json), "succeeded", "refusals: control run succeeds");
-    check_int_eq(lines_in(S.log_plain), 1, "refusals: control run called the module");
+    check_int_eq(file_line_count(S.log_plain), 1, "refusals: control run called the module");
     json_decref(o.json);
 
     /* Unapproved: installed, never approved. */
@@ -680,11 +631,11 @@ static void crash_case_run(const struct crash_case *cc, const char *reconcile_de
     check_str_eq(state, "running", what);
     free(state);
     sfmt(what, sizeof what, "%s: unkeyed module calls when the parent died", name);
-    check_int_eq(lines_in(S.log_plain), cc->plain_calls_at_kill, what);
+    check_int_eq(file_line_count(S.log_plain), cc->plain_calls_at_kill, what);
 
     json_t *rec = NULL;
     struct proc_result r = cli(true, ARGS("recover"));
-    rec = json_loads(r.out, JSON_DECODE_ANY, NULL);
+    rec = cli_output_json(&r);
     proc_result_free(&r);
     const char *want = cc->after_recover == EXPECT_SUCCEEDED ? "succeeded" : "needs_reconcile";
     sfmt(what, sizeof what, "%s: recover ends the run %s", name, want);
@@ -697,7 +648,7 @@ static void crash_case_run(const struct crash_case *cc, const char *reconcile_de
         struct proc_result rr = observed != NULL
             ? cli(true, ARGS("flow", "reconcile", "1", pos, reconcile_decision, observed))
             : cli(true, ARGS("flow", "reconcile", "1", pos, reconcile_decision));
-        json_t *after = json_loads(rr.out, JSON_DECODE_ANY, NULL);
+        json_t *after = cli_output_json(&rr);
         const char *end = strcmp(reconcile_decision, "--cancel") == 0 ? "cancelled" : "succeeded";
         sfmt(what, sizeof what, "%s: reconcile ends the run %s", name, end);
         check_str_eq(state_of(after), end, what);
@@ -715,7 +666,7 @@ static void crash_case_run(const struct crash_case *cc, const char *reconcile_de
 
     /* At most once for the unkeyed mutation: at most one call ever, exactly one if the
      * run succeeded without an operator saying it was observed. */
-    long long plain = lines_in(S.log_plain);
+    long long plain = file_line_count(S.log_plain);
     sfmt(what, sizeof what, "%s: the unkeyed mutation ran at most once (%lld)", name, plain);
     ok(plain <= 1 && (!ended_ok || observed != NULL || plain == 1), what);
     long long keyed = 0;
@@ -838,7 +789,7 @@ static char *replay_altered(const char *name, const char *kill_at, const char *s
     sfmt(what, sizeof what, "%s: alter the journal", name);
     ok(sql_exec(sql), what);
     struct proc_result r = cli(true, ARGS("recover"));
-    json_t *rec = json_loads(r.out, JSON_DECODE_ANY, NULL);
+    json_t *rec = cli_output_json(&r);
     proc_result_free(&r);
     char *out = strdup(state_of(rec));
     const char *error = json_string_value(json_object_get(rec, "error"));
@@ -911,7 +862,7 @@ static void test_replay(void)
          "UPDATE mailbox SET value = CAST('\"B\"' AS BLOB) WHERE position = 3;", digest);
     ok(sql_exec(sql), "race: record B as the winner");
     struct proc_result r = cli(true, ARGS("recover"));
-    json_t *rec = json_loads(r.out, JSON_DECODE_ANY, NULL);
+    json_t *rec = cli_output_json(&r);
     proc_result_free(&r);
     check_str_eq(state_of(rec), "succeeded", "race: the recovered run succeeds");
     json_t *res = json_object_get(rec, "result");
@@ -936,14 +887,14 @@ static void test_run_deadline(void)
             ok(sql_exec("UPDATE runs SET created_at = created_at - 660000 WHERE id = 1"),
                "deadline: age the run");
         struct proc_result r = cli(true, ARGS("recover"));
-        json_t *rec = json_loads(r.out, JSON_DECODE_ANY, NULL);
+        json_t *rec = cli_output_json(&r);
         proc_result_free(&r);
         const char *error = json_string_value(json_object_get(rec, "error"));
         if (late) {
             check_str_eq(state_of(rec), "failed", "deadline: a run past its deadline fails");
             ok(error != NULL && strstr(error, "outlived its deadline of 600 s") != NULL,
                "deadline: the error names the deadline");
-            check_int_eq(lines_in(S.log_keyed), 0, "deadline: nothing more was called");
+            check_int_eq(file_line_count(S.log_keyed), 0, "deadline: nothing more was called");
         } else {
             check_str_eq(state_of(rec), "succeeded", "deadline: control: within it, recovered");
         }
@@ -1054,9 +1005,9 @@ static void test_module_deadline(void)
     sfmt(grants, sizeof grants, "%s,\"deadline\":\"2s\"", grants_all());
     if (!flow_add("slow", "await ops.call('plain', 'sleep', {}); return 1;", grants))
         return;
-    long long t0 = sql_now_ms();
+    long long t0 = monotonic_ms();
     struct run_out o = run_flow(ARGS("run", "slow"), NO_ENV);
-    long long took = sql_now_ms() - t0;
+    long long took = monotonic_ms() - t0;
     const char *error = json_string_value(json_object_get(o.json, "error"));
     check_str_eq(state_of(o.json), "failed", "module deadline: the run fails");
     check(error != NULL && strstr(error, "deadline") != NULL, "module deadline: at its deadline",
@@ -1067,6 +1018,31 @@ static void test_module_deadline(void)
     const char *at = tl != NULL ? strstr(tl, "sleep ") : NULL;
     ok(at != NULL, "module deadline: the module was called");
     free(tl);
+}
+
+/* An uncaught runtime error of a flow names the flow's file, line and column (the
+ * first frame of its stack: quickjs patch 0008), in --json's error and in the human
+ * output of `run` [guard frame-columns: without the patch the location is "flow.js:3"]. */
+static void test_error_location(void)
+{
+    scenario_begin("error-location");
+    if (!flow_add("thrower", "const n = 1;\nfunction f() {\n  return n + g();\n}\n"
+                             "function g() {  throw new TypeError('deep'); }\nreturn f();\n",
+                  ""))
+        return;
+    /* A flow's script is named ID/flow.js. */
+    const char *where = "script error: TypeError: deep (thrower/flow.js:5:27)";
+    struct run_out o = run_flow(ARGS("run", "thrower"), NO_ENV);
+    const char *error = json_string_value(json_object_get(o.json, "error"));
+    check(error != NULL && strcmp(error, where) == 0,
+          "error location: --json's error names the flow's file, line and column",
+          "the run's error: %s; want %s", error != NULL ? error : "(none)", where);
+    json_decref(o.json);
+    struct proc_result r = cli(false, ARGS("run", "thrower"));
+    check(proc_exited_with(&r, 1) && strstr(r.out, where) != NULL,
+          "error location: the human output names the flow's file, line and column",
+          "%s; out %s err %s", proc_describe(&r), r.out, r.err);
+    proc_result_free(&r);
 }
 
 /* ---- 6. bad input ----------------------------------------------------------------- */
@@ -1146,6 +1122,7 @@ int main(void)
     test_two_processes();
     test_claims();
     test_module_deadline();
+    test_error_location();
     test_bad_input();
     harness_remove_tree(g_root);
     return harness_finish();

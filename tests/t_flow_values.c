@@ -11,21 +11,19 @@
  *      never reach the parent: the run succeeds, and the journal, kv and the module's
  *      log show no trace of them [guard: no-host-call-after-result]. They used to be
  *      performed and journaled, and left pending in a succeeded run. */
+#include "lib/cli_home.h"
 #include "lib/harness.h"
+#include "lib/store_view.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define TIMEOUT_MS 60000
 
 static char g_root[PATH_MAX];
 
@@ -37,35 +35,12 @@ static struct {
     char module_log[PATH_MAX];
 } S;
 
-static bool write_file(const char *path, const char *text)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return false;
-    size_t len = strlen(text);
-    bool ok = write(fd, text, len) == (ssize_t)len;
-    return close(fd) == 0 && ok;
-}
-
-static char *const NO_ENV[] = {NULL};
-
 /* ck-basal --json --home HOME args... */
 static struct proc_result cli(const char *const *args)
 {
-    const char *argv[24];
-    int n = 0;
-    argv[n++] = harness_test_parent();
-    argv[n++] = "--json";
-    argv[n++] = "--home";
-    argv[n++] = S.home;
-    for (int i = 0; args[i] != NULL && n < 23; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    struct proc_opts opts = {.use_fds = false, .envp = NO_ENV};
-    return proc_run_opts(argv, &opts, NULL, 0, TIMEOUT_MS);
+    return cli_home(S.home, true, args);
 }
 
-#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 /* A fresh data home with a catalog of one module (tests/tools/test_module, which logs
  * every request it gets). */
@@ -87,67 +62,29 @@ static bool scenario_begin(const char *name)
          " \"ops\": {\"echo\": {\"kind\": \"query\"}}}}}",
          harness_path("test/tools/test_module"), S.module_log);
     sfmt(path, sizeof path, "%s/modules.json", S.home);
-    return ok && write_file(path, catalog);
+    return ok && write_text_file(path, catalog, 0600);
 }
 
 /* Writes flow.js and its manifest, installs and approves the flow. */
 static bool flow_add(const char *id, const char *script, const char *grants)
 {
-    char dir[PATH_MAX + 32], path[PATH_MAX + 64], manifest[1024];
+    char dir[PATH_MAX + 32], manifest[1024];
     sfmt(dir, sizeof dir, "%s/flow-%s", S.dir, id);
-    if (mkdir(dir, 0755) != 0)
-        return false;
     sfmt(manifest, sizeof manifest,
          "{\"format\":1,\"id\":\"%s\",\"version\":1,\"purpose\":\"test\","
          "\"trigger\":{\"manual\":true}%s%s}",
          id, grants[0] != '\0' ? "," : "", grants);
-    sfmt(path, sizeof path, "%s/flow.js", dir);
-    bool ok = write_file(path, script);
-    sfmt(path, sizeof path, "%s/manifest.json", dir);
-    ok = ok && write_file(path, manifest);
-    struct proc_result r = cli(ARGS("flow", "install", dir));
-    json_t *installed = ok && proc_exited_with(&r, 0) ? json_loads(r.out, 0, NULL) : NULL;
-    proc_result_free(&r);
-    const char *hash = json_string_value(json_object_get(installed, "code_hash"));
-    if (hash != NULL) {
-        r = cli(ARGS("flow", "approve", id, "--version", "1", "--code-hash", hash));
-        ok = proc_exited_with(&r, 0);
-        proc_result_free(&r);
-    } else {
-        ok = false;
-    }
-    json_decref(installed);
-    return ok;
+    return mkdir(dir, 0755) == 0 && flow_dir_write(dir, manifest, script) &&
+           cli_install_approve(S.home, HARNESS_EMPTY_ENV, dir, id, 1, NULL, 0) == FLOW_ADDED;
 }
 
 /* `run ID --json`: the printed object (NULL if none), and the raw output for details. */
 static json_t *run_flow(const char *id, char *detail, size_t cap)
 {
     struct proc_result r = cli(ARGS("run", id));
-    json_t *v = json_loads(r.out, JSON_DECODE_ANY, NULL);
+    json_t *v = cli_output_json(&r);
     snprintf(detail, cap, "%s; out %.700s; err %.300s", proc_describe(&r), r.out, r.err);
     proc_result_free(&r);
-    return v;
-}
-
-static const char *state_of(const json_t *run)
-{
-    const char *s = json_string_value(json_object_get(run, "state"));
-    return s != NULL ? s : "(none)";
-}
-
-/* One text from the store (NULL if none). */
-static char *sql_text(const char *sql)
-{
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
-    char *v = NULL;
-    if (sqlite3_open_v2(S.db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
-        sqlite3_column_text(st, 0) != NULL)
-        v = strdup((const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    sqlite3_close(db);
     return v;
 }
 
@@ -210,7 +147,7 @@ static void test_numbers(void)
     json_t *result = json_object_get(run, "result");
     json_t *differ = json_object_get(result, "differ");
     json_t *big = json_object_get(result, "big");
-    check(strcmp(state_of(run), "succeeded") == 0 && json_is_array(differ) &&
+    check(strcmp(json_str_of(run, "state"), "succeeded") == 0 && json_is_array(differ) &&
               json_array_size(differ) == 0,
           "numbers: kv.set then kv.get of 1e19, -1e21, 1.7976931348623157e308, 5e-324, -0, "
           "2**53+2, 2**63, -(2**64), 0.1, 1/3, 5 and an object of them gives back the same "
@@ -223,7 +160,7 @@ static void test_numbers(void)
         char sql[256], name[300];
         sfmt(sql, sizeof sql, "SELECT value FROM kv WHERE flow_id = 'numbers' AND key = '%s'",
              NUMBERS[i].key);
-        char *stored = sql_text(sql);
+        char *stored = store_text(S.db, sql);
         sfmt(name, sizeof name,
              "numbers: kv stores %s exactly as JSON.stringify writes it (%s)", NUMBERS[i].js,
              NUMBERS[i].json);
@@ -261,11 +198,11 @@ static void test_result_to_json(void)
     char detail[1200];
     json_t *run = run_flow("tojson", detail, sizeof detail);
     json_t *result = json_object_get(run, "result");
-    char *journal = sql_text("SELECT group_concat(position || ' ' || kind, '; ') FROM journal");
-    char *kv = sql_text("SELECT group_concat(key, ',') FROM kv");
-    char *audit = sql_text("SELECT count(*) FROM audit");
+    char *journal = store_text(S.db, "SELECT group_concat(position || ' ' || kind, '; ') FROM journal");
+    char *kv = store_text(S.db, "SELECT group_concat(key, ',') FROM kv");
+    char *audit = store_text(S.db, "SELECT count(*) FROM audit");
     char *module_log = read_text_file(S.module_log);
-    check(strcmp(state_of(run), "succeeded") == 0 &&
+    check(strcmp(json_str_of(run, "state"), "succeeded") == 0 &&
               strcmp(json_string_value(json_object_get(result, "t")) != NULL
                          ? json_string_value(json_object_get(result, "t"))
                          : "",

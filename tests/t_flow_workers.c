@@ -97,36 +97,36 @@ static void test_released(void)
     if (!check(flows, "flow workers: flows installed", "see stderr"))
         return;
     struct test_serve s;
-    if (!test_serve_start(&s, &h, HOME_ARGS("--spares", "0"), NULL)) {
+    if (!test_serve_start(&s, &h, ARGS("--spares", "0"), NULL)) {
         fail("flow workers: serve starts", "%.400s", s.log);
         return;
     }
     char why[64];
     pid_t worker = 0;
-    if (cli_ok(&h, HOME_ARGS("run", "plain"), "succeeded", "flow workers: a run through serve")) {
+    if (cli_ok(&h, ARGS("run", "plain"), "succeeded", "flow workers: a run through serve")) {
         worker = only_worker(s.p.pid, why, sizeof why);
         check(worker > 0 && !gone(worker),
               "flow workers: control: the run left its worker alive, bound to the flow",
               "%s", why);
     }
     if (worker > 0 &&
-        cli_ok(&h, HOME_ARGS("flow", "disable", "plain"), "disabled", "flow workers: disable"))
+        cli_ok(&h, ARGS("flow", "disable", "plain"), "disabled", "flow workers: disable"))
         check(gone(worker),
               "flow workers: the worker is gone when `flow disable` returns [guard: released at "
               "disable]", "pid %ld still exists", (long)worker);
 
     worker = 0;
-    if (cli_ok(&h, HOME_ARGS("flow", "enable", "plain"), "enabled", "flow workers: enable") &&
-        cli_ok(&h, HOME_ARGS("run", "plain"), "succeeded", "flow workers: a second run"))
+    if (cli_ok(&h, ARGS("flow", "enable", "plain"), "enabled", "flow workers: enable") &&
+        cli_ok(&h, ARGS("run", "plain"), "succeeded", "flow workers: a second run"))
         worker = only_worker(s.p.pid, why, sizeof why);
     check(worker > 0, "flow workers: control: the second run left its worker alive", "%s", why);
     if (worker > 0 &&
-        cli_ok(&h, HOME_ARGS("flow", "drain", "plain"), "drained", "flow workers: drain"))
+        cli_ok(&h, ARGS("flow", "drain", "plain"), "drained", "flow workers: drain"))
         check(gone(worker),
               "flow workers: the worker is gone when `flow drain` returns [guard: released at "
               "drain]", "pid %ld still exists", (long)worker);
 
-    struct proc_result r = test_home_cli(&h, false, HOME_ARGS("run", "greedy"));
+    struct proc_result r = test_home_cli(&h, false, ARGS("run", "greedy"));
     check(proc_exited_with(&r, 1) && strstr(r.out, "failed") != NULL &&
               strstr(r.out, "limit") != NULL,
           "flow workers: a run past the call limit fails (its host stopped)", "%s: %.300s%.300s",
@@ -139,8 +139,8 @@ static void test_released(void)
           "host stops]", "serve has %d children (first %ld)", n, n > 0 ? (long)kids[0] : 0L);
 
     worker = 0;
-    if (cli_ok(&h, HOME_ARGS("flow", "enable", "plain"), "enabled", "flow workers: enable again") &&
-        cli_ok(&h, HOME_ARGS("run", "plain"), "succeeded", "flow workers: a third run"))
+    if (cli_ok(&h, ARGS("flow", "enable", "plain"), "enabled", "flow workers: enable again") &&
+        cli_ok(&h, ARGS("run", "plain"), "succeeded", "flow workers: a third run"))
         worker = only_worker(s.p.pid, why, sizeof why);
     int code = test_serve_stop(&s);
     check(code == 0 && worker > 0 && gone(worker),

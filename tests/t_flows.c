@@ -15,6 +15,7 @@
  *   - flows_runnable refuses an unknown, unapproved or disabled flow and one whose
  *     stored manifest was altered by one byte after approval, and accepts the
  *     approved one [guard: code hash rechecked before a run]. */
+#include "lib/cli_home.h"
 #include "lib/harness.h"
 
 #include "flows/code_hash.h"
@@ -47,20 +48,11 @@ static bool one_line(const char *text)
     return len > 0 && text[len - 1] == '\n' && memchr(text, '\n', len - 1) == NULL;
 }
 
-/* ck-basal [--json] --home HOME args... (args NULL-terminated). */
+/* ck-basal [--json] --home HOME args... (args NULL-terminated), in the test's environment. */
 static struct proc_result run_cli(bool json, const char *const *args)
 {
-    const char *argv[16];
-    int n = 0;
-    argv[n++] = harness_test_parent();
-    if (json)
-        argv[n++] = "--json";
-    argv[n++] = "--home";
-    argv[n++] = g_home;
-    for (int i = 0; args[i] != NULL && n < 15; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    return proc_run(argv, NULL, 0, TIMEOUT_MS);
+    struct cli_opts opts = {.json = json, .envp = NULL, .timeout_ms = TIMEOUT_MS};
+    return cli_run(g_home, &opts, args);
 }
 
 static bool write_bytes(const char *path, const void *data, size_t len)
@@ -348,7 +340,7 @@ static void test_install_and_approve(void)
           "show: alpha with its version and whole approved hash", "%s / %s", proc_describe(&r), r.out);
     proc_result_free(&r);
     r = run_cli(true, show);
-    json_t *shown = proc_exited_with(&r, 0) ? json_loads(r.out, 0, NULL) : NULL;
+    json_t *shown = proc_exited_with(&r, 0) ? cli_output_json(&r) : NULL;
     a = list_json();
     check(shown != NULL && json_equal(shown, list_entry(a, "alpha")),
           "show --json: the same object as alpha's entry of list --json", "%s / %s", proc_describe(&r), r.out);
@@ -576,7 +568,7 @@ int main(void)
 {
     if (!require_binary(harness_test_parent(), "flows: test parent built"))
         return harness_finish();
-    snprintf(g_root, sizeof g_root, "/tmp/t_flows.XXXXXX");
+    snprintf(g_root, sizeof g_root, "%s/t_flows.XXXXXX", harness_tmp_root());
     if (mkdtemp(g_root) == NULL) {
         fail("flows: temp directory", "%s", strerror(errno));
         return harness_finish();

@@ -3,6 +3,7 @@
  * guard is checked for its rejection code, for a one-line message naming the path as
  * given, and (where it makes sense) against a control that the same operation
  * succeeds when it is granted. */
+#include "flows/host_kinds.h"
 #include "host/fs_builtin.h"
 #include "lib/harness.h"
 
@@ -190,15 +191,31 @@ static void remove_tree(void)
 
 /* ---- the tests --------------------------------------------------------------------- */
 
-static void test_kinds(void)
+/* The fs kinds are their rows of the kind table (flows/host_kinds.h); the builtin
+ * itself refuses any other kind. */
+static void test_kinds(const struct fs_grants *g)
 {
-    check(fs_builtin_handles("fs.read") && fs_builtin_handles("fs.list") &&
-              fs_builtin_handles("fs.stat") && fs_builtin_handles("fs.write") &&
-              !fs_builtin_handles("fs.delete") && !fs_builtin_handles("kv.get"),
-          "kinds: handles exactly fs.read/list/stat/write", "mismatch");
-    check(fs_builtin_is_write("fs.write") && !fs_builtin_is_write("fs.read") &&
-              !fs_builtin_is_write("fs.list") && !fs_builtin_is_write("fs.stat"),
-          "kinds: only fs.write is a write", "mismatch");
+    static const char *const FS[] = {"fs.read", "fs.list", "fs.stat", "fs.write"};
+    size_t count = 0, fs_rows = 0, writes = 0;
+    const struct host_kind *rows = host_kinds_all(&count);
+    for (size_t i = 0; i < count; i++) {
+        if (strncmp(rows[i].name, "fs.", 3) != 0)
+            continue;
+        fs_rows++;
+        writes += rows[i].cls != JOURNAL_QUERY;
+    }
+    bool all = true;
+    for (size_t i = 0; i < sizeof FS / sizeof FS[0]; i++)
+        all = all && host_kind_find(FS[i]) != NULL;
+    check(all && fs_rows == 4, "kinds: the table has exactly fs.read/list/stat/write",
+          "%zu fs rows", fs_rows);
+    expect_code(g, "fs.delete", args1("/x"), HOST_CODE_DENIED, NULL,
+                "kinds: the builtin refuses fs.delete, not one of its kinds");
+    expect_code(g, "kv.get", args1("/x"), HOST_CODE_DENIED, NULL,
+                "kinds: the builtin refuses kv.get, not one of its kinds");
+    const struct host_kind *w = host_kind_find("fs.write");
+    check(writes == 1 && w != NULL && w->cls == JOURNAL_KEYED_MUTATION,
+          "kinds: only fs.write is a write", "%zu fs rows are not queries", writes);
 }
 
 static void test_read(const struct fs_grants *g)
@@ -826,7 +843,7 @@ int main(void)
     umask(022); /* the mode check of fs.write's 0644 assumes it */
     snprintf(base, sizeof base, "%s", real);
     free(real);
-    snprintf(home_dir, sizeof home_dir, "/tmp/basal-fs-home-XXXXXX");
+    snprintf(home_dir, sizeof home_dir, "%s/basal-fs-home-XXXXXX", harness_tmp_root());
     if (mkdtemp(home_dir) == NULL) {
         fail("setup: data home directory", "%s", strerror(errno));
         remove_tree();
@@ -836,7 +853,7 @@ int main(void)
     snprintf(w_dir, sizeof w_dir, "%s/w", base);
     if (make_tree()) {
         struct fs_grants g = grants_rw();
-        test_kinds();
+        test_kinds(&g);
         test_read(&g);
         test_argument_guards(&g);
         test_escape_guards(&g);

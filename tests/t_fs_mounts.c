@@ -191,7 +191,7 @@ static void test_mounts(void)
 
     char trigger[PATH_MAX + 32];
     sfmt(trigger, sizeof trigger, "{\"g\":\"%s\"}", g);
-    struct proc_result r = test_home_cli(&h, true, HOME_ARGS("run", "mounts", "--trigger", trigger));
+    struct proc_result r = test_home_cli(&h, true, ARGS("run", "mounts", "--trigger", trigger));
     json_t *result = run_result(r.out);
     if (check(proc_exited_with(&r, 0) && json_is_object(result), "fs mounts: the flow ran",
               "%s: %.400s%.300s", proc_describe(&r), r.out, r.err)) {
@@ -227,7 +227,7 @@ static void test_mounts(void)
     char inner_trigger[PATH_MAX * 2 + 64];
     sfmt(inner_trigger, sizeof inner_trigger, "{\"inner\":\"%s\",\"other\":\"%s\"}",
          inner_root, other_root);
-    r = test_home_cli(&h, true, HOME_ARGS("run", "inner", "--trigger", inner_trigger));
+    r = test_home_cli(&h, true, ARGS("run", "inner", "--trigger", inner_trigger));
     result = run_result(r.out);
     if (check(proc_exited_with(&r, 0) && json_is_object(result),
               "fs mounts: the flow with mounted roots ran", "%s: %.400s%.300s",

@@ -10,6 +10,7 @@
  *      io_error ("the disk is full") and cut back off, so the file keeps whole lines
  *      only; the next emit, once there is space, is a line of its own and every line
  *      of the file is JSON [guard sink-cuts-short-write]. */
+#include "lib/cli_home.h"
 #include "lib/harness.h"
 
 #include <errno.h>
@@ -30,24 +31,14 @@
 
 #define TIMEOUT_MS 60000
 #define ok(cond, name) check((cond), (name), "%s", "expected it to hold")
-#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 static char g_root[PATH_MAX];
 static char *const NO_ENV[] = {NULL};
 
 static struct proc_result cli(const char *home, char *const *envp, const char *const *args)
 {
-    const char *argv[24];
-    int n = 0;
-    argv[n++] = harness_test_parent();
-    argv[n++] = "--json";
-    argv[n++] = "--home";
-    argv[n++] = home;
-    for (int i = 0; args[i] != NULL && n < 23; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    struct proc_opts opts = {.use_fds = false, .envp = envp};
-    return proc_run_opts(argv, &opts, NULL, 0, TIMEOUT_MS);
+    struct cli_opts opts = {.json = true, .envp = envp, .timeout_ms = TIMEOUT_MS};
+    return cli_run(home, &opts, args);
 }
 
 /* Mounts a tmpfs of size_kib at dir (created 0700 if missing): the test's own. */
@@ -100,18 +91,7 @@ static bool flow_files(const char *dir, const char *id, const char *script, cons
 
 static bool flow_add(const char *home, const char *dir, const char *id)
 {
-    struct proc_result r = cli(home, NO_ENV, ARGS("flow", "install", dir));
-    json_t *in = proc_exited_with(&r, 0) ? json_loads(r.out, 0, NULL) : NULL;
-    proc_result_free(&r);
-    const char *hash = json_string_value(json_object_get(in, "code_hash"));
-    bool good = hash != NULL;
-    if (good) {
-        r = cli(home, NO_ENV, ARGS("flow", "approve", id, "--version", "1", "--code-hash", hash));
-        good = proc_exited_with(&r, 0);
-        proc_result_free(&r);
-    }
-    json_decref(in);
-    return good;
+    return cli_install_approve(home, NO_ENV, dir, id, 1, NULL, 0) == FLOW_ADDED;
 }
 
 /* One line on stderr (its only newline at the end) and nothing on stdout. */
@@ -260,7 +240,7 @@ static void test_sink_on_full_disk(void)
     (void)unlink(filler);
     kill(p.pid, SIGCONT);
     r = proc_finish(&p, NULL, 0, TIMEOUT_MS);
-    json_t *v = json_loads(r.out, 0, NULL);
+    json_t *v = cli_output_json(&r);
     const char *result = json_string_value(json_object_get(v, "result"));
     check(proc_exited_with(&r, 0) && result != NULL && strstr(result, "io_error") != NULL &&
               strstr(result, "the disk is full") != NULL,

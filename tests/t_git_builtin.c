@@ -23,6 +23,7 @@
  *      the revision, output over 1 MiB
  *      (too_large), a git that never ends (timeout, killed), and a git left running
  *      when ck-basal is SIGKILLed dies with it [guard: PR_SET_PDEATHSIG]. */
+#include "lib/cli_home.h"
 #include "lib/harness.h"
 
 #include <errno.h>
@@ -43,7 +44,6 @@
 
 #define TIMEOUT_MS 120000
 #define ok(cond, name) check((cond), (name), "%s", "expected it to hold")
-#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 static char g_root[PATH_MAX];
 static char g_home[PATH_MAX + 32];
@@ -92,17 +92,8 @@ static char *sh_out(const char *script)
 
 static struct proc_result cli(char *const *envp, const char *const *args)
 {
-    const char *argv[24];
-    int n = 0;
-    argv[n++] = harness_test_parent();
-    argv[n++] = "--json";
-    argv[n++] = "--home";
-    argv[n++] = g_home;
-    for (int i = 0; args[i] != NULL && n < 23; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    struct proc_opts opts = {.use_fds = false, .envp = envp};
-    return proc_run_opts(argv, &opts, NULL, 0, TIMEOUT_MS);
+    struct cli_opts opts = {.json = true, .envp = envp, .timeout_ms = TIMEOUT_MS};
+    return cli_run(g_home, &opts, args);
 }
 
 static char *const NO_ENV[] = {NULL};
@@ -116,33 +107,16 @@ static const char *PRELUDE =
 
 static bool flow_add(const char *id, const char *body, const char *repos)
 {
-    char dir[PATH_MAX + 64], path[PATH_MAX + 96];
+    char dir[PATH_MAX + 64], why[1024] = "cannot write the flow";
     static char manifest[8192], script[65536];
     sfmt(dir, sizeof dir, "%s/flow-%s", g_root, id);
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-        return false;
     sfmt(manifest, sizeof manifest,
          "{\"format\":1,\"id\":\"%s\",\"version\":1,\"purpose\":\"test\","
          "\"trigger\":{\"manual\":true},\"git\":{\"read\":[%s]}}", id, repos);
     sfmt(script, sizeof script, "%s%s", PRELUDE, body);
-    sfmt(path, sizeof path, "%s/flow.js", dir);
-    bool done = write_text_file(path, script, 0644);
-    sfmt(path, sizeof path, "%s/manifest.json", dir);
-    done = done && write_text_file(path, manifest, 0644);
-    struct proc_result r = cli(NO_ENV, ARGS("flow", "install", dir));
-    json_t *in = json_loads(r.out, 0, NULL);
-    if (!proc_exited_with(&r, 0))
-        fprintf(stderr, "install %s: %s %s\n", id, proc_describe(&r), r.err);
-    proc_result_free(&r);
-    const char *hash = json_string_value(json_object_get(in, "code_hash"));
-    done = done && hash != NULL;
-    if (done) {
-        r = cli(NO_ENV, ARGS("flow", "approve", id, "--version", "1", "--code-hash", hash));
-        done = proc_exited_with(&r, 0);
-        proc_result_free(&r);
-    }
-    json_decref(in);
-    return check(done, id, "%s", "installed and approved") && done;
+    bool done = flow_dir_write(dir, manifest, script) &&
+                cli_install_approve(g_home, NO_ENV, dir, id, 1, why, sizeof why) == FLOW_ADDED;
+    return check(done, id, "%s", done ? "installed and approved" : why) && done;
 }
 
 static const char *trigger_json(void)
@@ -163,7 +137,7 @@ static struct run_out run_flow(const char *id, char *const *envp)
 {
     struct proc_result r = cli(envp, ARGS("run", id, "--trigger", trigger_json()));
     struct run_out o = {r.exited ? r.exit_code : -1, NULL, NULL};
-    o.json = json_loads(r.out, 0, NULL);
+    o.json = cli_output_json(&r);
     o.result = json_object_get(o.json, "result");
     if (o.result == NULL)
         fprintf(stderr, "  run %s: %s\n  out: %.2000s\n  err: %.2000s\n", id, proc_describe(&r),

@@ -27,6 +27,7 @@
  *      Landlock reading as absent (BASAL_TEST_GIT_LANDLOCK_ABI=0), the call is
  *      refused with the step that failed, and a stand-in for git never ran, while
  *      it does run without them (control) [guard: git sandbox fails closed]. */
+#include "lib/cli_home.h"
 #include "lib/harness.h"
 
 #include <arpa/inet.h>
@@ -47,7 +48,6 @@
 #include <unistd.h>
 
 #define TIMEOUT_MS 120000
-#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 #define SECRET_TEXT "SECRET-CONTENT-7f3a"
 
 static char g_root[PATH_MAX];
@@ -196,33 +196,15 @@ static const char *BODY =
 
 static bool flow_add(const char *id, const char *repos)
 {
-    char dir[PATH_MAX + 64], path[PATH_MAX + 96];
+    char dir[PATH_MAX + 64], why[1024] = "cannot write the flow";
     static char manifest[65536];
     sfmt(dir, sizeof dir, "%s/flow-%s", g_root, id);
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-        return false;
     sfmt(manifest, sizeof manifest,
          "{\"format\":1,\"id\":\"%s\",\"version\":1,\"purpose\":\"test\","
          "\"trigger\":{\"manual\":true},\"git\":{\"read\":[%s]}}", id, repos);
-    sfmt(path, sizeof path, "%s/flow.js", dir);
-    bool done = write_text_file(path, BODY, 0644);
-    sfmt(path, sizeof path, "%s/manifest.json", dir);
-    done = done && write_text_file(path, manifest, 0644);
-    struct proc_result r = cli(NO_ENV, ARGS("flow", "install", dir), false, NULL);
-    json_t *in = json_loads(r.out, 0, NULL);
-    if (!proc_exited_with(&r, 0))
-        fprintf(stderr, "install %s: %s %s\n", id, proc_describe(&r), r.err);
-    proc_result_free(&r);
-    const char *hash = json_string_value(json_object_get(in, "code_hash"));
-    done = done && hash != NULL;
-    if (done) {
-        r = cli(NO_ENV, ARGS("flow", "approve", id, "--version", "1", "--code-hash", hash),
-                false, NULL);
-        done = proc_exited_with(&r, 0);
-        proc_result_free(&r);
-    }
-    json_decref(in);
-    return check(done, id, "%s", "installed and approved") && done;
+    bool done = flow_dir_write(dir, manifest, BODY) &&
+                cli_install_approve(g_home, NO_ENV, dir, id, 1, why, sizeof why) == FLOW_ADDED;
+    return check(done, id, "%s", done ? "installed and approved" : why) && done;
 }
 
 /* Runs the flow on repo; the result object (to json_decref via *whole) or NULL. */
@@ -233,7 +215,7 @@ static json_t *run_on(const char *id, const char *repo, char *const *envp, json_
     sfmt(trigger, sizeof trigger, "{\"repo\":\"%s\"}", repo);
     struct proc_result r = cli(envp, ARGS("run", id, "--trigger", trigger), inject != NULL,
                                inject);
-    *whole = json_loads(r.out, 0, NULL);
+    *whole = cli_output_json(&r);
     json_t *result = json_object_get(*whole, "result");
     if (result == NULL)
         fprintf(stderr, "  run %s on %s: %s\n  out: %.2000s\n  err: %.2000s\n", id, repo,

@@ -208,11 +208,9 @@ static bool commit_one(struct store *st, long n)
     char err[256];
     if (store_begin_txn(st, err, sizeof err) != 0)
         return false;
-    char sql[160];
-    snprintf(sql, sizeof sql,
-             "INSERT INTO health_counters(name, value) VALUES ('t.%ld', 1)"
-             " ON CONFLICT(name) DO UPDATE SET value = value + 1", n);
-    int rc = sqlite3_exec(store_db(st), sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+    char name[32];
+    snprintf(name, sizeof name, "t.%ld", n);
+    int rc = store_health_add(st, name, 1); /* inside the transaction begun above */
     return store_end_txn(st, rc, err, sizeof err) == 0;
 }
 

@@ -27,7 +27,9 @@
  *      handed a forged Finished [guard: bytes after Finished retire the worker].
  * Bounds asserted on time are generous (several times the budget): they tell "stops
  * at the deadline" from "runs until the flood ends", never measure speed. */
+#include "lib/cli_home.h"
 #include "lib/harness.h"
+#include "lib/store_view.h"
 
 #include "base/json_text.h"
 #include "flows/flow_host.h"
@@ -175,7 +177,6 @@ static struct cli_out cli(const char *worker, bool json, const char *const *args
     return o;
 }
 
-#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 /* The first line of stdout as JSON (NULL if it is not). */
 static json_t *first_json(const struct cli_out *o)
@@ -201,24 +202,12 @@ static long long int_of(const json_t *o, const char *key)
 
 static long long sql_number(const char *sql)
 {
-    sqlite3 *db = NULL;
-    long long v = -1;
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_open_v2(g_db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
+    return store_number(g_db, sql);
 }
 
 static bool sql_exec(const char *sql)
 {
-    sqlite3 *db = NULL;
-    bool done = sqlite3_open_v2(g_db, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
-                sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK;
-    sqlite3_close(db);
-    return done;
+    return store_exec(g_db, sql);
 }
 
 __attribute__((format(printf, 1, 2))) static long long sqlf(const char *fmt, ...)
@@ -236,31 +225,16 @@ __attribute__((format(printf, 1, 2))) static long long sqlf(const char *fmt, ...
 /* Writes, installs and approves flow id with script and the manifest's extra fields. */
 static bool flow_add(const char *id, const char *script, const char *extra)
 {
-    char dir[PATH_MAX], path[PATH_MAX + 32], manifest[1024];
+    char dir[PATH_MAX], manifest[1024], why[1024] = "cannot write the flow";
     sfmt(dir, sizeof dir, "%s/flow-%s", g_root, id);
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-        return false;
     sfmt(manifest, sizeof manifest,
          "{\"format\":1,\"id\":\"%s\",\"version\":1,\"purpose\":\"test\","
          "\"trigger\":{\"manual\":true}%s%s}", id, extra[0] != '\0' ? "," : "", extra);
-    sfmt(path, sizeof path, "%s/flow.js", dir);
-    bool done = write_text_file(path, script, 0644);
-    sfmt(path, sizeof path, "%s/manifest.json", dir);
-    done = done && write_text_file(path, manifest, 0644);
-    struct cli_out o = cli(NULL, true, ARGS("flow", "install", dir));
-    json_t *in = first_json(&o);
-    const char *hash = json_string_value(json_object_get(in, "code_hash"));
-    cli_out_free(&o);
-    if (done && hash != NULL) {
-        o = cli(NULL, false, ARGS("flow", "approve", id, "--version", "1", "--code-hash", hash));
-        done = o.exit_code == 0;
-        cli_out_free(&o);
-    } else {
-        done = false;
-    }
-    json_decref(in);
+    bool done = flow_dir_write(dir, manifest, script) &&
+                cli_install_approve(g_home, HARNESS_EMPTY_ENV, dir, id, 1, why, sizeof why) ==
+                    FLOW_ADDED;
     if (!done)
-        fail("hostile: install and approve a flow", "flow %s", id);
+        fail("hostile: install and approve a flow", "flow %s: %s", id, why);
     return done;
 }
 

@@ -8,8 +8,8 @@
 # left, a stranger's file in the same directories stays [guard uninstall-exact].
 set -u
 cd "$(dirname "$0")/.." || exit 2
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/basal-install.XXXXXX") || exit 2
-trap 'rm -rf "$scratch"' EXIT
+. tests/lib/harness.sh
+scratch_dir install
 dest=$scratch/dest
 bin=$dest/usr/bin
 

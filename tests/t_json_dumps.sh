@@ -7,8 +7,8 @@
 # command makes the same check fail (control).
 set -u
 cd "$(dirname "$0")/.." || exit 2
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/basal-json-dumps.XXXXXX") || exit 2
-trap 'rm -rf "$scratch"' EXIT
+. tests/lib/harness.sh
+scratch_dir json-dumps
 
 # file: where its JSON goes (why jansson's own encoder is right there)
 ALLOWED="

@@ -167,7 +167,7 @@ static void test_exec(void)
 {
     const char *js = harness_tmp_file("hostile-exec.js", EXEC_SCRIPT);
     struct proc_result r =
-        test_home_cli(&g_h, true, HOME_ARGS("exec", "--profile", "codemode", js));
+        test_home_cli(&g_h, true, ARGS("exec", "--profile", "codemode", js));
     expect_command_json(&r, "exec --json: the value and console are escaped and exact "
                             "[guard json-one-encoder]");
     proc_result_free(&r);
@@ -186,20 +186,20 @@ static void test_flow_outputs(void)
                               FLOW_SCRIPT),
                "setup: flow hostile installed and approved", "see stderr"))
         return;
-    struct proc_result r = test_home_cli(&g_h, true, HOME_ARGS("run", "hostile"));
+    struct proc_result r = test_home_cli(&g_h, true, ARGS("run", "hostile"));
     expect_command_json(&r, "run --json: the result is escaped and exact [guard json-one-encoder]");
     proc_result_free(&r);
-    r = test_home_cli(&g_h, true, HOME_ARGS("run", "hostile", "--trigger", "{\"fail\":true}"));
+    r = test_home_cli(&g_h, true, ARGS("run", "hostile", "--trigger", "{\"fail\":true}"));
     expect_command_json(&r, "run --json: the error is escaped and exact [guard json-one-encoder]");
     proc_result_free(&r);
-    r = test_home_cli(&g_h, true, HOME_ARGS("runs", "hostile"));
+    r = test_home_cli(&g_h, true, ARGS("runs", "hostile"));
     expect_command_json(&r, "runs --json: the error is escaped and exact [guard json-one-encoder]");
     proc_result_free(&r);
-    r = test_home_cli(&g_h, true, HOME_ARGS("journal", "1"));
+    r = test_home_cli(&g_h, true, ARGS("journal", "1"));
     expect_command_json(&r, "journal --json: args and values are escaped and exact "
                             "[guard json-one-encoder]");
     proc_result_free(&r);
-    r = test_home_cli(&g_h, true, HOME_ARGS("flow", "dry-run", "hostile", "--version", "1"));
+    r = test_home_cli(&g_h, true, ARGS("flow", "dry-run", "hostile", "--version", "1"));
     expect_command_json(&r, "flow dry-run --json: the calls and result are escaped and exact "
                             "[guard json-one-encoder]");
     proc_result_free(&r);
@@ -227,7 +227,7 @@ static void test_codemode(void)
     if (!check(ok, "setup: empty catalogs", "%s", strerror(errno)))
         return;
     const char *js = harness_tmp_file("hostile-codemode.js", EXEC_SCRIPT);
-    struct proc_result r = test_home_cli(&g_h, true, HOME_ARGS("codemode", "run", js));
+    struct proc_result r = test_home_cli(&g_h, true, ARGS("codemode", "run", js));
     expect_command_json(&r, "codemode run --json: the console and result are escaped and "
                             "exact [guard json-one-encoder]");
     json_t *o = json_loads(r.out, 0, NULL);
@@ -331,7 +331,7 @@ static void test_manifest_refusal(void)
     if (!check(ok, "setup: a manifest with RLO in its purpose", "%s", strerror(errno)))
         return;
     long long flows = test_home_sql(&g_h, "SELECT count(*) FROM flow_versions");
-    struct proc_result r = test_home_cli(&g_h, false, HOME_ARGS("flow", "install", dir));
+    struct proc_result r = test_home_cli(&g_h, false, ARGS("flow", "install", dir));
     const char *nl = strchr(r.err, '\n');
     check(proc_exited_with(&r, 1) && nl != NULL && nl[1] == '\0' &&
               strstr(r.err, "manifest.purpose: holds a direction control (U+202E)") != NULL,
@@ -377,7 +377,7 @@ static void test_console_forge(void)
 {
     const char *js = harness_tmp_file("forge.js", FORGE_SCRIPT);
     struct proc_result r =
-        test_home_cli(&g_h, false, HOME_ARGS("exec", "--profile", "codemode", js));
+        test_home_cli(&g_h, false, ARGS("exec", "--profile", "codemode", js));
     expect_no_forged_line(&r, "exec: a console message's own line break starts no line "
                               "a script could forge [guard console-lines]");
     check(strstr(r.err, "log: hello\nlog| budget exhausted: cpu\n") != NULL &&
@@ -388,7 +388,7 @@ static void test_console_forge(void)
           "stdout \"%.300s\" stderr \"%.300s\"", r.out, r.err);
     proc_result_free(&r);
 
-    r = test_home_cli(&g_h, false, HOME_ARGS("codemode", "run", js));
+    r = test_home_cli(&g_h, false, ARGS("codemode", "run", js));
     expect_no_forged_line(&r, "codemode run: a console message's own line break starts no "
                               "line a script could forge [guard console-lines]");
     check(strstr(r.err, "log: hello\nlog| budget exhausted: cpu\n") != NULL &&
@@ -397,7 +397,7 @@ static void test_console_forge(void)
           "stdout \"%.300s\" stderr \"%.300s\"", r.out, r.err);
     proc_result_free(&r);
 
-    r = test_home_cli(&g_h, false, HOME_ARGS("codemode", "run", js, "--input", "{\"fail\":true}"));
+    r = test_home_cli(&g_h, false, ARGS("codemode", "run", js, "--input", "{\"fail\":true}"));
     expect_no_forged_line(&r, "codemode run: an error's own line break starts no line "
                               "[guard terminal-escaping]");
     check(strstr(r.out, "error: script error: Error: oops \\u001b[1A") != NULL,
@@ -406,7 +406,7 @@ static void test_console_forge(void)
           "stdout \"%.300s\"", r.out);
     proc_result_free(&r);
 
-    r = test_home_cli(&g_h, true, HOME_ARGS("codemode", "run", js));
+    r = test_home_cli(&g_h, true, ARGS("codemode", "run", js));
     json_t *o = json_loads(r.out, 0, NULL);
     const char *console = json_string_value(json_object_get(o, "console"));
     check(console != NULL &&
@@ -419,7 +419,7 @@ static void test_console_forge(void)
     /* One message of 30 000 short lines: cut, every kept line still marked. */
     const char *many = harness_tmp_file(
         "many.js", "console.log('ab\\n'.repeat(30000) + 'budget exhausted: cpu');\nreturn 1;\n");
-    r = test_home_cli(&g_h, false, HOME_ARGS("exec", "--profile", "codemode", many));
+    r = test_home_cli(&g_h, false, ARGS("exec", "--profile", "codemode", many));
     const char *cut = "[console output truncated: over 65536 bytes]\n";
     bool marked = r.err_len > strlen(cut) && strcmp(r.err + r.err_len - strlen(cut), cut) == 0;
     size_t lines = 0;
@@ -439,11 +439,11 @@ static void test_console_forge(void)
 
     if (!test_home_flow(&g_h, "forge", 1, "{\"manual\":true}", FORGE_SCRIPT))
         return;
-    r = test_home_cli(&g_h, false, HOME_ARGS("run", "forge", "--trigger", "{\"fail\":true}"));
+    r = test_home_cli(&g_h, false, ARGS("run", "forge", "--trigger", "{\"fail\":true}"));
     expect_no_forged_line(&r, "run: an error's own line break starts no line "
                               "[guard terminal-escaping]");
     proc_result_free(&r);
-    r = test_home_cli(&g_h, false, HOME_ARGS("runs", "forge"));
+    r = test_home_cli(&g_h, false, ARGS("runs", "forge"));
     expect_no_forged_line(&r, "runs: an error's own line break starts no line "
                               "[guard terminal-escaping]");
     proc_result_free(&r);

@@ -9,8 +9,8 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 parent=build/bin/ck-basal
 page=man/ck-basal.1
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/basal-man.XXXXXX") || exit 2
-trap 'rm -rf "$scratch"' EXIT
+. tests/lib/harness.sh
+scratch_dir man
 
 if [ ! -x "$parent" ]; then
     echo "not ok - man pages: $parent is missing (make)"

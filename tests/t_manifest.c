@@ -86,7 +86,7 @@ static void refuse_trigger(const char *trigger, const char *want, const char *na
 
 static bool setup_dirs(void)
 {
-    sfmt(tmpdir, sizeof tmpdir, "/tmp/t_manifest.XXXXXX");
+    sfmt(tmpdir, sizeof tmpdir, "%s/t_manifest.XXXXXX", harness_tmp_root());
     if (mkdtemp(tmpdir) == NULL)
         return false;
     char *real = realpath(tmpdir, NULL);
@@ -789,7 +789,7 @@ static void test_script(void)
 int main(void)
 {
     if (!setup_dirs()) {
-        fail("setup", "cannot make the temporary directories under /tmp");
+        fail("setup", "cannot make the temporary directories under $TMPDIR (or /tmp)");
         return harness_finish();
     }
     test_full();

@@ -19,6 +19,7 @@
  *   4. Every address that is not loopback (0.0.0.0, 192.0.2.1, ::, an IPv4-mapped
  *      address) is refused with a one-line reason naming loopback, and every malformed
  *      one is refused [guard: metrics loopback only]. */
+#include "lib/cli_home.h"
 #include "lib/harness.h"
 
 #include "serve/metrics_http.h"
@@ -44,57 +45,28 @@
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 #define ok(cond, name) check((cond), (name), "%s", "expected it to hold")
-#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 static char g_dir[PATH_MAX];
 static char g_home[PATH_MAX];
 
 /* ---- the CLI ------------------------------------------------------------------- */
 
-/* ck-basal [--json] --home HOME args... */
+/* ck-basal [--json] --home HOME args..., in the test's environment. */
 static struct proc_result cli(bool json, const char *const *args)
 {
-    const char *argv[24];
-    int n = 0;
-    argv[n++] = harness_test_parent();
-    if (json)
-        argv[n++] = "--json";
-    argv[n++] = "--home";
-    argv[n++] = g_home;
-    for (int i = 0; args[i] != NULL && n < 23; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    return proc_run(argv, NULL, 0, TIMEOUT_MS);
+    struct cli_opts opts = {.json = json, .envp = NULL};
+    return cli_run(g_home, &opts, args);
 }
 
 static bool flow_add(const char *id, const char *script)
 {
-    char dir[PATH_MAX + 32], path[PATH_MAX + 64], manifest[1024];
+    char dir[PATH_MAX + 32], manifest[1024];
     sfmt(dir, sizeof dir, "%s/flow-%s", g_dir, id);
-    if (mkdir(dir, 0755) != 0)
-        return false;
     sfmt(manifest, sizeof manifest,
          "{\"format\":1,\"id\":\"%s\",\"version\":1,\"purpose\":\"metrics test\","
          "\"trigger\":{\"manual\":true}}", id);
-    sfmt(path, sizeof path, "%s/flow.js", dir);
-    bool good = write_text_file(path, script, 0644);
-    sfmt(path, sizeof path, "%s/manifest.json", dir);
-    good = good && write_text_file(path, manifest, 0644);
-    if (!good)
-        return false;
-    struct proc_result r = cli(true, ARGS("flow", "install", dir));
-    json_t *in = proc_exited_with(&r, 0) ? json_loads(r.out, 0, NULL) : NULL;
-    proc_result_free(&r);
-    const char *hash = json_string_value(json_object_get(in, "code_hash"));
-    if (hash != NULL) {
-        r = cli(false, ARGS("flow", "approve", id, "--version", "1", "--code-hash", hash));
-        good = proc_exited_with(&r, 0);
-        proc_result_free(&r);
-    } else {
-        good = false;
-    }
-    json_decref(in);
-    return good;
+    return mkdir(dir, 0755) == 0 && flow_dir_write(dir, manifest, script) &&
+           cli_install_approve(g_home, NULL, dir, id, 1, NULL, 0) == FLOW_ADDED;
 }
 
 /* ---- the parser ---------------------------------------------------------------- */
@@ -119,7 +91,7 @@ static json_t *parse_exposition(const char *text, char *why, size_t why_cap)
         proc_run(ARGS(PYTHON, "-I", "-c", PARSER), text, strlen(text), TIMEOUT_MS);
     json_t *samples = NULL;
     if (proc_exited_with(&r, 0))
-        samples = json_loads(r.out, 0, NULL);
+        samples = cli_output_json(&r);
     if (!json_is_array(samples)) {
         sfmt(why, why_cap, "%s", proc_describe(&r));
         json_decref(samples);
@@ -304,7 +276,7 @@ static void test_real_home(void)
     ok(ran, "real home: two runs of good-flow succeeded, the run of bad_flow failed");
 
     r = cli(true, ARGS("health"));
-    g_health = proc_exited_with(&r, 0) ? json_loads(r.out, 0, NULL) : NULL;
+    g_health = proc_exited_with(&r, 0) ? cli_output_json(&r) : NULL;
     proc_result_free(&r);
     if (!check(json_is_object(g_health), "real home: --json health is a JSON object", "%s",
                "not JSON"))
@@ -353,13 +325,13 @@ static void test_real_home(void)
     proc_result_free(&r);
 
     r = cli(true, ARGS("health", "--format", "json"));
-    json_t *as_json = proc_exited_with(&r, 0) ? json_loads(r.out, 0, NULL) : NULL;
+    json_t *as_json = proc_exited_with(&r, 0) ? cli_output_json(&r) : NULL;
     check(json_equal(as_json, g_health), "health --format json: the same as without --format",
           "%s", proc_describe(&r));
     json_decref(as_json);
     proc_result_free(&r);
     r = cli(false, ARGS("health"));
-    json_t *indented = proc_exited_with(&r, 0) ? json_loads(r.out, 0, NULL) : NULL;
+    json_t *indented = proc_exited_with(&r, 0) ? cli_output_json(&r) : NULL;
     check(json_equal(indented, g_health) && strchr(r.out, '\n') != strrchr(r.out, '\n'),
           "health (no option): indented JSON, as before", "%s", proc_describe(&r));
     json_decref(indented);

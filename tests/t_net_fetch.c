@@ -32,7 +32,9 @@
  *      [guard: classes on resume];
  *  11. the test setting's names are absent from the release binary, and the release
  *      build ignores them. */
+#include "lib/cli_home.h"
 #include "lib/harness.h"
+#include "lib/store_view.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,7 +42,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +52,6 @@
 
 #define TIMEOUT_MS 120000
 #define ok(cond, name) check((cond), (name), "%s", "expected it to hold")
-#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 static char g_root[PATH_MAX];
 static char g_ca[PATH_MAX + 16], g_cert[PATH_MAX + 16], g_key[PATH_MAX + 16];
@@ -59,16 +59,6 @@ static char g_log[PATH_MAX + 16];
 static char g_home[PATH_MAX + 32];
 static char g_db[PATH_MAX + 48];
 static int g_port, g_silent_port;
-
-static bool write_file(const char *path, const char *text)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return false;
-    size_t len = strlen(text);
-    bool done = write(fd, text, len) == (ssize_t)len;
-    return close(fd) == 0 && done;
-}
 
 static long long now_ms(void)
 {
@@ -193,17 +183,8 @@ static char *const *env_make(struct env *e, bool loopback, const char *extra)
 
 static struct proc_result cli_with(const char *parent, char *const *envp, const char *const *args)
 {
-    const char *argv[24];
-    int n = 0;
-    argv[n++] = parent;
-    argv[n++] = "--json";
-    argv[n++] = "--home";
-    argv[n++] = g_home;
-    for (int i = 0; args[i] != NULL && n < 23; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    struct proc_opts opts = {.use_fds = false, .envp = envp};
-    return proc_run_opts(argv, &opts, NULL, 0, TIMEOUT_MS);
+    struct cli_opts opts = {.json = true, .envp = envp, .parent = parent, .timeout_ms = TIMEOUT_MS};
+    return cli_run(g_home, &opts, args);
 }
 
 static struct proc_result cli(char *const *envp, const char *const *args)
@@ -235,36 +216,18 @@ static const char *PRELUDE =
 
 static bool flow_add(const char *id, const char *body, const char *grants, const char *extra)
 {
-    char dir[PATH_MAX + 64], path[PATH_MAX + 96];
+    char dir[PATH_MAX + 64], why[1024];
     static char manifest[16384], script[65536];
     sfmt(dir, sizeof dir, "%s/flow-%s", g_home, id);
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-        return false;
     sfmt(manifest, sizeof manifest,
          "{\"format\":1,\"id\":\"%s\",\"version\":1,\"purpose\":\"test\","
          "\"trigger\":{\"manual\":true},\"net\":{\"fetch\":[%s]}%s}", id, grants,
          extra != NULL ? extra : "");
     sfmt(script, sizeof script, "%s%s", PRELUDE, body);
-    sfmt(path, sizeof path, "%s/flow.js", dir);
-    bool done = write_file(path, script);
-    sfmt(path, sizeof path, "%s/manifest.json", dir);
-    done = done && write_file(path, manifest);
-    if (!done)
+    if (!flow_dir_write(dir, manifest, script))
         return false;
-    struct proc_result r = cli(NO_ENV, ARGS("flow", "install", dir));
-    json_t *in = json_loads(r.out, 0, NULL);
-    if (!proc_exited_with(&r, 0))
-        fprintf(stderr, "install %s: %s %s\n", id, proc_describe(&r), r.err);
-    proc_result_free(&r);
-    const char *hash = json_string_value(json_object_get(in, "code_hash"));
-    done = hash != NULL;
-    if (done) {
-        r = cli(NO_ENV, ARGS("flow", "approve", id, "--version", "1", "--code-hash", hash));
-        done = proc_exited_with(&r, 0);
-        proc_result_free(&r);
-    }
-    json_decref(in);
-    return check(done, id, "%s", "installed and approved") && done;
+    bool done = cli_install_approve(g_home, NO_ENV, dir, id, 1, why, sizeof why) == FLOW_ADDED;
+    return check(done, id, "%s", done ? "installed and approved" : why) && done;
 }
 
 static const char *trigger_json(void)
@@ -290,7 +253,7 @@ static struct run_out run_flow_with(const char *parent, const char *id, char *co
     struct proc_result r = cli_with(parent, envp, ARGS("run", id, "--trigger", trigger_json()));
     struct run_out o = {r.exited ? r.exit_code : -1, died_by_signal(&r, SIGKILL), NULL, NULL,
                         now_ms() - t0};
-    o.json = json_loads(r.out, 0, NULL);
+    o.json = cli_output_json(&r);
     o.result = json_object_get(o.json, "result");
     if (o.result == NULL && !o.killed)
         fprintf(stderr, "  run %s: %s\n  out: %.2000s\n  err: %.2000s\n", id, proc_describe(&r),
@@ -337,16 +300,7 @@ static void expect_status(const json_t *result, size_t i, long long status, cons
 
 static char *sql_text(const char *sql)
 {
-    sqlite3 *db = NULL;
-    char *v = NULL;
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_open_v2(g_db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
-        sqlite3_column_text(st, 0) != NULL)
-        v = strdup((const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
+    return store_text(g_db, sql);
 }
 
 /* ---- 1, 2: requests and grants ------------------------------------------------------- */
@@ -567,9 +521,9 @@ static void test_numeric(void)
              "{\"format\":1,\"id\":\"ng%zu\",\"version\":1,\"purpose\":\"t\",\"trigger\":"
              "{\"manual\":true},\"net\":{\"fetch\":[{\"host\":\"%s\"}]}}", i, GRANTS[i]);
         sfmt(path, sizeof path, "%s/manifest.json", dir);
-        write_file(path, manifest);
+        write_text_file(path, manifest, 0644);
         sfmt(path, sizeof path, "%s/flow.js", dir);
-        write_file(path, "return 1;");
+        write_text_file(path, "return 1;", 0644);
         struct proc_result r = cli(NO_ENV, ARGS("flow", "install", dir));
         sfmt(name, sizeof name, "a manifest granting '%s' is refused at install (IP literal)",
              GRANTS[i]);
@@ -776,7 +730,7 @@ static void test_crash(const char *home, const char *host, const char *marker, b
     check_int_eq(log_count(marker), 1, name);
     struct env plain;
     struct proc_result rr = cli(env_make(&plain, true, NULL), ARGS("recover"));
-    json_t *rec = json_loads(rr.out, 0, NULL);
+    json_t *rec = cli_output_json(&rr);
     proc_result_free(&rr);
     char *state = sql_text("SELECT state FROM runs WHERE id = 1");
     if (!keyed) {

@@ -480,7 +480,7 @@ static void daemon_hooks(void)
 
 int main(void)
 {
-    sfmt(g_root, sizeof g_root, "/tmp/t_ops_dispatch.XXXXXX");
+    sfmt(g_root, sizeof g_root, "%s/t_ops_dispatch.XXXXXX", harness_tmp_root());
     if (mkdtemp(g_root) == NULL) {
         fail("ops dispatch: temp directory", "%s", strerror(errno));
         return harness_finish();

@@ -48,7 +48,12 @@
  * and column, on the first line too (the worker's wrapper has a line of its own, line
  * 0), in --json's detail and in the human message; a runtime error's stack names the
  * file and the script's own lines. Red without the patch: the detail said
- * "at /path:2" (no column), and the first line's column would count the wrapper. */
+ * "at /path:2" (no column), and the first line's column would count the wrapper.
+ *
+ * Patch 0008 (frame-columns): every frame of a runtime error's stack names the file, line
+ * and column: a call at its callee's name ("Error" in "new Error(...)"), a property read
+ * at its '.', columns counted in characters (an 'é' before the throw is one), a tail call
+ * at its own call. Red without the patch: the frames said "(/path:2)", no column. */
 #include "lib/harness.h"
 #include "proto/frame.h"
 #include "proto/message.h"
@@ -536,14 +541,47 @@ static void test_syntax_error_location(void)
     proc_result_free(&r);
     o = exec_one(runtime, &r, true);
     snprintf(want, sizeof want,
-             "TypeError: cannot read property 'x' of null\n    at f (%s:3)\n    at <anonymous> (%s:5)",
+             "TypeError: cannot read property 'x' of null\n    at f (%s:3:7)\n    at <anonymous> (%s:5:1)",
              runtime, runtime);
     check(o != NULL && strcmp(str_field(o, "detail"), want) == 0 &&
-              strstr(str_field(o, "message"), ":3)") != NULL,
+              strstr(str_field(o, "message"), ":3:7)") != NULL,
           "quickjs patch 0007 syntax-error-location: a runtime error's stack names the file and "
           "the script's own lines; the message its first frame",
           "%s; out: %.600s", proc_describe(&r), r.out);
     json_decref(o);
+    proc_result_free(&r);
+}
+
+/* ---- patch 0008: the column of each frame --------------------------------------- */
+
+static void test_frame_columns(void)
+{
+    const char *path = harness_tmp_file(
+        "frame_columns.js", "function thrower() {\n"
+                            "  const \xc3\xa9 = '\xc3\xbc'; throw new Error('at column');\n"
+                            "}\n"
+                            "function middle() { return [1].map(thrower); }\n"
+                            "middle();\n");
+    struct proc_result r;
+    char want[2048];
+    json_t *o = exec_one(path, &r, true);
+    snprintf(want, sizeof want,
+             "Error: at column\n    at thrower (%s:2:28)\n    at map (native)\n"
+             "    at middle (%s:4:32)\n    at <anonymous> (%s:5:1)",
+             path, path, path);
+    check(o != NULL && strcmp(str_field(o, "kind"), "script_error") == 0 &&
+              strcmp(str_field(o, "detail"), want) == 0,
+          "quickjs patch 0008 frame-columns: --json's stack names file, line and column of "
+          "every frame (characters, the callee's name, a tail call's own) [guard frame-columns]",
+          "%s; out: %.800s", proc_describe(&r), r.out);
+    json_decref(o);
+    proc_result_free(&r);
+    (void)exec_one(path, &r, false);
+    snprintf(want, sizeof want, "script error: Error: at column (%s:2:28)", path);
+    check(strstr(r.out, want) != NULL,
+          "quickjs patch 0008 frame-columns: the human message ends with the first frame's "
+          "file:line:column",
+          "%s; out: %.600s", proc_describe(&r), r.out);
     proc_result_free(&r);
 }
 
@@ -558,6 +596,7 @@ int main(void)
     test_interrupt_poll();
     test_regexp_oom();
     test_syntax_error_location();
+    test_frame_columns();
     test_backtrace_oom();
     harness_remove_tmpdir();
     return harness_finish();

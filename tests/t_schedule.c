@@ -394,7 +394,7 @@ static void listed_fires(const struct test_home *h, size_t i, char *out, size_t 
     char count[16];
     snprintf(count, sizeof count, "%d", LISTED[i].count);
     struct proc_result r =
-        test_home_cli(h, true, HOME_ARGS("flow", "schedule", LISTED[i].id, "--count", count));
+        test_home_cli(h, true, ARGS("flow", "schedule", LISTED[i].id, "--count", count));
     json_t *o = json_loads(r.out, 0, NULL);
     size_t k;
     json_t *f;
@@ -436,8 +436,8 @@ static void check_listing(const char *root) {
     char got[LISTED_COUNT][512];
     for (size_t i = 0; i < LISTED_COUNT; i++)
         listed_fires(&h, i, got[i], sizeof got[i]);
-    struct proc_result list = test_home_cli(&h, true, HOME_ARGS("flow", "list"));
-    struct proc_result human = test_home_cli(&h, false, HOME_ARGS("flow", "schedule", "nov"));
+    struct proc_result list = test_home_cli(&h, true, ARGS("flow", "list"));
+    struct proc_result human = test_home_cli(&h, false, ARGS("flow", "schedule", "nov"));
     int64_t after = (int64_t)time(NULL);
     /* The hourly flow's next fire moves with the clock: the answer from either end. */
     char *want_before = oracle_from(before);

@@ -72,16 +72,16 @@ static void test_unknown_flows(void)
         const char *const *args;
         const char *name;
     } cases[] = {
-        {"flow drain", HOME_ARGS("flow", "drain", "nosuch"), "nosuch"},
-        {"run", HOME_ARGS("run", "nosuch"), "nosuch"},
-        {"run --detach", HOME_ARGS("run", "nosuch", "--detach"), "nosuch"},
-        {"flow disable", HOME_ARGS("flow", "disable", "nosuch"), "nosuch"},
-        {"flow show", HOME_ARGS("flow", "show", "nosuch"), "nosuch"},
-        {"flow schedule", HOME_ARGS("flow", "schedule", "nosuch"), "nosuch"},
-        {"flow approve", HOME_ARGS("flow", "approve", "nosuch", "--version", "1", "--code-hash", HASH),
+        {"flow drain", ARGS("flow", "drain", "nosuch"), "nosuch"},
+        {"run", ARGS("run", "nosuch"), "nosuch"},
+        {"run --detach", ARGS("run", "nosuch", "--detach"), "nosuch"},
+        {"flow disable", ARGS("flow", "disable", "nosuch"), "nosuch"},
+        {"flow show", ARGS("flow", "show", "nosuch"), "nosuch"},
+        {"flow schedule", ARGS("flow", "schedule", "nosuch"), "nosuch"},
+        {"flow approve", ARGS("flow", "approve", "nosuch", "--version", "1", "--code-hash", HASH),
          "nosuch"},
-        {"runs", HOME_ARGS("runs", "nosuch"), "nosuch"},
-        {"flow enable", HOME_ARGS("flow", "enable", "ghost"), "ghost"},
+        {"runs", ARGS("runs", "nosuch"), "nosuch"},
+        {"flow enable", ARGS("flow", "enable", "ghost"), "ghost"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         long long before = store_digest(&h);
@@ -103,7 +103,7 @@ static void test_unknown_flows(void)
           "refusals: serve logged no drain of the unknown flow", "%.400s", s.log);
     /* The flow installed under that name afterwards runs: no drain gate was left. */
     bool later = test_home_flow(&h, "nosuch", 1, "{\"manual\":true}", "return 7;\n");
-    struct proc_result r = test_home_cli(&h, false, HOME_ARGS("run", "nosuch"));
+    struct proc_result r = test_home_cli(&h, false, ARGS("run", "nosuch"));
     check(later && proc_exited_with(&r, 0) && strstr(r.err, "draining") == NULL,
           "refusals: a flow installed later under the refused name runs (the refused drain left "
           "no gate) [guard: handle_drain checks flows_known]",
@@ -152,7 +152,7 @@ static void test_home_mode_and_doc_lines(void)
 
     char *ops = doc_text("operations.md");
     /* The second serve's line, as the doc quotes it. */
-    struct proc_result second = test_home_cli(&h, false, HOME_ARGS("serve"));
+    struct proc_result second = test_home_cli(&h, false, ARGS("serve"));
     const char *at = strstr(second.err, "event=start_failed");
     char line[512] = "", quoted[600] = "";
     if (at != NULL) {
@@ -206,23 +206,7 @@ static void test_home_mode_and_doc_lines(void)
 static bool read_hold_line(int fd)
 {
     char line[128];
-    size_t n = 0;
-    while (n + 1 < sizeof line) {
-        struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, TIMEOUT_MS) <= 0)
-            return false;
-        ssize_t got = read(fd, line + n, 1);
-        if (got <= 0) {
-            if (got < 0 && errno == EAGAIN)
-                continue;
-            return false;
-        }
-        if (line[n] == '\n')
-            break;
-        n++;
-    }
-    line[n] = '\0';
-    return strncmp(line, "hold ", 5) == 0;
+    return fd_read_line(fd, line, sizeof line, TIMEOUT_MS) && strncmp(line, "hold ", 5) == 0;
 }
 
 /* A connection to the ops socket that sends nothing (yet). */
@@ -274,10 +258,10 @@ static void test_stopping(void)
     int fifo_fd = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     struct test_serve s;
     if (!check(made && fifo_fd >= 0 &&
-                   test_serve_start(&s, &h, HOME_ARGS("--grace-seconds", "120"), NULL),
+                   test_serve_start(&s, &h, ARGS("--grace-seconds", "120"), NULL),
                "refusals: a held flow and a serve with a long grace", "%.300s", s.log))
         return;
-    struct proc_result r = test_home_cli(&h, false, HOME_ARGS("run", "busy", "--detach"));
+    struct proc_result r = test_home_cli(&h, false, ARGS("run", "busy", "--detach"));
     bool held = proc_exited_with(&r, 0) && read_hold_line(fifo_fd);
     proc_result_free(&r);
     check(held, "refusals: the run in flight holds (serve will stay in its grace)", "%.300s",
@@ -297,13 +281,13 @@ static void test_stopping(void)
     check(reply_is_stopping(reply), "refusals: a read (runs) while stopping is refused the same way",
           "reply %s", reply != NULL ? reply : "(none)");
     free(reply);
-    r = test_home_cli(&h, false, HOME_ARGS("run", "other"));
+    r = test_home_cli(&h, false, ARGS("run", "other"));
     check(proc_exited_with(&r, 1) && strcmp(r.err, "ck-basal run: serve is stopping\n") == 0,
           "refusals: ck-basal run while serve is stopping: exit 1, 'ck-basal run: serve is "
           "stopping'",
           "%s %s", proc_describe(&r), r.err);
     proc_result_free(&r);
-    r = test_home_cli(&h, false, HOME_ARGS("runs"));
+    r = test_home_cli(&h, false, ARGS("runs"));
     check(proc_exited_with(&r, 1) && strstr(r.err, "serve is stopping") != NULL,
           "refusals: ck-basal runs while serve is stopping: exit 1, 'serve is stopping'", "%s %s",
           proc_describe(&r), r.err);

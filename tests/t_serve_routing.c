@@ -108,16 +108,6 @@ static bool run_killed_at(const struct home *h, const char *flow, const char *at
     return killed;
 }
 
-static long long lines_in(const char *path)
-{
-    char *text = read_text_file(path);
-    long long n = 0;
-    for (const char *p = text; p != NULL && *p != '\0'; p++)
-        n += *p == '\n';
-    free(text);
-    return n;
-}
-
 /* Removes "wall_ms":N from a JSON line (it differs between any two runs). */
 static void drop_wall(char *text)
 {
@@ -149,7 +139,7 @@ static void test_reconcile(void)
     if (!check(built, "serve routing: two homes with runs in doubt (parent killed)", "%s",
                "see stderr"))
         return;
-    struct proc_result r = cli(&b, true, HOME_ARGS("recover"));
+    struct proc_result r = cli(&b, true, ARGS("recover"));
     check(strstr(r.out, "needs_reconcile") != NULL,
           "serve routing: without serve, recover leaves the runs needs_reconcile", "%s: %.400s",
           proc_describe(&r), r.out);
@@ -203,15 +193,15 @@ static void test_reconcile(void)
     check(test_home_sql(&a.t, "SELECT count(*) FROM audit WHERE kind = 'reconcile'") == 2,
           "serve routing: one audit row per decision", "%lld",
           test_home_sql(&a.t, "SELECT count(*) FROM audit WHERE kind = 'reconcile'"));
-    check(lines_in(a.plain_log) == 2,
+    check(file_line_count(a.plain_log) == 2,
           "serve routing: each unkeyed mutation ran once (once per run, none again)",
-          "%lld calls", lines_in(a.plain_log));
+          "%lld calls", file_line_count(a.plain_log));
     check(test_home_sql(&a.t, "SELECT count(*) FROM runs WHERE id = 1 AND state = 'succeeded'") ==
                   1 &&
               test_home_sql(&a.t, "SELECT count(*) FROM runs WHERE id = 2 AND state = 'cancelled'") ==
                   1,
           "serve routing: the store says succeeded and cancelled", "%s", "see the runs table");
-    r = cli(&a, false, HOME_ARGS("flow", "reconcile", "1", "2", "--cancel"));
+    r = cli(&a, false, ARGS("flow", "reconcile", "1", "2", "--cancel"));
     check(proc_exited_with(&r, 1) && strstr(r.err, "not needs_reconcile") != NULL,
           "serve routing: a reconcile serve refuses is one line and exit 1", "%s: %s",
           proc_describe(&r), r.err);
@@ -254,7 +244,7 @@ static void test_recover_under_load(void)
         return;
     struct test_serve s;
     /* One runner, runs slower than admissions: runs wait while the recovers ask. */
-    if (!test_serve_start(&s, &h.t, HOME_ARGS("--max-runs", "1"), NULL)) {
+    if (!test_serve_start(&s, &h.t, ARGS("--max-runs", "1"), NULL)) {
         fail("serve routing: serve starts for the load", "%.400s", s.log);
         return;
     }
@@ -267,7 +257,7 @@ static void test_recover_under_load(void)
         char id[16], trigger[32];
         sfmt(id, sizeof id, "work%d", i % FLOWS);
         sfmt(trigger, sizeof trigger, "{\"n\":%d}", i);
-        struct proc_result r = cli(&h, false, HOME_ARGS("run", id, "--detach", "--trigger", trigger));
+        struct proc_result r = cli(&h, false, ARGS("run", id, "--detach", "--trigger", trigger));
         admitted += proc_exited_with(&r, 0);
         proc_result_free(&r);
         /* Two recovers join while runs are still being admitted and driven. */
@@ -308,7 +298,7 @@ static void test_recover_under_load(void)
     check(once,
           "serve routing: both recovers asked serve, and serve drove every run exactly once "
           "[guard: recover is routed through serve]", "%.2000s", s.log);
-    check_int_eq(lines_in(h.keyed_log), TOTAL_RUNS,
+    check_int_eq(file_line_count(h.keyed_log), TOTAL_RUNS,
                  "serve routing: the keyed module saw each run's call once");
     check_int_eq(test_home_sql(&h.t, "SELECT count(DISTINCT json_extract(trigger, '$.n')) FROM runs"
                                      " WHERE state = 'succeeded'"),
@@ -319,13 +309,13 @@ static void test_recover_under_load(void)
                                      " WHERE integrity_check = 'ok'"),
                  1, "serve routing: the store's integrity_check is ok");
 
-    struct proc_result via = cli(&h, false, HOME_ARGS("recover"));
+    struct proc_result via = cli(&h, false, ARGS("recover"));
     check(proc_exited_with(&via, 0) && strcmp(via.out, "nothing to recover\n") == 0,
           "serve routing: recover through serve with nothing left prints what it prints "
           "without one", "%s: %s%s", proc_describe(&via), via.out, via.err);
     proc_result_free(&via);
     check(test_serve_stop(&s) == 0, "serve routing: serve stops after the load", "%.300s", s.log);
-    struct proc_result direct = cli(&h, false, HOME_ARGS("recover"));
+    struct proc_result direct = cli(&h, false, ARGS("recover"));
     check(proc_exited_with(&direct, 0) && strcmp(direct.out, "nothing to recover\n") == 0,
           "serve routing: without serve, recover with nothing left says so", "%s: %s%s",
           proc_describe(&direct), direct.out, direct.err);
@@ -450,7 +440,7 @@ static void test_dry_run_beside(void)
         fail("serve routing: serve starts for the dry run", "%.400s", s.log);
         return;
     }
-    struct proc_result r = cli(&h, false, HOME_ARGS("run", "work0", "--trigger", "{\"n\":1}"));
+    struct proc_result r = cli(&h, false, ARGS("run", "work0", "--trigger", "{\"n\":1}"));
     check(proc_exited_with(&r, 0), "serve routing: a run through serve before the dry run", "%s",
           proc_describe(&r));
     proc_result_free(&r);
@@ -463,7 +453,7 @@ static void test_dry_run_beside(void)
                                    "{\"fixtures\":[{\"kind\":\"ops.call\",\"result\":{\"ok\":true}},"
                                    "{\"kind\":\"kv.set\",\"result\":true}]}",
                                    0644);
-    r = cli(&h, false, HOME_ARGS("flow", "dry-run", "work0", "--version", "1", "--trigger",
+    r = cli(&h, false, ARGS("flow", "dry-run", "work0", "--version", "1", "--trigger",
                                  "{\"n\":2}", "--fixtures", fixtures));
     check(written && proc_exited_with(&r, 0) && strstr(r.out, "nothing was changed") != NULL,
           "serve routing: flow dry-run beside a running serve completes", "%s: %.400s%.300s",
@@ -476,11 +466,11 @@ static void test_dry_run_beside(void)
           before != NULL ? before : "?", after != NULL ? after : "?");
     check_int_eq(test_home_sql(&h.t, "SELECT count(*) FROM audit") - audit_before, 1,
                  "serve routing: the dry run wrote its one audit row, beside serve");
-    check_int_eq(lines_in(h.keyed_log), 1,
+    check_int_eq(file_line_count(h.keyed_log), 1,
                  "serve routing: the dry run performed no mutation (only the real run's)");
     free(before);
     free(after);
-    r = cli(&h, false, HOME_ARGS("run", "work0", "--trigger", "{\"n\":3}"));
+    r = cli(&h, false, ARGS("run", "work0", "--trigger", "{\"n\":3}"));
     check(proc_exited_with(&r, 0) && test_serve_wait_log(&s, "event=run_ended run=2 ", TIMEOUT_MS),
           "serve routing: serve goes on admitting and driving runs after the dry run", "%s: %s",
           proc_describe(&r), s.log);
@@ -511,7 +501,7 @@ static void test_busy_serve_kill(void)
                "%s", "see stderr"))
         return;
     struct test_serve s;
-    if (!test_serve_start(&s, &h.t, HOME_ARGS("--max-runs", "2"), NULL)) {
+    if (!test_serve_start(&s, &h.t, ARGS("--max-runs", "2"), NULL)) {
         fail("serve routing: serve starts for the load beside it", "%.400s", s.log);
         return;
     }
@@ -533,7 +523,7 @@ static void test_busy_serve_kill(void)
         char id[16], trigger[32];
         sfmt(id, sizeof id, "work%d", i % FLOWS);
         sfmt(trigger, sizeof trigger, "{\"n\":%d}", i);
-        struct proc_result r = cli(&h, false, HOME_ARGS("run", id, "--detach", "--trigger", trigger));
+        struct proc_result r = cli(&h, false, ARGS("run", id, "--detach", "--trigger", trigger));
         admitted += proc_exited_with(&r, 0);
         proc_result_free(&r);
         /* A codemode run and a dry run start beside serve every few admissions, while
@@ -578,7 +568,7 @@ static void test_busy_serve_kill(void)
     check_int_eq(test_home_sql(&h.t, "SELECT count(DISTINCT json_extract(trigger, '$.n')) FROM runs"
                                      " WHERE state = 'succeeded'"),
                  TOTAL_RUNS, "serve routing: beside: every run succeeded, none lost");
-    check_int_eq(lines_in(h.keyed_log), TOTAL_RUNS,
+    check_int_eq(file_line_count(h.keyed_log), TOTAL_RUNS,
                  "serve routing: beside: the keyed module saw each run's call once");
     check_int_eq(test_home_sql(&h.t, "SELECT count(*) FROM activations"), TOTAL_RUNS,
                  "serve routing: beside: one activation per run, none repeated");

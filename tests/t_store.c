@@ -14,9 +14,11 @@
  *     setup with one line naming both versions, and its version is left unchanged
  *     [guard: newer store refused];
  *   - setup --json parses and names the kernel's Landlock ABI and seccomp answer. */
+#include "lib/cli_home.h"
 #include "lib/harness.h"
 
 #include "store/datahome.h"
+#include "store/flow_registry.h"
 #include "supervisor/kernel_facts.h"
 #include "store/store.h"
 #include "store/store_schema.h"
@@ -53,19 +55,8 @@ static int mode_of(const char *path)
 
 static struct proc_result setup_env(const char *home, bool json, char *const *envp)
 {
-    const char *argv[6];
-    int n = 0;
-    argv[n++] = harness_test_parent();
-    if (json)
-        argv[n++] = "--json";
-    if (home != NULL) {
-        argv[n++] = "--home";
-        argv[n++] = home;
-    }
-    argv[n++] = "setup";
-    argv[n] = NULL;
-    struct proc_opts opts = {false, 0, 0, 0, envp};
-    return proc_run_opts(argv, envp != NULL ? &opts : NULL, NULL, 0, TIMEOUT_MS);
+    struct cli_opts opts = {.json = json, .envp = envp, .timeout_ms = TIMEOUT_MS};
+    return cli_run(home, &opts, ARGS("setup"));
 }
 
 static struct proc_result setup(const char *home, bool json)
@@ -257,13 +248,13 @@ static void test_store_api(void)
         return;
     check_int_eq(store_schema_version(s), STORE_SCHEMA_VERSION, "store_open: schema version");
     check_int_eq(store_schema_version_at_open(s), 0, "store_open: new store was version 0");
-    char buf[64];
-    check_str_eq(pragma_text(store_db(s), "PRAGMA journal_mode", buf, sizeof buf), "wal",
-                 "store: journal_mode is WAL");
-    check_str_eq(pragma_text(store_db(s), "PRAGMA synchronous", buf, sizeof buf), "2",
-                 "store: synchronous is FULL (2)");
-    check_str_eq(pragma_text(store_db(s), "PRAGMA foreign_keys", buf, sizeof buf), "1",
-                 "store: foreign_keys is on");
+    struct store_settings set;
+    bool have_settings = store_settings_get(s, &set, err, sizeof err) == 0;
+    check(have_settings && strcmp(set.journal_mode, "wal") == 0, "store: journal_mode is WAL",
+          "%s", have_settings ? set.journal_mode : err);
+    check(have_settings && set.synchronous == 2, "store: synchronous is FULL (2)", "%d: %s",
+          set.synchronous, err);
+    check(have_settings && set.foreign_keys, "store: foreign_keys is on", "%s", err);
 
     long long v = -1;
     check(store_health_add(s, "spawned", 3) == 0 && store_health_add(s, "spawned", 2) == 0 &&
@@ -275,17 +266,22 @@ static void test_store_api(void)
               store_rollback(s) == 0 && store_health_get(s, "spawned", &v) == 0 && v == 5,
           "store: a rolled-back transaction leaves nothing", "value %lld: %s", v,
           store_errmsg(s));
-    check(sqlite3_exec(store_db(s),
-                       "INSERT INTO flow_versions(flow_id, version, script, manifest, code_hash,"
-                       " created_at) VALUES ('nope', 1, x'', x'', '" 
-                       "0000000000000000000000000000000000000000000000000000000000000000', 0)",
-                       NULL, NULL, NULL) != SQLITE_OK,
+    /* The store's own connection enforces the foreign key (a version needs its flow). */
+    check(flow_registry_add_version(s, "nope", 1, "", 0, "", 0,
+                                    "0000000000000000000000000000000000000000000000000000000000000000",
+                                    err, sizeof err) != 0,
           "store: foreign keys enforced (a version of an unknown flow refused)", "inserted");
-    check(sqlite3_exec(store_db(s),
-                       "INSERT INTO audit(at, kind, decision) VALUES (1, 'kv.get', 'allowed');"
-                       "DELETE FROM audit",
-                       NULL, NULL, NULL) != SQLITE_OK,
+    /* The trigger is in the schema: a connection of its own meets it too. */
+    char db_file[PATH_MAX];
+    snprintf(db_file, sizeof db_file, "%s/basal.db", home);
+    sqlite3 *raw = NULL;
+    check(sqlite3_open_v2(db_file, &raw, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
+              sqlite3_exec(raw,
+                           "INSERT INTO audit(at, kind, decision) VALUES (1, 'kv.get', 'allowed');"
+                           "DELETE FROM audit",
+                           NULL, NULL, NULL) != SQLITE_OK,
           "store: audit is append-only", "delete succeeded");
+    sqlite3_close(raw);
     check_files_owner_only(home, "store API after writes");
     char wal[PATH_MAX + 8];
     snprintf(wal, sizeof wal, "%s/basal.db-wal", home);
@@ -298,6 +294,7 @@ static void test_store_api(void)
     snprintf(db_path, sizeof db_path, "%s/basal.db", home);
     sqlite3 *db = NULL;
     if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+        char buf[64];
         check_str_eq(pragma_text(db, "PRAGMA journal_mode", buf, sizeof buf), "wal",
                      "store: WAL persists (fresh connection)");
         check_str_eq(pragma_text(db, "SELECT value FROM health_counters WHERE name='spawned'",
@@ -389,7 +386,7 @@ int main(void)
 {
     if (!require_binary(harness_test_parent(), "store: test parent built"))
         return harness_finish();
-    snprintf(g_root, sizeof g_root, "/tmp/t_store.XXXXXX");
+    snprintf(g_root, sizeof g_root, "%s/t_store.XXXXXX", harness_tmp_root());
     if (mkdtemp(g_root) == NULL) {
         fail("store: temp directory", "%s", strerror(errno));
         return harness_finish();

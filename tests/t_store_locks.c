@@ -170,12 +170,12 @@ static void test_serve_keeps_its_lock(void)
     int at_start = posix_locks_of(s.p.pid, h.db);
     for (int i = 0; i < 3; i++) {
         /* Through the socket: serve opens the store for the request. */
-        struct proc_result r = test_home_cli(&h, false, HOME_ARGS("runs"));
+        struct proc_result r = test_home_cli(&h, false, ARGS("runs"));
         proc_result_free(&r);
-        r = test_home_cli(&h, false, HOME_ARGS("flow", "list"));
+        r = test_home_cli(&h, false, ARGS("flow", "list"));
         proc_result_free(&r);
         /* Beside serve: other processes open and close the store. */
-        r = test_home_cli(&h, false, HOME_ARGS("setup"));
+        r = test_home_cli(&h, false, ARGS("setup"));
         proc_result_free(&r);
         r = sqlite_shell(&h, "SELECT count(*) FROM runs");
         proc_result_free(&r);
@@ -358,7 +358,7 @@ static void test_under_load(void)
     for (int i = 1; i <= MANUAL_RUNS && runs_ok; i++) {
         char trig[32];
         sfmt(trig, sizeof trig, "{\"n\":%d}", i);
-        struct proc_result r = test_home_cli(&h, true, HOME_ARGS("run", "w", "--trigger", trig));
+        struct proc_result r = test_home_cli(&h, true, ARGS("run", "w", "--trigger", trig));
         json_t *o = json_loads(r.out, 0, NULL);
         json_t *run = json_object_get(o, "run");
         if (proc_exited_with(&r, 0) && json_is_integer(run))
@@ -396,7 +396,7 @@ static void test_under_load(void)
     /* 4. The backup while serve runs. */
     char copy[PATH_MAX + 16];
     sfmt(copy, sizeof copy, "%s/backup.db", h.dir);
-    struct proc_result b = test_home_cli(&h, false, HOME_ARGS("backup", copy));
+    struct proc_result b = test_home_cli(&h, false, ARGS("backup", copy));
     struct stat st;
     char integrity[256], why[256] = "";
     bool copied = proc_exited_with(&b, 0) && stat(copy, &st) == 0 && (st.st_mode & 07777) == 0600;
@@ -407,7 +407,7 @@ static void test_under_load(void)
           "%s %s; mode %o; integrity %s; %s", proc_describe(&b), b.err, st.st_mode & 07777,
           integrity, why);
     proc_result_free(&b);
-    b = test_home_cli(&h, false, HOME_ARGS("backup", copy));
+    b = test_home_cli(&h, false, ARGS("backup", copy));
     struct stat again;
     check(proc_exited_with(&b, 1) && strstr(b.err, "already exists") != NULL &&
               stat(copy, &again) == 0 && again.st_ino == st.st_ino &&

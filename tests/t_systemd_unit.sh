@@ -10,8 +10,8 @@ cd "$(dirname "$0")/.." || exit 2
 unit=contrib/systemd/ck-basal.service
 name=ck-basal.service
 parent=$PWD/build/bin/ck-basal
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/basal-unit.XXXXXX") || exit 2
-trap 'rm -rf "$scratch"' EXIT
+. tests/lib/harness.sh
+scratch_dir unit
 # verify --user needs a runtime directory; a scratch one, not the caller's session.
 mkdir -m 0700 "$scratch/runtime" "$scratch/unit"
 

@@ -18,7 +18,9 @@
  *      exit 1 (an installed flow without runs: "no runs", exit 0); a --trigger or
  *      --observed that is not JSON, not UTF-8 or too long is a usage error, exit 2,
  *      storing nothing [guard exit-status-usage]. */
+#include "lib/cli_home.h"
 #include "lib/harness.h"
+#include "lib/store_view.h"
 
 #include "cli/term_text.h"
 #include "proto/utf8.h"
@@ -27,7 +29,6 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,7 +37,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define TIMEOUT_MS 60000
 
 /* The UTF-8 of the direction controls the forgeries use; clang-tidy rightly flags such
  * characters in a literal, here they are the point. */
@@ -51,26 +51,15 @@
 static char g_dir[PATH_MAX / 2];
 static char g_home[PATH_MAX];
 
-#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 /* ck-basal [--json] [--home g_home] args..., with BASAL_TEST_WORKER=worker if set. */
 static struct proc_result cli_with(bool json, const char *worker, const char *const *args)
 {
-    const char *argv[24];
-    int n = 0;
-    argv[n++] = harness_test_parent();
-    if (json)
-        argv[n++] = "--json";
-    argv[n++] = "--home";
-    argv[n++] = g_home;
-    for (int i = 0; args[i] != NULL && n < 23; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
     char entry[PATH_MAX + 32];
     sfmt(entry, sizeof entry, "BASAL_TEST_WORKER=%s", worker != NULL ? worker : "");
     char *envp[] = {worker != NULL ? entry : NULL, NULL};
-    struct proc_opts opts = {.use_fds = false, .envp = envp};
-    return proc_run_opts(argv, &opts, NULL, 0, TIMEOUT_MS);
+    struct cli_opts opts = {.json = json, .envp = envp};
+    return cli_run(g_home, &opts, args);
 }
 
 static struct proc_result cli(bool json, const char *const *args)
@@ -207,7 +196,7 @@ static void test_exec(void)
     proc_result_free(&r);
 
     r = cli(true, ARGS("exec", "--profile", "codemode", console_js));
-    json_t *o = json_loads(r.out, 0, NULL);
+    json_t *o = cli_output_json(&r);
     const char *console = json_string_value(json_object_get(o, "console"));
     const char *value = json_string_value(json_object_get(o, "value"));
     check(console != NULL && strcmp(console, CONSOLE_EXACT) == 0 && value != NULL &&
@@ -224,7 +213,7 @@ static void test_exec(void)
                    "[guard terminal-escaping]");
     proc_result_free(&r);
     r = cli(true, ARGS("exec", error_js));
-    o = json_loads(r.out, 0, NULL);
+    o = cli_output_json(&r);
     const char *detail = json_string_value(json_object_get(o, "detail"));
     check(detail != NULL && strncmp(detail, ERROR_EXACT, sizeof ERROR_EXACT - 1) == 0,
           "exec --json: the error detail carries the exact text (control)", "%.300s", r.out);
@@ -250,7 +239,7 @@ static void test_console_truncation(void)
           r.err_len > 60 ? r.err + r.err_len - 60 : r.err);
     proc_result_free(&r);
     r = cli(true, ARGS("exec", "--profile", "codemode", loud));
-    json_t *o = json_loads(r.out, 0, NULL);
+    json_t *o = cli_output_json(&r);
     check(json_is_true(json_object_get(o, "console_truncated")),
           "exec --json: console_truncated is true when console output was dropped "
           "[guard console-truncation-shown]", "%.200s", r.out);
@@ -268,57 +257,36 @@ static const char *FORGE_FLOW =
 
 static bool install_flow(const char *id, const char *script)
 {
-    char dir[PATH_MAX], path[PATH_MAX + 32], manifest[512];
+    char dir[PATH_MAX], manifest[512], name[120], why[1024];
     sfmt(dir, sizeof dir, "%s/flow-%s", g_dir, id);
     sfmt(manifest, sizeof manifest,
          "{\"format\":1,\"id\":\"%s\",\"version\":1,\"purpose\":\"test\","
          "\"trigger\":{\"manual\":true}}", id);
-    bool ok = mkdir(dir, 0755) == 0;
-    sfmt(path, sizeof path, "%s/flow.js", dir);
-    ok = ok && write_text_file(path, script, 0644);
-    sfmt(path, sizeof path, "%s/manifest.json", dir);
-    ok = ok && write_text_file(path, manifest, 0644);
-    struct proc_result r = cli(true, ARGS("flow", "install", dir));
-    json_t *in = ok && proc_exited_with(&r, 0) ? json_loads(r.out, 0, NULL) : NULL;
-    const char *hash = json_string_value(json_object_get(in, "code_hash"));
-    char name[120];
+    bool written = mkdir(dir, 0755) == 0 && flow_dir_write(dir, manifest, script);
+    enum flow_added step = written ? cli_install_approve(g_home, HARNESS_EMPTY_ENV, dir, id, 1,
+                                                        why, sizeof why)
+                                   : FLOW_INSTALL_FAILED;
+    if (!written)
+        sfmt(why, sizeof why, "cannot write %s", dir);
     sfmt(name, sizeof name, "setup: install flow %s", id);
-    ok = check(hash != NULL, name, "%s: %s", proc_describe(&r), r.err);
-    proc_result_free(&r);
-    if (ok) {
-        r = cli(false, ARGS("flow", "approve", id, "--version", "1", "--code-hash", hash));
-        sfmt(name, sizeof name, "setup: approve flow %s", id);
-        ok = check(proc_exited_with(&r, 0), name, "%s", proc_describe(&r));
-        proc_result_free(&r);
-    }
-    json_decref(in);
-    return ok;
+    if (!check(step != FLOW_INSTALL_FAILED, name, "%s", why))
+        return false;
+    sfmt(name, sizeof name, "setup: approve flow %s", id);
+    return check(step == FLOW_ADDED, name, "%s", why);
 }
 
-static bool store_exec(const char *sql)
+static bool sql_exec(const char *sql)
 {
     char db[PATH_MAX + 16];
     sfmt(db, sizeof db, "%s/basal.db", g_home);
-    sqlite3 *h = NULL;
-    bool ok = sqlite3_open_v2(db, &h, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
-              sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK;
-    sqlite3_close(h);
-    return ok;
+    return store_exec(db, sql);
 }
 
-static long long store_number(const char *sql)
+static long long sql_number(const char *sql)
 {
     char db[PATH_MAX + 16];
     sfmt(db, sizeof db, "%s/basal.db", g_home);
-    sqlite3 *h = NULL;
-    sqlite3_stmt *st = NULL;
-    long long v = -1;
-    if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(h);
-    return v;
+    return store_number(db, sql);
 }
 
 static void test_flow_output(void)
@@ -345,7 +313,7 @@ static void test_flow_output(void)
                          "[guard terminal-escaping]");
     proc_result_free(&r);
     r = cli(true, ARGS("run", "forge", "--trigger", "{\"fail\":true}"));
-    json_t *o = json_loads(r.out, 0, NULL);
+    json_t *o = cli_output_json(&r);
     const char *error = json_string_value(json_object_get(o, "error"));
     check(error != NULL && strstr(error, "Error: \x1b[1A\x1b[2Krun forged" RLO) != NULL, // NOLINT(misc-misleading-bidirectional)
           "run --json: the error carries the exact text (control)", "%.300s", r.out);
@@ -358,7 +326,7 @@ static void test_flow_output(void)
     proc_result_free(&r);
 
     /* A kind as a hostile worker could have had journaled. */
-    check(store_exec("UPDATE journal SET kind = 'kv.set' || char(27) || '[2K' || char(13) ||"
+    check(sql_exec("UPDATE journal SET kind = 'kv.set' || char(27) || '[2K' || char(13) ||"
                      " char(8238) WHERE run_id = 1 AND position = 0"),
           "setup: a forged kind in the journal", "sqlite failed");
     r = cli(false, ARGS("journal", "1"));
@@ -370,7 +338,7 @@ static void test_flow_output(void)
                    "escaped [guard terminal-escaping]");
     proc_result_free(&r);
     r = cli(true, ARGS("journal", "1"));
-    o = json_loads(r.out, 0, NULL);
+    o = cli_output_json(&r);
     json_t *first = json_array_get(json_object_get(o, "calls"), 0);
     const char *kind = json_string_value(json_object_get(first, "kind"));
     const char *key = json_string_value(json_array_get(json_object_get(first, "args"), 0));
@@ -410,7 +378,7 @@ static void test_lying_worker(void)
           "[guard console-lines]", "stdout \"%.400s\"", r.out);
     proc_result_free(&r);
     r = cli_with(true, wrapper, ARGS("worker-check"));
-    json_t *o = json_loads(r.out, 0, NULL);
+    json_t *o = cli_output_json(&r);
     const char *reason = json_string_value(json_object_get(o, "reason"));
     check(reason != NULL && strstr(reason, "'\x1b[2K\rlinux" RLO "'") != NULL, // NOLINT(misc-misleading-bidirectional)
           "worker-check --json: the reason carries the exact text (control)", "%.300s", r.out);
@@ -422,7 +390,7 @@ static void test_lying_worker(void)
 
 static void expect_exit(const char *const *args, int code, const char *needle, const char *what)
 {
-    long long runs_before = store_number("SELECT count(*) FROM runs");
+    long long runs_before = sql_number("SELECT count(*) FROM runs");
     struct proc_result r = cli(false, args);
     const char *nl = strchr(r.err, '\n');
     char name[256];
@@ -433,7 +401,7 @@ static void expect_exit(const char *const *args, int code, const char *needle, c
           name, "%s; stderr \"%s\"", proc_describe(&r), r.err);
     proc_result_free(&r);
     sfmt(name, sizeof name, "exit status: %s stores nothing", what);
-    check_int_eq(store_number("SELECT count(*) FROM runs"), runs_before, name);
+    check_int_eq(sql_number("SELECT count(*) FROM runs"), runs_before, name);
 }
 
 static void test_exit_statuses(void)

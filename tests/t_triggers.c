@@ -221,7 +221,7 @@ static void test_downtime(void)
           next_fire_s(&h, "each"), first + 660);
 
     /* Disabling a flow removes its row; nothing fires for it any more. */
-    struct proc_result r = test_home_cli(&h, false, HOME_ARGS("flow", "disable", "skip"));
+    struct proc_result r = test_home_cli(&h, false, ARGS("flow", "disable", "skip"));
     check(proc_exited_with(&r, 0), "triggers: flow disable through the socket", "%s", r.err);
     proc_result_free(&r);
     check(test_serve_clock(&h, (first + 700) * 1000), "triggers: the clock moves on", "%s", "no");
@@ -240,23 +240,7 @@ static void test_downtime(void)
 static bool read_hold_line(int fd)
 {
     char line[128];
-    size_t n = 0;
-    while (n + 1 < sizeof line) {
-        struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, TIMEOUT_MS) <= 0)
-            return false;
-        ssize_t got = read(fd, line + n, 1);
-        if (got <= 0) {
-            if (got < 0 && errno == EAGAIN)
-                continue;
-            return false;
-        }
-        if (line[n] == '\n')
-            break;
-        n++;
-    }
-    line[n] = '\0';
-    return strncmp(line, "hold ", 5) == 0;
+    return fd_read_line(fd, line, sizeof line, TIMEOUT_MS) && strncmp(line, "hold ", 5) == 0;
 }
 
 static void test_busy_flow(void)
@@ -331,7 +315,7 @@ static void test_schedule_listing(void)
     if (!check(made, "triggers: listing flows installed", "%s", "no"))
         return;
     struct proc_result r =
-        test_home_cli(&h, true, HOME_ARGS("flow", "schedule", "berlin", "--count", "4"));
+        test_home_cli(&h, true, ARGS("flow", "schedule", "berlin", "--count", "4"));
     json_t *o = json_loads(r.out, 0, NULL);
     json_t *fires = json_object_get(o, "fires");
     bool shape = proc_exited_with(&r, 0) && json_array_size(fires) == 4;
@@ -358,7 +342,7 @@ static void test_schedule_listing(void)
     json_decref(o);
     proc_result_free(&r);
 
-    r = test_home_cli(&h, true, HOME_ARGS("flow", "schedule", "ticker", "--count", "2"));
+    r = test_home_cli(&h, true, ARGS("flow", "schedule", "ticker", "--count", "2"));
     o = json_loads(r.out, 0, NULL);
     fires = json_object_get(o, "fires");
     long long first = json_integer_value(json_object_get(json_array_get(fires, 0), "unix"));
@@ -370,12 +354,12 @@ static void test_schedule_listing(void)
     json_decref(o);
     proc_result_free(&r);
 
-    r = test_home_cli(&h, false, HOME_ARGS("flow", "list"));
+    r = test_home_cli(&h, false, ARGS("flow", "list"));
     check(proc_exited_with(&r, 0) && strstr(r.out, "NEXT FIRE") != NULL &&
               strstr(r.out, "Europe/Berlin (") != NULL && strstr(r.out, "+0") != NULL,
           "triggers: flow list shows the next fire in the flow's zone and in UTC", "%s", r.out);
     proc_result_free(&r);
-    r = test_home_cli(&h, true, HOME_ARGS("flow", "list"));
+    r = test_home_cli(&h, true, ARGS("flow", "list"));
     o = json_loads(r.out, 0, NULL);
     bool manual_null = false, berlin_set = false;
     json_array_foreach (o, i, f) {

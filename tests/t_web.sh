@@ -19,8 +19,8 @@ if [ -z "$chromium" ]; then
     echo "not ok - web: no chromium (scripts/install-deps.sh --test installs it)"
     exit 1
 fi
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/basal-web.XXXXXX") || exit 2
-trap 'rm -rf "$scratch"' EXIT
+. tests/lib/harness.sh
+scratch_dir web
 status=0
 for v in $variants; do
     mkdir -p "$scratch/$v"

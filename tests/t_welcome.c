@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char tmpdir[] = "/tmp/basal-welcome-XXXXXX";
+static char tmpdir[HARNESS_TMP_ROOT_MAX + 32]; /* $TMPDIR/basal-welcome-XXXXXX */
 
 /* A wrapper script the parent runs as its worker (BASAL_TEST_WORKER, test builds
  * only); the parent starts it with an empty environment, so it names everything by
@@ -273,6 +273,7 @@ static void pure_rules(void)
 
 int main(void)
 {
+    snprintf(tmpdir, sizeof tmpdir, "%s/basal-welcome-XXXXXX", harness_tmp_root());
     if (mkdtemp(tmpdir) == NULL) {
         fail("welcome: temp dir", "%s", strerror(errno));
         return harness_finish();

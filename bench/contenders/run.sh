@@ -26,6 +26,7 @@ N_FLOW2=100                  # basal flow runs of workload 2 (about 35 ms each w
 N_NODE=30                    # node -e executions (about 100 ms each)
 N_BWRAP=200                  # bwrap qjs executions
 N_COLD=30                    # cold starts of floor, quickjs-emscripten, basal
+N_ROUNDS=${N_ROUNDS:-60}     # rounds of the interleaved cold starts (issue 32): bwrap qjs, exec, codemode run, run
 out=$here/out
 mkdir -p "$out"
 log() { echo "contenders: $*" >&2; }
@@ -75,6 +76,14 @@ for h in "$home" "${home}b"; do
 done
 for h in "$fhome" "${fhome}b"; do
   build/bench/contender_flows setup "$h"                                   # flows w1, w2 approved
+done
+# codemode run: a data home with a one-tool catalog (the script calls no tool, so no
+# module program starts: /bin/true is never run), one per stream
+chome=$(mktemp -d); tmpfiles+=("$chome" "${chome}b")
+for h in "$chome" "${chome}b"; do
+  build/bin/ck-basal --home "$h" setup >/dev/null
+  echo '{"modules": {"notes": {"program": "/bin/true", "ops": {"echo": {"kind": "query"}}}}}' >"$h/modules.json"
+  echo '{"tools": {"echo_note": {"description": "Echo a note back.", "module": "notes", "op": "echo", "class": "query", "input": {"type": "object", "properties": {"text": {"type": "string"}}}}}}' >"$h/tools.json"
 done
 BW=(bwrap --unshare-all --die-with-parent --ro-bind / / "$out/qjs" "$out/w1.js")
 T() { /usr/bin/time -f %M -o "$out/$1.rss" "${@:2}"; }                   # max RSS, KiB
@@ -138,6 +147,32 @@ $ST $N_COLD 499500 build/bin/ck-basal --home "$home" exec "$out/basal_w1.js" >"$
 T basal_cold build/bin/ck-basal --home "$home" exec "$out/basal_w1.js" >/dev/null
 $ST $N_COLD "result: 499500" build/bin/ck-basal --home "$fhome" run w1 >"$out/basal_runcold"
 T basal_runcold build/bin/ck-basal --home "$fhome" run w1 >/dev/null
+log "cold starts side by side ($N_ROUNDS rounds of bwrap qjs, ck-basal exec, codemode run, run)"
+# Each round runs the four once, one after the other, so that a change of the machine's
+# load falls on all of them alike. Wall: spawn_time's sample; CPU: this shell's reaped
+# children's user + system time (bash's times, a builtin: no process of its own) before
+# and after, which counts every process of the command that was waited for (the
+# worker, bwrap's sandboxed child) and spawn_time (a fork and a wait).
+COLD_KINDS=(bwrap exec cm run)
+cpu_ms() { # bash's times into $cpu_v, the children's user + system in ms (builtins only)
+  times >"$out/times"; local u s m r; { read -r _; read -r u s; } <"$out/times"
+  cpu_v=0; for r in "$u" "$s"; do m=${r%%m*}; r=${r#*m}; r=${r%s}
+    cpu_v=$(( cpu_v + m * 60000 + 10#${r%.*} * 1000 + 10#${r#*.} )); done; }
+for k in "${COLD_KINDS[@]}"; do : >"$out/round_$k"; : >"$out/round_$k.cpu"; done
+for ((r = 0; r < N_ROUNDS; r++)); do
+  for k in "${COLD_KINDS[@]}"; do
+    case $k in
+      bwrap) cmd=("$ST" 1 499500 "${BW[@]}") ;;
+      exec) cmd=("$ST" 1 499500 build/bin/ck-basal --home "$home" exec "$out/basal_w1.js") ;;
+      cm) cmd=("$ST" 1 "result: 499500" build/bin/ck-basal --home "$chome" codemode run "$out/basal_w1.js") ;;
+      run) cmd=("$ST" 1 "result: 499500" build/bin/ck-basal --home "$fhome" run w1) ;;
+    esac
+    cpu_ms; c0=$cpu_v
+    "${cmd[@]}" >>"$out/round_$k"
+    cpu_ms; echo $(( cpu_v - c0 )) >>"$out/round_$k.cpu"
+  done
+done
+T cm_cold build/bin/ck-basal --home "$chome" codemode run "$out/basal_w1.js" >/dev/null
 log "two streams at once (every contender, both workloads)"
 pair floor_w1 300 "$out/floor" w1 $N_INPROC
 pair floor_w2 300 "$out/floor" w2 $N_INPROC
@@ -155,6 +190,7 @@ pair floor_cold 100 "$ST" $N_COLD 499500 "$out/floor" once
 (cd "$here" && pair qe_cold 100 "$ST" $N_COLD 499500 node qe.mjs once)
 pair basal_cold 100 "$ST" $N_COLD 499500 build/bin/ck-basal --home "$home{S}" exec "$out/basal_w1.js"
 pair basal_runcold 100 "$ST" $N_COLD "result: 499500" build/bin/ck-basal --home "$fhome{S}" run "w1{S}"
+pair cm_cold 100 "$ST" $N_COLD "result: 499500" build/bin/ck-basal --home "$chome{S}" codemode run "$out/basal_w1.js"
 log "basal_bench --scale 0.2 (basal's own per-activation median and p95)"
 build/bench/basal_bench --scale 0.2 >"$out/basal_bench.txt" 2>/dev/null || log "basal_bench failed: its rows are left out"
 log "floor, round 3"
@@ -252,6 +288,17 @@ read -r m p mn n_ < <(bb "spawn to Welcome (") || true
 srow "quickjs-emscripten: \`node qe.mjs once\` (Node start, module + WebAssembly load, first result)" 3 qe_cold qe_cold "" qe_cold
 srow "\`node -e\` (the workload 1 samples: every execution is cold)" 3 node_w1 node_w1 "" node_w1
 srow "upstream \`qjs\` under \`bwrap\` (the workload 1 samples: every execution is cold)" 3 bwrap_w1 bwrap_w1 "" bwrap_w1
+# the interleaved rounds (issue 32): wall medians and mean CPU against bwrap qjs's
+cpumean() { awk '{ t += $1 } END { printf "%.3f", t * 1000 / NR }' "$out/round_$1.cpu"; } # µs
+rbw=$(med round_bwrap); rbwc=$(cpumean bwrap)
+coldside() { # coldside KIND LABEL RSSNAME PAIRNAME NOTE
+  local note; note="CPU $(fmt "$(cpumean "$1")") per execution (mean)"
+  [ "$1" != bwrap ] && note="$note; $(div "$(med "round_$1")" "$rbw") bwrap qjs's wall (medians), $(div "$(cpumean "$1")" "$rbwc") its CPU (means)"
+  srow "$2" 3 "round_$1" "$3" "$note${5:+; $5}" "$4"; }
+coldside bwrap "side by side ($N_ROUNDS rounds): upstream \`qjs\` under \`bwrap\`" bwrap_w1 bwrap_w1 "the reference of the three rows below"
+coldside exec "side by side: cold \`ck-basal exec\` of one script" basal_cold basal_cold "no journal"
+coldside cm "side by side: cold \`ck-basal codemode run\` of one script, one-tool catalog" cm_cold cm_cold "catalog load, compile check in its own worker, run row and end state in the store, the run's worker; the script calls no tool"
+coldside run "side by side: cold \`ck-basal run w1\` of an approved flow" basal_runcold basal_runcold "store, admission and claim, worker, end state; synchronous=FULL"
 
 # noise: the floor measured three times in the run, at the start, in the middle, at the end
 noise=$(for r in a b c; do med "floor_w1$r"; done | sort -n | awk '{ v[NR] = $1 } END {
@@ -271,6 +318,11 @@ goals=$(mktemp); tmpfiles+=("$goals")
     n=${g%%|*}; v=${g#*|}; [ -n "$v" ] || continue
     echo "| $n ahead of every OS-confined contender (bwrap qjs $(fmt "$bwm"), \`node -e\` $(fmt "$ndm")) | $(fmt "$v") | $(cmpx "$v" "$bwm") |"
     echo "| $n within 2x of the floor ($(fmt "$fmed")) | $(fmt "$v") | $(within2 "$v" "$fmed") |"
+  done
+  for g in "exec|cold \`ck-basal exec\` of one script|1" "cm|cold \`ck-basal codemode run\` of one script, one-tool catalog|1.5" "run|cold \`ck-basal run\` of an approved flow|2"; do
+    k=${g%%|*}; rest=${g#*|}; lab=${rest%|*}; lim=${rest##*|}
+    v=$(med "round_$k")
+    echo "| $lab within ${lim}x of bwrap qjs's wall ($(fmt "$rbw"), side by side, medians; issue 32) | $(fmt "$v"), CPU $(fmt "$(cpumean "$k")") (bwrap qjs's $(fmt "$rbwc")) | $(awk -v a="$v" -v b="$rbw" -v l="$lim" 'BEGIN { printf "%s (%.2fx wall)", (a <= l * b) ? "yes" : "no", a / b }') |"
   done
   echo "| per host call ahead of every OS-confined contender | — | cannot be judged: neither \`node -e\` nor bwrap qjs has a host to call |"
   v=$(awk -v a="$bx2" -v b="$bx1" 'BEGIN { print (a - b) / 100 }')

@@ -3,37 +3,14 @@
 #include "base/error_line.h"
 #include "store/store.h"
 #include "store/store_backup.h"
-#include "store/sql.h"
 
 #include <errno.h>
 #include <limits.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-/* How long a backup step or a read waits for a writer's lock (a CLI command running
- * beside ck: the serve itself is stopped and locked out). */
-#define SNAPSHOT_BUSY_MS 10000
-
-static int open_store_readonly(const char *home, sqlite3 **db, char *err, size_t err_cap)
-{
-    char path[PATH_MAX];
-    *db = NULL;
-    int n = snprintf(path, sizeof path, "%s/%s", home, STORE_FILE);
-    if (n <= 0 || (size_t)n >= sizeof path)
-        return error_line(err, err_cap, "%s: path too long", home);
-    if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        error_line(err, err_cap, "cannot open %s: %s", path, sqlite3_errmsg(*db));
-        sqlite3_close(*db);
-        *db = NULL;
-        return -1;
-    }
-    sqlite3_busy_timeout(*db, SNAPSHOT_BUSY_MS);
-    return 0;
-}
 
 int store_snapshot_schema(const char *home, int *version, char *err, size_t err_cap)
 {
@@ -51,15 +28,9 @@ int store_snapshot_schema(const char *home, int *version, char *err, size_t err_
     }
     if (!S_ISREG(st.st_mode))
         return error_line(err, err_cap, "%s is not a regular file", path);
-    sqlite3 *db = NULL;
-    if (open_store_readonly(home, &db, err, err_cap) != 0)
-        return -1;
-    int rc = sql_user_version(db, version);
-    if (rc != 0)
-        error_line(err, err_cap, "cannot read the schema version of %s: %s", path,
-                   sqlite3_errmsg(db));
-    sqlite3_close(db);
-    return rc;
+    /* Read without changing anything, waiting for a CLI command's lock (the serve itself
+     * is stopped and locked out). */
+    return store_backup_schema_version(path, version, err, err_cap);
 }
 
 int store_snapshot_take(const char *home, int version, char *out, size_t cap, char *err,

@@ -402,6 +402,11 @@ int cmd_exec(const struct cli_globals *globals, int argc, char **argv)
     struct pool_config cfg;
     pool_config_defaults(&cfg);
     cfg.policy = o.policy;
+    /* A one-shot command starts exactly the workers it uses: every run of every script
+     * is bound to one flow id, so its one worker serves them all (and a replacement is
+     * started only when one is retired); a spare would be started, checked and killed
+     * unused. */
+    cfg.spares = 0;
     struct pool *pool = pool_new(&cfg);
     struct test_host *th = test_host_new();
     if (pool == NULL || th == NULL) {
@@ -413,12 +418,9 @@ int cmd_exec(const struct cli_globals *globals, int argc, char **argv)
     }
     struct host host = test_host_interface(th);
     enum pool_use use = o.profile == PROTO_PROFILE_CODEMODE ? POOL_USE_CODEMODE : POOL_USE_FLOW;
-    if (use == POOL_USE_FLOW)
-        pool_maintain(pool);
 
     bool all_completed = true;
     uint64_t activation_id = 0;
-    unsigned long long total = (unsigned long long)o.script_count * o.repeat, done = 0;
     for (size_t s = 0; s < o.script_count; s++) {
         for (unsigned long long n = 1; n <= o.repeat; n++) {
             req.activation_id = ++activation_id;
@@ -438,8 +440,6 @@ int cmd_exec(const struct cli_globals *globals, int argc, char **argv)
             if (out.status != ACTIVATION_COMPLETED)
                 all_completed = false;
             activation_outcome_free(&out);
-            if (++done < total && use == POOL_USE_FLOW)
-                pool_maintain(pool);
         }
     }
     if (o.health)

@@ -4,6 +4,7 @@
 #include "base/clock.h"
 #include "base/json_fields.h"
 #include "base/json_js.h"
+#include "flows/host_kinds.h"
 #include "host/tool_schema.h"
 #include "store/codemode_store.h"
 #include "store/journal.h"
@@ -14,8 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 
 struct codemode_host {
     struct codemode_host_config cfg;
@@ -83,21 +82,20 @@ static bool was_asked(const struct codemode_host *h, uint32_t position)
 
 /* ---- synchronous calls -------------------------------------------------------------- */
 
-static int do_sync(const char *kind, struct host_settlement *out)
+/* A row a codemode run answers by its effect (now, random), or NULL. */
+static const struct host_kind *answered(const char *kind)
 {
-    char text[40];
-    if (strcmp(kind, "now") == 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        snprintf(text, sizeof text, "%lld", (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-        return host_fulfil_text(out, text);
-    }
-    uint64_t bits;
-    if (getrandom(&bits, sizeof bits, 0) != (ssize_t)sizeof bits)
-        return host_reject(out, HOST_CODE_IO_ERROR, "random: getrandom failed");
-    /* 53 random bits as a double in [0, 1), printed exactly. */
-    snprintf(text, sizeof text, "%.17g", (double)(bits >> 11) * 0x1.0p-53);
-    return host_fulfil_text(out, text);
+    const struct host_kind *k = host_kind_find(kind);
+    return k != NULL && k->codemode == HOST_KIND_CODEMODE_ANSWER ? k : NULL;
+}
+
+static int answer(const struct host_kind *k, const struct host_call *call,
+                  struct host_settlement *out)
+{
+    struct host_kind_site site;
+    memset(&site, 0, sizeof site); /* the answers read nothing of a run */
+    struct host_kind_call c = {.kind = k, .name = call->kind, .position = call->position};
+    return k->effect(&site, &c, out);
 }
 
 /* ---- recording ---------------------------------------------------------------------- */
@@ -183,7 +181,8 @@ static void judge(const struct codemode_host *h, const char *kind, const json_t 
 {
     memset(v, 0, sizeof *v);
     char shown[FIELD_SHOW_CAP];
-    if (strcmp(kind, "tool.call") != 0) {
+    const struct host_kind *row = host_kind_find(kind);
+    if (row == NULL || row->codemode != HOST_KIND_CODEMODE_TOOL) {
         refuse(v, HOST_CODE_DENIED, "%s is not part of the codemode API (tools.call only)",
                field_show(kind, false, shown, sizeof shown));
         return;
@@ -319,8 +318,9 @@ static int codemode_host_call(void *self, const struct host_call *call,
 {
     struct codemode_host *h = self;
     *delay_ms = 0;
-    if (host_kind_is_sync(call->kind))
-        return do_sync(call->kind, out);
+    const struct host_kind *k = answered(call->kind);
+    if (k != NULL)
+        return answer(k, call, out);
     if (mark_asked(h, call->position) != 0)
         return -1;
     if (h->broken[0] != '\0')
@@ -343,7 +343,7 @@ static void codemode_host_delivered(void *self, const struct host_call *call,
 {
     (void)delivery_order;
     struct codemode_host *h = self;
-    if (host_kind_is_sync(call->kind) || was_asked(h, call->position) || h->broken[0] != '\0')
+    if (answered(call->kind) != NULL || was_asked(h, call->position) || h->broken[0] != '\0')
         return;
     if (mark_asked(h, call->position) != 0) {
         set_broken(h, "out of memory recording a call");

@@ -1,22 +1,15 @@
 /* The host of a dry run (see dry_run_host.h). */
 #include "flows/dry_run_host.h"
 
-#include "base/clock.h"
 #include "base/json_js.h"
 #include "flows/flow_host.h"
-#include "host/fs_builtin.h"
-#include "host/git_builtin.h"
-#include "host/net_fetch.h"
-#include "store/kv_store.h"
+#include "flows/host_kinds.h"
 #include "store/store.h"
 
 #include <jansson.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 
 struct dry_run_host {
     struct dry_run_config cfg;
@@ -28,8 +21,6 @@ struct dry_run_host {
     struct flow_run_usage usage;
     char stopped[512];  /* why the limit stopped the dry run ("": it did not) */
     char *stopped_text; /* the rejection every call after the stop gets */
-    const char *const *read_roots;
-    const char *const *write_roots;
     struct net_fetch_session *net; /* made by the first net.fetch query performed */
 };
 
@@ -49,8 +40,6 @@ struct dry_run_host *dry_run_host_new(const struct dry_run_config *cfg)
     if (h == NULL)
         return NULL;
     h->cfg = *cfg;
-    h->read_roots = (const char *const *)cfg->manifest->fs_read.items;
-    h->write_roots = (const char *const *)cfg->manifest->fs_write.items;
     return h;
 }
 
@@ -139,68 +128,35 @@ static struct dry_run_call *add_call(struct dry_run_host *h, const struct host_c
 
 /* ---- answers ------------------------------------------------------------------------ */
 
-static int do_sync(const char *kind, struct host_settlement *out)
+/* What the dry run's calls are decided and performed against: the run's rows, with
+ * no run of its own (flows/host_kinds.h). */
+static struct host_kind_site site_of(struct dry_run_host *h)
 {
-    char text[40];
-    if (strcmp(kind, "now") == 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        snprintf(text, sizeof text, "%lld", (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-        return host_fulfil_text(out, text);
-    }
-    uint64_t bits;
-    if (getrandom(&bits, sizeof bits, 0) != (ssize_t)sizeof bits)
-        return host_reject(out, HOST_CODE_IO_ERROR, "random: getrandom failed");
-    snprintf(text, sizeof text, "%.17g", (double)(bits >> 11) * 0x1.0p-53);
-    return host_fulfil_text(out, text);
+    struct host_kind_site site = {h->cfg.manifest, h->cfg.catalog, h->cfg.home, h->cfg.store,
+                                  h->cfg.flow_id, 0, h->cfg.deadline_at_ms, &h->net};
+    return site;
 }
 
 /* kv.get, or the checks of kv.set and kv.delete (*would_change: the run would perform
  * it), on the store in a read transaction (deferred: it never takes the write lock)
  * that is rolled back whatever happens. */
-static int kv_read(const struct dry_run_host *h, const struct host_call *call, const json_t *args,
-                   struct host_settlement *out, bool *would_change)
+static int kv_read(struct dry_run_host *h, struct host_kind_call *c, struct host_settlement *out,
+                   bool *would_change)
 {
     char err[512] = "";
     struct store *s = h->cfg.store;
-    if (sqlite3_exec(store_db(s), "BEGIN DEFERRED", NULL, NULL, NULL) != SQLITE_OK)
-        return host_reject(out, HOST_CODE_IO_ERROR, "store: %s", store_errmsg(s));
-    int rc = strcmp(call->kind, "kv.get") == 0
-                 ? kv_store_call(s, h->cfg.flow_id, call->kind, args, NULL, 0, out, err,
-                                 sizeof err)
-                 : kv_store_check(s, h->cfg.flow_id, call->kind, args, call->args,
-                                  call->args_len, out, would_change, err, sizeof err);
-    store_rollback(s);
+    struct host_kind_site site = site_of(h);
+    if (store_begin_read(s, err, sizeof err) != 0)
+        return host_reject(out, HOST_CODE_IO_ERROR, "%s", err);
+    int rc = c->kind->check == NULL
+                 ? host_kind_perform(&site, c, out)
+                 : c->kind->check(&site, c, out, would_change, err, sizeof err);
+    if (rc != 0 && err[0] == '\0')
+        snprintf(err, sizeof err, "%s", c->err);
+    store_end_read(s);
     if (rc != 0)
         return host_reject(out, HOST_CODE_IO_ERROR, "%s", err[0] != '\0' ? err : "kv failed");
     return 0;
-}
-
-/* A query op of a module, performed (allow_queries). */
-static int module_query(const struct dry_run_host *h, const struct flow_grant *g,
-                        const json_t *args, uint32_t position, struct host_settlement *out)
-{
-    if (g->module == NULL) /* the grant check sets it for every granted ops.call */
-        return host_reject(out, HOST_CODE_DENIED, "ops.call: no module was decided");
-    struct ops_module module = *g->module;
-    if (h->cfg.deadline_at_ms > 0) {
-        long long left = h->cfg.deadline_at_ms - monotonic_ms();
-        if (left <= 0)
-            return host_reject(out, HOST_CODE_TIMEOUT, "ops.call %s.%s: the activation's wall"
-                               " deadline has passed", module.name, g->op);
-        if (left < (long long)module.timeout_ms)
-            module.timeout_ms = (uint32_t)left;
-    }
-    char key[JOURNAL_KEY_HEX + 1];
-    if (journal_idempotency_key(h->cfg.flow_id, 0, h->cfg.trigger_id, position, key) != 0)
-        return -1;
-    const json_t *inner = json_array_get(args, 2);
-    char *text = inner != NULL ? json_dumps(inner, JSON_COMPACT | JSON_ENCODE_ANY) : strdup("null");
-    if (text == NULL)
-        return -1;
-    int rc = ops_module_invoke(&module, g->op, text, key, NULL, out);
-    free(text);
-    return rc;
 }
 
 /* A call that is not performed: a fixture's answer, else HostError dry_run. */
@@ -230,66 +186,74 @@ static bool rejected_with(const struct host_settlement *s, const char *code)
     return same;
 }
 
-static int answer(struct dry_run_host *h, const struct host_call *call, const json_t *args,
-                  const struct flow_grant *g, struct dry_run_call *rec,
-                  struct host_settlement *out)
+/* Every check of a call that changes something (kv.set, kv.delete, fs.write): one a
+ * run would refuse is refused, one it would perform is captured. */
+static int check_then_capture(struct dry_run_host *h, const struct host_call *call,
+                              struct host_kind_call *c, struct dry_run_call *rec,
+                              struct host_settlement *out)
 {
-    const char *kind = call->kind;
-    if (g->refused) {
-        rec->status = DRY_RUN_REFUSED;
-        return host_reject(out, g->code, "%s", g->reason);
-    }
-    rec->status = DRY_RUN_PERFORMED;
-    if (host_kind_is_sync(kind))
-        return do_sync(kind, out);
     bool would_change = false;
-    if (strcmp(kind, "kv.get") == 0)
-        return kv_read(h, call, args, out, &would_change);
-    if (kv_store_handles(kind)) { /* a kv.set or kv.delete a run would refuse is refused */
-        if (kv_read(h, call, args, out, &would_change) != 0)
-            return -1;
-        if (!would_change) {
-            rec->status = DRY_RUN_REFUSED;
-            return 0;
-        }
-        return capture(h, call, args, rec, out);
+    int rc;
+    if (c->cls == JOURNAL_LOCAL) {
+        rc = kv_read(h, c, out, &would_change);
+    } else {
+        char err[512] = "";
+        struct host_kind_site site = site_of(h);
+        rc = c->kind->check(&site, c, out, &would_change, err, sizeof err);
     }
-    if (strcmp(kind, "sink.emit") == 0)
-        return capture(h, call, args, rec, out);
-    struct fs_grants grants = {h->read_roots, h->cfg.manifest->fs_read.count, h->write_roots,
-                               h->cfg.manifest->fs_write.count, h->cfg.home, NULL};
-    if (fs_builtin_is_write(kind)) {
-        bool would_write = false;
-        if (fs_builtin_check_write(&grants, args, out, &would_write) != 0)
-            return -1;
-        if (!would_write) {
-            rec->status = DRY_RUN_REFUSED;
-            return 0;
-        }
-        return capture(h, call, args, rec, out);
-    }
-    if (fs_builtin_handles(kind)) {
-        if (fs_builtin_call(&grants, kind, args, out) != 0)
-            return -1;
-        if (rejected_with(out, HOST_CODE_DENIED)) /* the path rules: a run's refusal */
-            rec->status = DRY_RUN_REFUSED;
+    if (rc != 0)
+        return -1;
+    if (!would_change) {
+        rec->status = DRY_RUN_REFUSED;
         return 0;
     }
-    if (strcmp(kind, "ops.call") == 0 && g->cls == JOURNAL_QUERY && h->cfg.allow_queries)
-        return module_query(h, g, args, call->position, out);
-    /* net GET/HEAD and git reads are queries too: performed only when asked. */
-    if (strcmp(kind, "net.fetch") == 0 && g->cls == JOURNAL_QUERY && h->cfg.allow_queries) {
-        if (h->net == NULL && (h->net = net_fetch_session_new()) == NULL)
-            return host_reject(out, HOST_CODE_IO_ERROR, "net.fetch: libcurl could not be set up");
-        struct net_grant items[MANIFEST_MAX_LIST];
-        struct net_grants net = flow_host_net_grants(h->cfg.manifest, items);
-        return net_fetch_call(h->net, &net, args, NULL, h->cfg.deadline_at_ms, out);
+    return capture(h, call, c->args, rec, out);
+}
+
+/* A query performed by its row as a run performs it, or a change performed within the
+ * store's read transaction (kv.get). */
+static int perform(struct dry_run_host *h, struct host_kind_call *c, struct dry_run_call *rec,
+                   struct host_settlement *out)
+{
+    bool unused = false;
+    if (c->cls == JOURNAL_LOCAL)
+        return kv_read(h, c, out, &unused);
+    struct host_kind_site site = site_of(h);
+    if (host_kind_perform(&site, c, out) != 0)
+        return -1;
+    if (rejected_with(out, HOST_CODE_DENIED)) /* fs's path rules: a run's refusal */
+        rec->status = DRY_RUN_REFUSED;
+    return 0;
+}
+
+static int answer(struct dry_run_host *h, const struct host_call *call, struct host_kind_call *c,
+                  struct dry_run_call *rec, struct host_settlement *out)
+{
+    if (c->refused) {
+        rec->status = DRY_RUN_REFUSED;
+        return host_reject(out, c->code, "%s", c->reason);
     }
-    if (git_builtin_handles(kind) && h->cfg.allow_queries) {
-        struct git_grants git = flow_host_git_grants(h->cfg.manifest);
-        return git_builtin_call(&git, kind, args, h->cfg.deadline_at_ms, out);
+    rec->status = DRY_RUN_PERFORMED;
+    char key[JOURNAL_KEY_HEX + 1];
+    switch (c->kind->dry_run) {
+    case HOST_KIND_DRY_PERFORM:
+        return perform(h, c, rec, out);
+    case HOST_KIND_DRY_CHECK:
+        return check_then_capture(h, call, c, rec, out);
+    case HOST_KIND_DRY_QUERY:
+        /* Performed only when asked, and only a query (the grant decided its class). */
+        if (c->cls != JOURNAL_QUERY || !h->cfg.allow_queries)
+            break;
+        if (journal_idempotency_key(h->cfg.flow_id, 0, h->cfg.trigger_id, call->position,
+                                    key) != 0)
+            return -1;
+        c->key = key;
+        return perform(h, c, rec, out);
+    case HOST_KIND_DRY_CAPTURE:
+    case HOST_KIND_DRY_UNSUPPORTED: /* refused by the decision: not reached */
+        break;
     }
-    return capture(h, call, args, rec, out);
+    return capture(h, call, c->args, rec, out);
 }
 
 /* A call past the run's limits: refused too_large as a run refuses it, once stopped
@@ -317,18 +281,16 @@ static int dry_run_call(void *self, const struct host_call *call, struct host_se
         !flow_run_usage_admit(&h->usage, call->args_len, call, h->stopped, sizeof h->stopped))
         return refuse_over_limit(h, out);
     json_t *args = json_js_loadb(call->args, call->args_len, 0, NULL); /* 1e19 too */
-    struct flow_grant g;
-    memset(&g, 0, sizeof g);
-    if (!json_is_array(args)) {
-        g.refused = true;
-        g.cls = JOURNAL_QUERY;
-        snprintf(g.code, sizeof g.code, "%s", HOST_CODE_INVALID_ARGUMENTS);
-        snprintf(g.reason, sizeof g.reason, "%.80s: arguments are not a JSON array", call->kind);
-    } else {
-        flow_host_grant(h->cfg.manifest, h->cfg.catalog, call->kind, args, &g);
-    }
-    struct dry_run_call *rec = add_call(h, call, g.cls);
-    int rc = rec != NULL ? answer(h, call, args, &g, rec, out) : -1;
+    struct host_kind_call c = {.name = call->kind, .args = json_is_array(args) ? args : NULL,
+                               .args_text = call->args, .args_len = call->args_len,
+                               .position = call->position};
+    struct host_kind_site site = site_of(h);
+    host_kind_decide(&site, &c); /* exactly as a run decides it */
+    if (c.args == NULL) /* listed as a query, whatever its kind */
+        c.cls = JOURNAL_QUERY;
+    struct dry_run_call *rec = add_call(h, call, c.cls);
+    int rc = rec != NULL ? answer(h, call, &c, rec, out) : -1;
+    host_kind_call_free(&c);
     json_decref(args);
     if (rc == 0 && rec != NULL && out->value != NULL) { /* until a delivery says otherwise */
         rec->settlement = out->settlement;

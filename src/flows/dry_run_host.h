@@ -3,12 +3,13 @@
  * against the real world read-only. Nothing it does is journaled and nothing it would
  * change changes.
  *
- * Every call first meets the grant check a run makes (flow_host_grant: the manifest's
- * ops, fs roots, sinks, the operator's module catalog, what this build supports): a
- * call a run would refuse is refused the same way, with the same code. Then by class:
+ * Every call first meets the grant check a run makes (host_kind_decide of
+ * flows/host_kinds.h: the manifest's ops, fs roots, sinks, the operator's module
+ * catalog, what this build supports): a call a run would refuse is refused the same
+ * way, with the same code. Then as its row's dry_run column says:
  *   now, random, kv.get, fs.read, fs.list, fs.stat   performed for real (reads only;
  *       kv.get in a read transaction that is rolled back)
- *   ops.call of a query op                            performed only with allow_queries
+ *   ops.call of a query op, net.fetch GET/HEAD, git.*  performed only with allow_queries
  *   kv.set, kv.delete, fs.write, sink.emit, ops.call of a mutate op (and a query op
  *       without allow_queries)                        never performed: answered from
  *       the fixtures (flows/dry_run_fixtures.h) when an entry answers the call, else

@@ -2,8 +2,7 @@
 
 #include "base/error_line.h"
 #include "flows/manifest.h"
-#include "store/sql.h"
-#include "store/store.h"
+#include "store/flow_registry.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -24,50 +23,47 @@ static bool lists_event(const struct manifest *m, const char *module, const char
     return false;
 }
 
+/* The list event_targets builds, one visited flow at a time. */
+struct listeners {
+    const char *module, *name;
+    int64_t version;
+    struct event_target *targets;
+    size_t n;
+};
+
+static int listener_visit(void *ctx, const struct flow_approved *flow, char *err,
+                          size_t err_cap)
+{
+    struct listeners *l = ctx;
+    struct manifest m;
+    if (flow->manifest == NULL || flow->manifest_len == 0 ||
+        manifest_parse(flow->manifest, flow->manifest_len, &m, NULL, 0) != 0)
+        return 0;
+    bool listens = lists_event(&m, l->module, l->name, l->version);
+    manifest_free(&m);
+    if (!listens)
+        return 0;
+    struct event_target *grown = realloc(l->targets, (l->n + 1) * sizeof *grown);
+    if (grown == NULL)
+        return error_line(err, err_cap, "out of memory");
+    l->targets = grown;
+    snprintf(grown[l->n].flow, sizeof grown[l->n].flow, "%s", flow->id);
+    grown[l->n].version = flow->version;
+    l->n++;
+    return 0;
+}
+
 int event_targets(struct store *s, const char *module, const char *name, int64_t version,
                   struct event_target **targets, size_t *count, char *err, size_t err_cap)
 {
     *targets = NULL;
     *count = 0;
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
-    if (sql_prepare(db, "SELECT f.id, v.version, v.manifest FROM flows f"
-                        " JOIN flow_versions v ON v.flow_id = f.id AND v.version ="
-                        "   (SELECT max(version) FROM approvals WHERE flow_id = f.id)"
-                        " WHERE f.enabled = 1 ORDER BY f.id",
-                    &st, err, err_cap) != 0)
+    struct listeners l = {module, name, version, NULL, 0};
+    if (flow_registry_each_approved(s, listener_visit, &l, err, err_cap) != 0) {
+        free(l.targets);
         return -1;
-    struct event_target *out = NULL;
-    size_t n = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *manifest_bytes = sqlite3_column_blob(st, 2);
-        int len = sqlite3_column_bytes(st, 2);
-        struct manifest m;
-        if (manifest_bytes == NULL || len <= 0 ||
-            manifest_parse(manifest_bytes, (size_t)len, &m, NULL, 0) != 0)
-            continue;
-        bool listens = lists_event(&m, module, name, version);
-        manifest_free(&m);
-        if (!listens)
-            continue;
-        struct event_target *grown = realloc(out, (n + 1) * sizeof *out);
-        if (grown == NULL) {
-            free(out);
-            sql_release(st);
-            return error_line(err, err_cap, "out of memory");
-        }
-        out = grown;
-        sql_column_copy(st, 0, out[n].flow, sizeof out[n].flow);
-        out[n].version = sqlite3_column_int64(st, 1);
-        n++;
     }
-    sql_release(st);
-    if (rc != SQLITE_DONE) {
-        free(out);
-        return sql_fail(db, err, err_cap);
-    }
-    *targets = out;
-    *count = n;
+    *targets = l.targets;
+    *count = l.n;
     return 0;
 }

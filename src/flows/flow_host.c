@@ -5,22 +5,16 @@
 #include "store/call_processes.h"
 #include "base/error_line.h"
 #include "base/json_js.h"
-#include "store/kv_store.h"
 #include "store/runs.h"
 #include "store/store.h"
 #include "base/test_hooks.h"
-#include "host/fs_builtin.h"
-#include "host/git_builtin.h"
-#include "host/net_fetch.h"
-#include "host/sink.h"
+#include "flows/host_kinds.h"
 
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 
 #define STOP_MAX 512
 /* How far past the activation's deadline a module timeout the deadline caused is due. */
@@ -57,8 +51,6 @@ struct flow_host {
      * timeout is the deadline's, so the driver holds it past the deadline (the
      * activation then ends as "deadline") instead of handing it to the script. */
     bool cut_by_deadline;
-    const char *const *read_roots;
-    const char *const *write_roots;
     struct net_fetch_session *net; /* made at the first net.fetch; keeps connections */
 };
 
@@ -119,8 +111,6 @@ struct flow_host *flow_host_new(const struct flow_host_config *cfg)
     if (fh == NULL)
         return NULL;
     fh->cfg = *cfg;
-    fh->read_roots = (const char *const *)cfg->manifest->fs_read.items;
-    fh->write_roots = (const char *const *)cfg->manifest->fs_write.items;
     fh->open = calloc(cfg->journal_count + 1, sizeof *fh->open);
     if (fh->open == NULL) {
         free(fh);
@@ -210,172 +200,29 @@ bool flow_host_unreached(const struct flow_host *fh, char *buf, size_t cap)
     return false;
 }
 
-/* ---- classes and grants ----------------------------------------------------------- */
+/* ---- deciding ------------------------------------------------------------------------ */
 
-static bool is_kind(const char *kind, const char *name)
+/* What the run's calls are decided and performed against (flows/host_kinds.h). */
+static struct host_kind_site site_of(struct flow_host *fh)
 {
-    return strcmp(kind, name) == 0;
+    struct host_kind_site site = {fh->cfg.manifest, fh->cfg.catalog, fh->cfg.home,
+                                  fh->cfg.store, fh->cfg.flow_id, fh->cfg.run_id,
+                                  fh->cfg.deadline_at_ms, &fh->net};
+    return site;
 }
 
-/* The class a kind has before its arguments are looked at. */
-static enum journal_class base_class(const char *kind)
+/* Decides a call by its row (args NULL: not a JSON array, refused before any grant).
+ * Free c with host_kind_call_free. */
+static void decide(struct flow_host *fh, const struct host_call *call, const json_t *args,
+                   struct host_kind_call *c)
 {
-    if (is_kind(kind, "now") || is_kind(kind, "random"))
-        return JOURNAL_SYNC;
-    if (kv_store_handles(kind))
-        return JOURNAL_LOCAL;
-    if (is_kind(kind, "fs.write") || is_kind(kind, "sink.emit"))
-        return JOURNAL_KEYED_MUTATION;
-    return JOURNAL_QUERY;
-}
-
-/* What a new call is, after the grant check. */
-struct decision {
-    enum journal_class cls;
-    bool refused;           /* denied or unsupported: answered without performing */
-    char code[32];
-    char reason[512];
-    const struct ops_module *module; /* ops.call */
-    const char *op;
-};
-
-static const char *string_at(const json_t *args, size_t i)
-{
-    const json_t *v = json_array_get(args, i);
-    return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-__attribute__((format(printf, 3, 4))) static void refuse(struct decision *d, const char *code,
-                                                         const char *fmt, ...)
-{
-    d->refused = true;
-    snprintf(d->code, sizeof d->code, "%s", code);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(d->reason, sizeof d->reason, fmt, ap);
-    va_end(ap);
-}
-
-static void decide_ops(const struct flow_host *fh, const json_t *args, struct decision *d)
-{
-    const char *module = string_at(args, 0), *op = string_at(args, 1);
-    if (module == NULL || op == NULL) {
-        refuse(d, HOST_CODE_INVALID_ARGUMENTS, "ops.call(module, op, args): module and op must"
-               " be strings");
-        return;
-    }
-    const struct manifest *m = fh->cfg.manifest;
-    bool granted = false;
-    for (size_t i = 0; i < m->op_count && !granted; i++)
-        granted = strcmp(m->ops[i].module, module) == 0 && strcmp(m->ops[i].op, op) == 0;
-    if (!granted) {
-        refuse(d, HOST_CODE_DENIED, "ops.call %.80s.%.80s is not granted by the manifest",
-               module, op);
-        return;
-    }
-    const struct ops_op *entry = ops_catalog_find(fh->cfg.catalog, module, op, &d->module);
-    if (entry == NULL) {
-        refuse(d, HOST_CODE_DENIED, "ops.call %.80s.%.80s: the operator's catalog (%s) has no"
-               " such op", module, op, OPS_CATALOG_FILE);
-        return;
-    }
-    d->op = entry->name;
-    d->cls = !entry->mutate ? JOURNAL_QUERY
-             : entry->idempotent ? JOURNAL_KEYED_MUTATION : JOURNAL_MUTATION;
-}
-
-static void decide_sink(const struct flow_host *fh, const json_t *args, struct decision *d)
-{
-    const char *name = string_at(args, 0);
-    if (name == NULL || json_array_size(args) != 2) {
-        refuse(d, HOST_CODE_INVALID_ARGUMENTS, "sink.emit(name, item): name must be a string"
-               " and item a JSON value");
-        return;
-    }
-    const struct manifest_strings *sinks = &fh->cfg.manifest->sinks;
-    for (size_t i = 0; i < sinks->count; i++)
-        if (strcmp(sinks->items[i], name) == 0)
-            return;
-    refuse(d, HOST_CODE_DENIED, "sink '%.80s' is not granted by the manifest", name);
-}
-
-/* The manifest's net.fetch grants, as host/net_fetch.h takes them (into items, which
- * has room for MANIFEST_MAX_LIST). */
-_Static_assert((unsigned)NET_METHOD_GET == (unsigned)MANIFEST_METHOD_GET &&
-                   (unsigned)NET_METHOD_HEAD == (unsigned)MANIFEST_METHOD_HEAD &&
-                   (unsigned)NET_METHOD_POST == (unsigned)MANIFEST_METHOD_POST &&
-                   (unsigned)NET_METHOD_PUT == (unsigned)MANIFEST_METHOD_PUT &&
-                   (unsigned)NET_METHOD_PATCH == (unsigned)MANIFEST_METHOD_PATCH &&
-                   (unsigned)NET_METHOD_DELETE == (unsigned)MANIFEST_METHOD_DELETE,
-               "net.fetch method bits differ from the manifest's");
-struct net_grants flow_host_net_grants(const struct manifest *m, struct net_grant *items)
-{
-    size_t n = m->fetch_count;
-    if (n > MANIFEST_MAX_LIST) /* the parser allows no more */
-        n = MANIFEST_MAX_LIST;
-    for (size_t i = 0; i < n; i++)
-        items[i] = (struct net_grant){m->fetch[i].host, m->fetch[i].methods, m->fetch[i].idempotent};
-    struct net_grants g = {items, n};
-    return g;
-}
-
-struct git_grants flow_host_git_grants(const struct manifest *m)
-{
-    struct git_grants g = {(const char *const *)m->git_read.items, m->git_read.count};
-    return g;
-}
-
-static void decide_net(const struct flow_host *fh, const json_t *args, struct decision *d)
-{
-    struct net_grant items[MANIFEST_MAX_LIST];
-    struct net_grants grants = flow_host_net_grants(fh->cfg.manifest, items);
-    enum net_fetch_class cls;
-    if (net_fetch_decide(&grants, args, &cls, d->code, sizeof d->code, d->reason,
-                         sizeof d->reason) != 0) {
-        d->refused = true;
-        return;
-    }
-    d->cls = cls == NET_FETCH_QUERY ? JOURNAL_QUERY
-             : cls == NET_FETCH_KEYED ? JOURNAL_KEYED_MUTATION : JOURNAL_MUTATION;
-}
-
-/* args NULL: the arguments are not a JSON array, refused before any grant check. */
-static void decide(const struct flow_host *fh, const char *kind, const json_t *args,
-                   struct decision *d)
-{
-    memset(d, 0, sizeof *d);
-    d->cls = base_class(kind);
-    if (args == NULL) {
-        refuse(d, HOST_CODE_INVALID_ARGUMENTS, "%.80s: arguments are not a JSON array", kind);
-        return;
-    }
-    const struct manifest *m = fh->cfg.manifest;
-    if (d->cls == JOURNAL_SYNC || d->cls == JOURNAL_LOCAL)
-        return;
-    if (fs_builtin_handles(kind)) {
-        if (m->fs_read.count + m->fs_write.count == 0)
-            refuse(d, HOST_CODE_DENIED, "%s: the manifest grants no fs roots", kind);
-        return;
-    }
-    if (is_kind(kind, "ops.call")) {
-        decide_ops(fh, args, d);
-        return;
-    }
-    if (is_kind(kind, "sink.emit")) {
-        decide_sink(fh, args, d);
-        return;
-    }
-    if (is_kind(kind, "net.fetch")) {
-        decide_net(fh, args, d);
-        return;
-    }
-    if (git_builtin_handles(kind)) {
-        struct git_grants grants = flow_host_git_grants(m);
-        d->refused = git_builtin_check(&grants, kind, args, d->code, sizeof d->code, d->reason,
-                                       sizeof d->reason) != 0;
-        return;
-    }
-    refuse(d, HOST_CODE_UNSUPPORTED, "%.80s is not available in this build of basal", kind);
+    struct host_kind_site site = site_of(fh);
+    c->name = call->kind;
+    c->args = args;
+    c->args_text = call->args;
+    c->args_len = call->args_len;
+    c->position = call->position;
+    host_kind_decide(&site, c);
 }
 
 /* ---- transactions ----------------------------------------------------------------- */
@@ -462,24 +309,6 @@ static int fail_record(struct flow_host *fh, const struct journal_entry *e, cons
 
 /* ---- performing ------------------------------------------------------------------- */
 
-static int do_sync(const char *kind, struct host_settlement *out)
-{
-    if (is_kind(kind, "now")) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        char text[32];
-        snprintf(text, sizeof text, "%lld", (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-        return host_fulfil_text(out, text);
-    }
-    uint64_t bits;
-    if (getrandom(&bits, sizeof bits, 0) != (ssize_t)sizeof bits)
-        return host_reject(out, HOST_CODE_IO_ERROR, "random: getrandom failed");
-    char text[40];
-    /* 53 random bits as a double in [0, 1), printed exactly. */
-    snprintf(text, sizeof text, "%.17g", (double)(bits >> 11) * 0x1.0p-53);
-    return host_fulfil_text(out, text);
-}
-
 /* An ops.call's module process, recorded before the program may run
  * (store/call_processes.h): recover and reconcile wait for it. */
 struct module_start {
@@ -509,125 +338,42 @@ static int record_module_process(void *ctx, const struct process_identity *proce
     return 0;
 }
 
-/* The code of a rejection's JSON, into code (empty if none). */
-static void rejection_code(const struct host_settlement *s, char *code, size_t cap)
+/* Performs a granted call that leaves the journal's transaction, by its row: for an
+ * ops.call the module's process is recorded before the program runs, and forgotten
+ * once it was reaped. */
+static int perform(struct flow_host *fh, struct host_kind_call *c, const struct journal_entry *e,
+                   bool resend, struct host_settlement *out)
 {
-    code[0] = '\0';
-    if (s->settlement != PROTO_SETTLEMENT_REJECTED || s->value == NULL)
-        return;
-    json_t *v = json_loads(s->value, 0, NULL);
-    const char *c = json_string_value(json_object_get(v, "code"));
-    snprintf(code, cap, "%s", c != NULL ? c : "");
-    json_decref(v);
-}
-
-static int do_ops(struct flow_host *fh, const struct decision *d, const json_t *args,
-                  uint32_t position, const char *key, struct host_settlement *out)
-{
-    if (d->module == NULL) /* decide() sets it for every granted ops.call */
-        return host_reject(out, HOST_CODE_DENIED, "ops.call: no module was decided");
-    /* The module gets the catalog's time, cut to what is left of the activation's. */
-    struct ops_module module = *d->module;
-    if (fh->cfg.deadline_at_ms > 0) {
-        long long left = fh->cfg.deadline_at_ms - monotonic_ms();
-        if (left <= 0)
-            return host_reject(out, HOST_CODE_TIMEOUT, "ops.call %s.%s: the activation's wall"
-                               " deadline has passed", module.name, d->op);
-        if (left < (long long)module.timeout_ms)
-            module.timeout_ms = (uint32_t)left;
-    }
-    bool cut = module.timeout_ms < d->module->timeout_ms;
-    const json_t *inner = json_array_get(args, 2);
-    char *text = inner != NULL ? json_dumps(inner, JSON_COMPACT | JSON_ENCODE_ANY) : strdup("null");
-    if (text == NULL)
-        return -1;
-    struct module_start ms = {fh, position, {0, 0}, false};
+    struct module_start ms = {fh, e->position, {0, 0}, false};
     struct ops_process_hook hook = {record_module_process, &ms};
-    int rc = ops_module_invoke(&module, d->op, text, key, &hook, out);
-    free(text);
-    if (rc == 0 && cut) {
-        char code[64];
-        rejection_code(out, code, sizeof code);
-        fh->cut_by_deadline = strcmp(code, HOST_CODE_TIMEOUT) == 0;
-    }
+    struct host_kind_site site = site_of(fh);
+    c->key = e->key;
+    c->resend = resend;
+    c->module_hook = &hook;
+    int rc = host_kind_perform(&site, c, out);
+    c->module_hook = NULL;
+    fh->cut_by_deadline = c->cut_by_deadline;
     if (ms.recorded) { /* reaped: nothing of it runs any more (a failure leaves a stale row) */
         char err[256];
-        (void)call_process_forget(fh->cfg.store, fh->cfg.run_id, position, &ms.process, err,
+        (void)call_process_forget(fh->cfg.store, fh->cfg.run_id, e->position, &ms.process, err,
                                   sizeof err);
     }
     return rc;
 }
 
-static int do_sink(const struct flow_host *fh, const json_t *args, uint32_t position,
-                   const char *key, bool resend, struct host_settlement *out)
-{
-    const char *name = string_at(args, 0);
-    if (resend) {
-        int found = sink_contains_key(fh->cfg.home, name, key);
-        if (found < 0)
-            return host_reject(out, HOST_CODE_IO_ERROR, "sink '%s': cannot read it back", name);
-        if (found > 0) /* the line was written before the crash */
-            return host_fulfil_text(out, "{\"bytes\":0,\"already_written\":true}");
-    }
-    char *item = json_dumps(json_array_get(args, 1), JSON_COMPACT | JSON_ENCODE_ANY);
-    if (item == NULL)
-        return -1;
-    struct sink_record rec = {fh->cfg.flow_id, fh->cfg.run_id, position, key, item};
-    int rc = sink_append(fh->cfg.home, name, &rec, out);
-    free(item);
-    return rc;
-}
-
-static int do_net(struct flow_host *fh, const json_t *args, const char *key,
-                  struct host_settlement *out)
-{
-    if (fh->net == NULL && (fh->net = net_fetch_session_new()) == NULL)
-        return host_reject(out, HOST_CODE_IO_ERROR, "net.fetch: libcurl could not be set up");
-    struct net_grant items[MANIFEST_MAX_LIST];
-    struct net_grants grants = flow_host_net_grants(fh->cfg.manifest, items);
-    return net_fetch_call(fh->net, &grants, args, key, fh->cfg.deadline_at_ms, out);
-}
-
-/* Performs a granted call that leaves the journal's transaction (fs, ops, sink, net,
- * git). */
-static int perform(struct flow_host *fh, const char *kind, const struct decision *d,
-                   const json_t *args, uint32_t position, const char *key, bool resend,
-                   struct host_settlement *out)
-{
-    if (fs_builtin_handles(kind)) {
-        struct fs_grants grants = {fh->read_roots, fh->cfg.manifest->fs_read.count,
-                                   fh->write_roots, fh->cfg.manifest->fs_write.count,
-                                   fh->cfg.home, key};
-        return fs_builtin_call(&grants, kind, args, out);
-    }
-    if (is_kind(kind, "ops.call"))
-        return do_ops(fh, d, args, position, key, out);
-    if (is_kind(kind, "net.fetch"))
-        return do_net(fh, args, key, out);
-    if (git_builtin_handles(kind)) {
-        struct git_grants grants = flow_host_git_grants(fh->cfg.manifest);
-        return git_builtin_call(&grants, kind, args, fh->cfg.deadline_at_ms, out);
-    }
-    return do_sink(fh, args, position, key, resend, out);
-}
-
 /* One transaction: row, (kv change), outcome, audit. For sync, local and refusals. */
 static int journal_at_once(struct flow_host *fh, const struct journal_entry *e,
-                           const struct decision *d, const json_t *args,
-                           struct host_settlement *out)
+                           struct host_kind_call *d, struct host_settlement *out)
 {
     char err[512] = "";
     struct store *s = fh->cfg.store;
     if (txn_open(fh, err, sizeof err) != 0)
         return fail_call(fh, err, out);
     int rc;
-    if (d->refused)
-        rc = host_reject(out, d->code, "%s", d->reason);
-    else if (d->cls == JOURNAL_SYNC)
-        rc = do_sync(e->kind, out);
-    else
-        rc = kv_store_call(s, fh->cfg.flow_id, e->kind, args, e->args, e->args_len, out, err,
-                           sizeof err);
+    struct host_kind_site site = site_of(fh);
+    rc = host_kind_perform(&site, d, out); /* a refusal, sync, or kv in this transaction */
+    if (rc != 0)
+        snprintf(err, sizeof err, "%s", d->err);
     if (rc != 0 || journal_insert(s, fh->cfg.run_id, e, err, sizeof err) != 0 ||
         journal_mailbox_put(s, fh->cfg.run_id, e->position, out->settlement, out->value, err,
                             sizeof err) != 0 ||
@@ -650,13 +396,12 @@ static int journal_at_once(struct flow_host *fh, const struct journal_entry *e,
 
 /* Transaction 1 (row, unless resending), the call, transaction 2 (outcome, audit). */
 static int journal_around(struct flow_host *fh, const struct journal_entry *e,
-                          const struct decision *d, const json_t *args, bool resend,
-                          struct host_settlement *out)
+                          struct host_kind_call *d, bool resend, struct host_settlement *out)
 {
     char err[512] = "";
     struct store *s = fh->cfg.store;
-    /* fs decides inside the operation (the path rules); the others were decided. */
-    bool audit_after = fs_builtin_handles(e->kind);
+    /* A row whose effect still decides (fs's path rules) is audited after it. */
+    bool audit_after = d->kind != NULL && d->kind->audit_after;
     if (!resend) {
         if (txn_open(fh, err, sizeof err) != 0)
             return fail_call(fh, err, out);
@@ -672,11 +417,11 @@ static int journal_around(struct flow_host *fh, const struct journal_entry *e,
             return -1;
     }
     test_hook_boundary(TEST_BOUNDARY_AFTER_JOURNAL_COMMIT, e->position);
-    if (perform(fh, e->kind, d, args, e->position, e->key, resend, out) != 0)
+    if (perform(fh, d, e, resend, out) != 0)
         return -1;
     test_hook_boundary(TEST_BOUNDARY_AFTER_DISPATCH, e->position);
     char code[64];
-    rejection_code(out, code, sizeof code);
+    host_settlement_code(out, code, sizeof code);
     bool refused = strcmp(code, HOST_CODE_DENIED) == 0;
     if (txn_open(fh, err, sizeof err) != 0) {
         host_settlement_free(out);
@@ -754,9 +499,13 @@ static int call_again(struct flow_host *fh, struct open_row *o, const struct hos
         out->value = strdup(j->value != NULL ? j->value : "null");
         return out->value != NULL ? 0 : -1;
     }
-    struct decision d;
-    decide(fh, call->kind, args, &d);
-    if (d.refused || j->cls == JOURNAL_SYNC || j->cls == JOURNAL_LOCAL ||
+    struct host_kind_call d;
+    decide(fh, call, args, &d);
+    /* A row whose effect decides with its grant (fs: the path as it resolves now) is
+     * resent even when the decision now refuses it: the refusal is its outcome. */
+    bool refusal_is_outcome = d.refused && d.kind != NULL && d.kind->audit_after;
+    int rc;
+    if ((d.refused && !refusal_is_outcome) || j->cls == JOURNAL_SYNC || j->cls == JOURNAL_LOCAL ||
         j->cls == JOURNAL_MUTATION || j->state == JOURNAL_UNKNOWN) {
         /* Refusals, sync and local calls commit their row and outcome together, so they
          * are never without an outcome (a sync call lost before its commit is simply
@@ -764,9 +513,12 @@ static int call_again(struct flow_host *fh, struct open_row *o, const struct hos
          * doubt is the driver's to stop before any worker runs. */
         stop(fh, FLOW_HOST_BROKEN, "position %u (%s) is in doubt and cannot be performed again",
              (unsigned)call->position, call->kind);
-        return host_reject(out, HOST_CODE_IO_ERROR, "%s", fh->stopped);
+        rc = host_reject(out, HOST_CODE_IO_ERROR, "%s", fh->stopped);
+    } else {
+        rc = journal_around(fh, j, &d, true, out);
     }
-    return journal_around(fh, j, &d, args, true, out);
+    host_kind_call_free(&d);
+    return rc;
 }
 
 static int flow_host_call(void *self, const struct host_call *call, struct host_settlement *out,
@@ -793,16 +545,17 @@ static int flow_host_call(void *self, const struct host_call *call, struct host_
         stop(fh, FLOW_HOST_LIMIT, "%s", why);
         rc = host_reject(out, HOST_CODE_TOO_LARGE, "%s", fh->stopped);
     } else {
-        struct decision d;
-        decide(fh, call->kind, args, &d);
+        struct host_kind_call d;
+        decide(fh, call, args, &d);
         struct journal_entry e;
         if (fill_entry(fh, call, d.cls, &e) != 0)
             rc = -1;
         else if (d.refused || d.cls == JOURNAL_SYNC || d.cls == JOURNAL_LOCAL)
-            rc = journal_at_once(fh, &e, &d, args, out);
+            rc = journal_at_once(fh, &e, &d, out);
         else
-            rc = journal_around(fh, &e, &d, args, false, out);
+            rc = journal_around(fh, &e, &d, false, out);
         journal_entry_free(&e);
+        host_kind_call_free(&d);
         if (rc == 0 && out->value != NULL)
             fh->usage.journal_bytes += strlen(out->value);
     }
@@ -850,7 +603,7 @@ static void flow_host_delivered(void *self, const struct host_call *call,
         }
         d->unjournaled = calloc(1, sizeof *d->unjournaled);
         ok = d->unjournaled != NULL &&
-             fill_entry(fh, call, base_class(call->kind), d->unjournaled) == 0 &&
+             fill_entry(fh, call, host_kind_class(call->kind), d->unjournaled) == 0 &&
              mark_journaled(fh, call->position) == 0;
     }
     if (!ok) {
@@ -886,23 +639,4 @@ struct host flow_host_interface(struct flow_host *fh)
 {
     struct host h = {&FLOW_HOST_OPS, fh};
     return h;
-}
-
-void flow_host_grant(const struct manifest *manifest, const struct ops_catalog *catalog,
-                     const char *kind, const void *args, struct flow_grant *out)
-{
-    /* decide() reads only the manifest and the catalog of its host. */
-    struct flow_host fh;
-    memset(&fh, 0, sizeof fh);
-    fh.cfg.manifest = manifest;
-    fh.cfg.catalog = catalog;
-    struct decision d;
-    decide(&fh, kind, (const json_t *)args, &d);
-    memset(out, 0, sizeof *out);
-    out->cls = d.cls;
-    out->refused = d.refused;
-    snprintf(out->code, sizeof out->code, "%s", d.code);
-    snprintf(out->reason, sizeof out->reason, "%s", d.reason);
-    out->module = d.module;
-    out->op = d.op;
 }

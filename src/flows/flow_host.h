@@ -2,11 +2,16 @@
  * journaled in the store before it leaves, performed, and its outcome recorded
  * (basal.md sections 6 and 7; docs/flows.md has the script's view).
  *
- * Classes and how a call is carried out:
+ * Each kind's class, grant check, parser and effect are its row in flows/host_kinds.h;
+ * this host journals around them. Classes and how a call is carried out:
  *   now, random              sync      one transaction: journal row, outcome, audit
  *   kv.get/set/delete        local     one transaction: journal row, the kv change,
  *                                      outcome, audit (store/kv_store.h)
- *   fs.read/list/stat        query     transaction 1: journal row; the operation
+ *   fs.read/list/stat        query     the path authorized with the grants (a path
+ *                                      outside them refused "denied" like any
+ *                                      refusal); transaction 1: journal row; the
+ *                                      operation (its open refuses a path changed
+ *                                      since: "denied")
  *   fs.write                 keyed_mutation: an idempotent whole-file replace, resent
  *                            as is, its temporary file named by the call's key
  *                            (host/fs_builtin.h); transaction 2:
@@ -43,18 +48,16 @@
 #ifndef BASAL_FLOWS_FLOW_HOST_H
 #define BASAL_FLOWS_FLOW_HOST_H
 
-#include "store/journal.h"
+#include "flows/host_kinds.h"
 #include "flows/manifest.h"
-#include "host/git_builtin.h"
 #include "host/host.h"
-#include "host/net_fetch.h"
 #include "host/ops_module.h"
+#include "store/journal.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define HOST_CODE_UNSUPPORTED "unsupported"
 #define HOST_CODE_NONDETERMINISM "nondeterminism"
 
 /* Per run, across its activations: a script cannot grow the store without bound. The
@@ -125,25 +128,5 @@ const char *flow_host_stopped(const struct flow_host *fh, enum flow_host_stop *k
  * the script never called again, described as a nondeterminism detail into buf;
  * false if there is none. */
 bool flow_host_unreached(const struct flow_host *fh, char *buf, size_t cap);
-
-/* The grant check and class of a new call, exactly as a run's host decides it before
- * journaling (decide() in flow_host.c), for a dry run that must meet every refusal a
- * run would (flows/dry_run_host.h). args is the call's argument array (a jansson
- * json_t *). Nothing is performed or stored. */
-struct flow_grant {
-    enum journal_class cls;
-    bool refused;   /* denied, unsupported, invalid_arguments: a run answers at once */
-    char code[32];  /* the refusal's HostError code */
-    char reason[512];
-    const struct ops_module *module; /* ops.call: the catalog's module and op */
-    const char *op;
-};
-void flow_host_grant(const struct manifest *manifest, const struct ops_catalog *catalog,
-                     const char *kind, const void *args, struct flow_grant *out);
-
-/* The manifest's net.fetch grants as host/net_fetch.h takes them (items has room for
- * MANIFEST_MAX_LIST), and its git.read grants as host/git_builtin.h takes them. */
-struct net_grants flow_host_net_grants(const struct manifest *m, struct net_grant *items);
-struct git_grants flow_host_git_grants(const struct manifest *m);
 
 #endif

@@ -5,7 +5,7 @@
 #include "flows/script_check.h"
 
 #include "store/audit.h"
-#include "store/sql.h"
+#include "store/flow_registry.h"
 #include "store/store.h"
 #include "proto/message.h"
 
@@ -13,7 +13,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,18 +29,6 @@ void flows_blob_free(struct flow_blob *b)
     b->len = 0;
 }
 
-static int blob_copy(struct flow_blob *b, const void *bytes, size_t len)
-{
-    b->bytes = malloc(len + 1);
-    if (b->bytes == NULL)
-        return -1;
-    if (len > 0)
-        memcpy(b->bytes, bytes, len);
-    b->bytes[len] = '\0';
-    b->len = len;
-    return 0;
-}
-
 /* Reads a regular file of at most cap bytes into *out (see bounded_file.h). */
 static int read_bounded(const char *path, const char *label, size_t cap, struct flow_blob *out,
                         char *err, size_t err_cap)
@@ -50,105 +37,7 @@ static int read_bounded(const char *path, const char *label, size_t cap, struct 
     return read_bounded_file(path, label, cap, &out->bytes, &out->len, err, err_cap);
 }
 
-/* ---- statements ---------------------------------------------------------------- */
-
-/* 1 if flow id exists (with *enabled), 0 if not, -1 on error. */
-static int flow_lookup(struct store *s, const char *id, bool *enabled, char *err,
-                       size_t err_cap)
-{
-    sqlite3_stmt *st;
-    if (sql_prepare(store_db(s), "SELECT enabled FROM flows WHERE id = ?1", &st, err, err_cap) != 0)
-        return -1;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st), found = -1;
-    if (rc == SQLITE_ROW) {
-        if (enabled != NULL)
-            *enabled = sqlite3_column_int(st, 0) != 0;
-        found = 1;
-    } else if (rc == SQLITE_DONE) {
-        found = 0;
-    } else {
-        sql_fail(store_db(s), err, err_cap);
-    }
-    sql_release(st);
-    return found;
-}
-
-/* The highest version of id in flow_versions (only approved ones with
- * approved_only), 0 if none, into *v. 0 or -1. */
-static int max_version(struct store *s, const char *id, bool approved_only, int64_t *v,
-                       char *err, size_t err_cap)
-{
-    sqlite3_stmt *st;
-    const char *sql = approved_only
-                          ? "SELECT coalesce(max(version), 0) FROM flow_versions"
-                            " WHERE flow_id = ?1 AND state = 'approved'"
-                          : "SELECT coalesce(max(version), 0) FROM flow_versions WHERE flow_id = ?1";
-    if (sql_prepare(store_db(s), sql, &st, err, err_cap) != 0)
-        return -1;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    int rc = -1;
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        *v = sqlite3_column_int64(st, 0);
-        rc = 0;
-    } else {
-        sql_fail(store_db(s), err, err_cap);
-    }
-    sql_release(st);
-    return rc;
-}
-
-/* One stored version: its bytes, hash and state. */
-struct stored_version {
-    struct flow_blob script, manifest;
-    char code_hash[CODE_HASH_HEX_LEN + 1];
-    bool approved;
-};
-
-static void stored_version_free(struct stored_version *v)
-{
-    flows_blob_free(&v->script);
-    flows_blob_free(&v->manifest);
-}
-
-static int column_blob(sqlite3_stmt *st, int col, struct flow_blob *b)
-{
-    const void *p = sqlite3_column_blob(st, col);
-    int n = sqlite3_column_bytes(st, col);
-    return blob_copy(b, p, n > 0 ? (size_t)n : 0);
-}
-
-/* 1 found (*out filled), 0 no such version, -1 error. */
-static int load_version(struct store *s, const char *id, int64_t version,
-                        struct stored_version *out, char *err, size_t err_cap)
-{
-    memset(out, 0, sizeof *out);
-    sqlite3_stmt *st;
-    if (sql_prepare(store_db(s), "SELECT script, manifest, code_hash, state FROM flow_versions"
-                    " WHERE flow_id = ?1 AND version = ?2", &st, err, err_cap) != 0)
-        return -1;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, version);
-    int rc = sqlite3_step(st), found = -1;
-    if (rc == SQLITE_ROW) {
-        const char *hash = (const char *)sqlite3_column_text(st, 2);
-        const char *state = (const char *)sqlite3_column_text(st, 3);
-        snprintf(out->code_hash, sizeof out->code_hash, "%s", hash != NULL ? hash : "");
-        out->approved = state != NULL && strcmp(state, "approved") == 0;
-        if (column_blob(st, 0, &out->script) != 0 || column_blob(st, 1, &out->manifest) != 0) {
-            stored_version_free(out);
-            error_line(err, err_cap, "out of memory");
-        } else {
-            found = 1;
-        }
-    } else if (rc == SQLITE_DONE) {
-        found = 0;
-    } else {
-        sql_fail(store_db(s), err, err_cap);
-    }
-    sql_release(st);
-    return found;
-}
+_Static_assert(CODE_HASH_HEX_LEN == FLOW_HASH_HEX_LEN, "the store keeps code hashes whole");
 
 /* ---- roots that are never granted ------------------------------------------------- */
 
@@ -193,40 +82,22 @@ static int install_locked(struct store *s, const char *id, int64_t version, cons
                           size_t script_len, const void *manifest, size_t manifest_len,
                           const char *hash, bool *new_flow, char *err, size_t err_cap)
 {
-    int exists = flow_lookup(s, id, NULL, err, err_cap);
+    int exists = flow_registry_lookup(s, id, NULL, err, err_cap);
     if (exists < 0)
         return -1;
     int64_t top = 0;
-    if (max_version(s, id, false, &top, err, err_cap) != 0)
+    if (flow_registry_top_version(s, id, false, &top, err, err_cap) != 0)
         return -1;
     if (version <= top)
         return error_line(err, err_cap,
                           "manifest.version: %" PRId64 " is not above version %" PRId64
                           " already installed for flow '%s'",
                           version, top, id);
-    int64_t now = sql_now_ms();
-    sqlite3_stmt *st;
-    if (!exists) {
-        if (sql_prepare(store_db(s), "INSERT INTO flows (id, created_at, enabled)"
-                        " VALUES (?1, ?2, 1)", &st, err, err_cap) != 0)
-            return -1;
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, now);
-        if (sql_run(store_db(s), st, err, err_cap) != 0)
-            return -1;
-    }
-    *new_flow = !exists;
-    if (sql_prepare(store_db(s), "INSERT INTO flow_versions (flow_id, version, script, manifest,"
-                    " code_hash, state, created_at) VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6)",
-                    &st, err, err_cap) != 0)
+    if (!exists && flow_registry_add_flow(s, id, err, err_cap) != 0)
         return -1;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, version);
-    sqlite3_bind_blob64(st, 3, script, script_len, SQLITE_STATIC);
-    sqlite3_bind_blob64(st, 4, manifest_len > 0 ? manifest : "", manifest_len, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, hash, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 6, now);
-    return sql_run(store_db(s), st, err, err_cap);
+    *new_flow = !exists;
+    return flow_registry_add_version(s, id, version, script, script_len, manifest, manifest_len,
+                                     hash, err, err_cap);
 }
 
 int flows_install(struct store *s, const void *script, size_t script_len,
@@ -314,11 +185,11 @@ int flows_load_version(struct store *s, const char *id, int64_t version,
     *approved = false;
     if (!flow_id_valid(id))
         return error_line(err, err_cap, "unknown flow '%.80s' (not a flow id)", id);
-    int exists = flow_lookup(s, id, NULL, err, err_cap);
+    int exists = flow_registry_lookup(s, id, NULL, err, err_cap);
     if (exists <= 0)
         return exists == 0 ? error_line(err, err_cap, "unknown flow '%s'", id) : -1;
-    struct stored_version sv;
-    int found = load_version(s, id, version, &sv, err, err_cap);
+    struct flow_version_row sv;
+    int found = flow_registry_version(s, id, version, &sv, err, err_cap);
     if (found <= 0)
         return found == 0 ? error_line(err, err_cap, "flow '%s' has no version %" PRId64, id,
                                        version)
@@ -327,7 +198,7 @@ int flows_load_version(struct store *s, const char *id, int64_t version,
     if (code_hash_hex(sv.script.bytes, sv.script.len, sv.manifest.bytes, sv.manifest.len,
                       again) != 0 ||
         strcmp(again, sv.code_hash) != 0) {
-        stored_version_free(&sv);
+        flow_version_row_free(&sv);
         return error_line(err, err_cap, "flow '%s' version %" PRId64 ": the stored script and"
                           " manifest no longer hash to its recorded code hash", id, version);
     }
@@ -343,13 +214,13 @@ int flows_load_version(struct store *s, const char *id, int64_t version,
 static int approve_locked(struct store *s, const char *id, int64_t version, const char *hash,
                           char *err, size_t err_cap)
 {
-    int exists = flow_lookup(s, id, NULL, err, err_cap);
+    int exists = flow_registry_lookup(s, id, NULL, err, err_cap);
     if (exists < 0)
         return -1;
     if (!exists)
         return error_line(err, err_cap, "unknown flow '%s'", id);
-    struct stored_version v;
-    int found = load_version(s, id, version, &v, err, err_cap);
+    struct flow_version_row v;
+    int found = flow_registry_version(s, id, version, &v, err, err_cap);
     if (found < 0)
         return -1;
     if (!found)
@@ -371,7 +242,7 @@ static int approve_locked(struct store *s, const char *id, int64_t version, cons
                "flow '%s' version %" PRId64 ": the stored script and manifest no longer hash to "
                    "its recorded code hash (altered in the store)",
                    id, version);
-    } else if (max_version(s, id, true, &approved_top, err, err_cap) != 0) {
+    } else if (flow_registry_top_version(s, id, true, &approved_top, err, err_cap) != 0) {
         /* err set */
     } else if (approved_top > version) {
         error_line(err, err_cap,
@@ -381,32 +252,10 @@ static int approve_locked(struct store *s, const char *id, int64_t version, cons
         /* The roots as they resolve now: one may have become a link to the data home. */
         rc = stored_roots_allowed(s, &v.manifest, err, err_cap);
     }
-    stored_version_free(&v);
+    flow_version_row_free(&v);
     if (rc != 0)
         return -1;
-    int64_t now = sql_now_ms();
-    sqlite3_stmt *st;
-    if (sql_prepare(store_db(s), "INSERT INTO approvals (flow_id, version, code_hash, approved_at)"
-                    " VALUES (?1, ?2, ?3, ?4)", &st, err, err_cap) != 0)
-        return -1;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, version);
-    sqlite3_bind_text(st, 3, hash, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 4, now);
-    if (sql_run(store_db(s), st, err, err_cap) != 0)
-        return -1;
-    if (sql_prepare(store_db(s), "UPDATE flow_versions SET state = 'approved'"
-                    " WHERE flow_id = ?1 AND version = ?2 AND state = 'pending'",
-                    &st, err, err_cap) != 0)
-        return -1;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, version);
-    if (sql_run(store_db(s), st, err, err_cap) != 0)
-        return -1;
-    if (sqlite3_changes(store_db(s)) != 1)
-        return error_line(err, err_cap, "flow '%s' version %" PRId64 " changed while approving", id,
-                          version);
-    return 0;
+    return flow_registry_approve(s, id, version, hash, err, err_cap);
 }
 
 int flows_approve(struct store *s, const char *id, int64_t version, const char *code_hash,
@@ -432,24 +281,12 @@ int flows_set_enabled(struct store *s, const char *id, bool enabled, char *err,
         return error_line(err, err_cap, "unknown flow '%.80s' (not a flow id)", id);
     if (store_begin_txn(s, err, err_cap) != 0)
         return -1;
-    int exists = flow_lookup(s, id, NULL, err, err_cap);
+    int exists = flow_registry_lookup(s, id, NULL, err, err_cap);
     if (exists == 0)
         error_line(err, err_cap, "unknown flow '%s'", id);
-    sqlite3_stmt *st;
     /* Enabling stamps enabled_at (a schedule counts from it) and clears the reason serve
      * gave when it disabled the flow by itself; disabling by the operator has none. */
-    int rc = exists == 1 ? sql_prepare(store_db(s),
-                                       "UPDATE flows SET enabled = ?2, disabled_reason = NULL,"
-                                       " enabled_at = CASE WHEN ?2 = 1 AND enabled = 0 THEN ?3"
-                                       " ELSE enabled_at END WHERE id = ?1",
-                                       &st, err, err_cap)
-                         : -1;
-    if (rc == 0) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_int(st, 2, enabled ? 1 : 0);
-        sqlite3_bind_int64(st, 3, sql_now_ms());
-        rc = sql_run(store_db(s), st, err, err_cap);
-    }
+    int rc = exists == 1 ? flow_registry_set_enabled(s, id, enabled, err, err_cap) : -1;
     return store_end_txn(s, rc, err, err_cap);
 }
 
@@ -459,17 +296,7 @@ int flows_disable_auto(struct store *s, const char *id, const char *reason, bool
     *disabled = false;
     if (store_begin_txn(s, err, err_cap) != 0)
         return -1;
-    sqlite3_stmt *st;
-    int rc = sql_prepare(store_db(s),
-                         "UPDATE flows SET enabled = 0, disabled_reason = ?2"
-                         " WHERE id = ?1 AND enabled = 1",
-                         &st, err, err_cap);
-    if (rc == 0) {
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, reason, -1, SQLITE_STATIC);
-        rc = sql_run(store_db(s), st, err, err_cap);
-        *disabled = rc == 0 && sqlite3_changes(store_db(s)) == 1;
-    }
+    int rc = flow_registry_disable_with_reason(s, id, reason, disabled, err, err_cap);
     if (rc == 0 && *disabled)
         rc = audit_record(s, id, -1, -1, "flow.auto_disable", false, reason, err, err_cap);
     rc = store_end_txn(s, rc, err, err_cap);
@@ -484,61 +311,13 @@ int flows_known(struct store *s, const char *id, char *err, size_t err_cap)
 {
     if (!flow_id_valid(id))
         return 0;
-    return flow_lookup(s, id, NULL, err, err_cap);
+    return flow_registry_lookup(s, id, NULL, err, err_cap);
 }
 
 int flows_list(struct store *s, struct flow_summary **out, size_t *count, char *err,
                size_t err_cap)
 {
-    *out = NULL;
-    *count = 0;
-    sqlite3_stmt *st;
-    if (sql_prepare(store_db(s),
-                "SELECT f.id, f.enabled, l.version, l.state, l.code_hash, a.version, a.code_hash,"
-                    " f.disabled_reason"
-                    " FROM flows f"
-                    " LEFT JOIN flow_versions l ON l.flow_id = f.id AND l.version ="
-                    "   (SELECT max(version) FROM flow_versions WHERE flow_id = f.id)"
-                    " LEFT JOIN approvals a ON a.flow_id = f.id AND a.version ="
-                    "   (SELECT max(version) FROM approvals WHERE flow_id = f.id)"
-                    " ORDER BY f.id",
-                    &st, err, err_cap) != 0)
-        return -1;
-    struct flow_summary *rows = NULL;
-    size_t n = 0, cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (n == cap) {
-            size_t ncap = cap == 0 ? 8 : cap * 2;
-            struct flow_summary *grown = realloc(rows, ncap * sizeof *rows);
-            if (grown == NULL) {
-                free(rows);
-                sql_release(st);
-                return error_line(err, err_cap, "out of memory");
-            }
-            rows = grown;
-            cap = ncap;
-        }
-        struct flow_summary *r = &rows[n++];
-        memset(r, 0, sizeof *r);
-        sql_column_copy(st, 0, r->id, sizeof r->id);
-        r->enabled = sqlite3_column_int(st, 1) != 0;
-        r->latest_version = sqlite3_column_int64(st, 2);
-        const char *text = (const char *)sqlite3_column_text(st, 3);
-        r->latest_approved = text != NULL && strcmp(text, "approved") == 0;
-        sql_column_copy(st, 4, r->latest_hash, sizeof r->latest_hash);
-        r->approved_version = sqlite3_column_int64(st, 5);
-        sql_column_copy(st, 6, r->approved_hash, sizeof r->approved_hash);
-        sql_column_copy(st, 7, r->disabled_reason, sizeof r->disabled_reason);
-    }
-    sql_release(st);
-    if (rc != SQLITE_DONE) {
-        free(rows);
-        return sql_fail(store_db(s), err, err_cap);
-    }
-    *out = rows;
-    *count = n;
-    return 0;
+    return flow_registry_list(s, out, count, err, err_cap);
 }
 
 /* ---- runnable --------------------------------------------------------------------- */
@@ -548,36 +327,24 @@ static int runnable_check(struct store *s, const char *id, int64_t want, int64_t
                           size_t err_cap)
 {
     bool enabled = false;
-    int exists = flow_lookup(s, id, &enabled, err, err_cap);
+    int exists = flow_registry_lookup(s, id, &enabled, err, err_cap);
     if (exists < 0)
         return -1;
     if (!exists)
         return error_line(err, err_cap, "unknown flow '%s'", id);
     if (!enabled)
         return error_line(err, err_cap, "flow '%s' is disabled (ck-basal flow enable %s)", id, id);
-    sqlite3_stmt *st;
-    if (sql_prepare(store_db(s), "SELECT version, code_hash FROM approvals WHERE flow_id = ?1"
-                    " AND (?2 = 0 OR version = ?2) ORDER BY version DESC LIMIT 1", &st, err,
-                    err_cap) != 0)
-        return -1;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, want);
-    int rc = sqlite3_step(st);
     int64_t v = 0;
     char approved[CODE_HASH_HEX_LEN + 1] = "";
-    if (rc == SQLITE_ROW) {
-        v = sqlite3_column_int64(st, 0);
-        sql_column_copy(st, 1, approved, sizeof approved);
-    }
-    sql_release(st);
-    if (rc == SQLITE_DONE && want != 0)
+    int found_approval = flow_registry_approval(s, id, want, &v, approved, err, err_cap);
+    if (found_approval < 0)
+        return -1;
+    if (found_approval == 0 && want != 0)
         return error_line(err, err_cap, "flow '%s' version %" PRId64 " is not approved", id, want);
-    if (rc == SQLITE_DONE)
+    if (found_approval == 0)
         return error_line(err, err_cap, "flow '%s' has no approved version", id);
-    if (rc != SQLITE_ROW)
-        return sql_fail(store_db(s), err, err_cap);
-    struct stored_version sv;
-    int found = load_version(s, id, v, &sv, err, err_cap);
+    struct flow_version_row sv;
+    int found = flow_registry_version(s, id, v, &sv, err, err_cap);
     if (found < 0)
         return -1;
     if (!found)
@@ -599,7 +366,7 @@ static int runnable_check(struct store *s, const char *id, int64_t want, int64_t
     else
         ok = 0;
     if (ok != 0) {
-        stored_version_free(&sv);
+        flow_version_row_free(&sv);
         return -1;
     }
     *version = v;
@@ -625,9 +392,9 @@ int flows_runnable_version(struct store *s, const char *id, int64_t want, int64_
     if (!flow_id_valid(id))
         return error_line(err, err_cap, "unknown flow '%.80s' (not a flow id)", id);
     /* One read transaction, so every check sees the same state. */
-    if (sqlite3_exec(store_db(s), "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
-        return sql_fail(store_db(s), err, err_cap);
+    if (store_begin_read(s, err, err_cap) != 0)
+        return -1;
     int rc = runnable_check(s, id, want, version, script, manifest, err, err_cap);
-    sqlite3_exec(store_db(s), "COMMIT", NULL, NULL, NULL);
+    store_end_read(s);
     return rc;
 }

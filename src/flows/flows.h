@@ -1,5 +1,7 @@
 /* The flow registry on the store (basal.md sections 6 and 8): installed flows, their
- * versions with the exact script and manifest bytes, and approvals by code hash.
+ * versions with the exact script and manifest bytes, and approvals by code hash. Here
+ * are its rules (the checks of an install, an approval, a run); its tables are
+ * store/flow_registry.h's.
  *
  * Every function that writes does all of its checks and writes inside one BEGIN
  * IMMEDIATE transaction, and a refusal rolls it back: a refused call changes nothing
@@ -10,6 +12,7 @@
 
 #include "flows/code_hash.h"
 #include "flows/manifest.h"
+#include "store/flow_registry.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -20,13 +23,8 @@ struct store;
 #define FLOWS_SCRIPT_FILE "flow.js"
 #define FLOWS_MANIFEST_FILE "manifest.json"
 
-/* Exact bytes read from a file or the store; bytes[len] is a NUL not counted in len.
- * Release with flows_blob_free. */
-struct flow_blob {
-    char *bytes;
-    size_t len;
-};
-
+/* Releases the bytes of a struct flow_blob (store/flow_registry.h: exact bytes read from
+ * a file or the store). */
 void flows_blob_free(struct flow_blob *b);
 
 /* What flows_install recorded. */
@@ -93,19 +91,7 @@ int flows_disable_auto(struct store *s, const char *id, const char *reason, bool
  * -1 on a store error (reason in err). */
 int flows_known(struct store *s, const char *id, char *err, size_t err_cap);
 
-/* One row of flows_list. */
-struct flow_summary {
-    char id[FLOW_ID_MAX + 1];
-    bool enabled;
-    int64_t latest_version;                       /* the highest installed */
-    bool latest_approved;                         /* its state */
-    char latest_hash[CODE_HASH_HEX_LEN + 1];
-    int64_t approved_version;                     /* the highest approved, 0 if none */
-    char approved_hash[CODE_HASH_HEX_LEN + 1];    /* "" if none */
-    char disabled_reason[513];                    /* why serve disabled it; "" if not */
-};
-
-/* Every flow, by id. *out is malloc'd (free it; NULL with *count 0 when there are
+/* Every flow, by id (struct flow_summary: store/flow_registry.h). *out is malloc'd (free it; NULL with *count 0 when there are
  * none). Returns 0 or -1. */
 int flows_list(struct store *s, struct flow_summary **out, size_t *count, char *err,
                size_t err_cap);

@@ -6,7 +6,6 @@
 #include "flows/run_cleanup.h"
 #include "store/call_processes.h"
 #include "store/journal.h"
-#include "store/sql.h"
 #include "store/store.h"
 #include "host/ops_module.h"
 
@@ -199,7 +198,7 @@ static int finish(struct run_driver *d, const struct run_row *run, int64_t gener
 /* What is left of the run's deadline (manifest "deadline", from its admission), ms. */
 static long long run_time_left(const struct run_row *run, const struct run_inputs *in)
 {
-    return (long long)in->manifest.deadline_s * 1000 - (sql_now_ms() - run->created_at);
+    return (long long)in->manifest.deadline_s * 1000 - (store_now_ms() - run->created_at);
 }
 
 static void request_for(const struct run_row *run, int64_t seq, const struct run_inputs *in,

@@ -2,33 +2,26 @@
 
 #include "base/error_line.h"
 #include "flows/flows.h"
-#include "store/sql.h"
+#include "store/flow_registry.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define SELECT_SCHEDULED                                                                       \
-    "SELECT f.id, a.version, a.approved_at, coalesce(f.enabled_at, 0), v.manifest, f.enabled"  \
-    " FROM flows f"                                                                            \
-    " JOIN approvals a ON a.flow_id = f.id"                                                    \
-    "  AND a.version = (SELECT max(version) FROM approvals WHERE flow_id = f.id)"              \
-    " JOIN flow_versions v ON v.flow_id = a.flow_id AND v.version = a.version"
-
-/* Fills f from a row of SELECT_SCHEDULED. 1 when it is scheduled, 0 when its trigger is
- * not a schedule, -1 with err when the manifest cannot be used. */
-static int from_row(sqlite3_stmt *st, struct scheduled_flow *f, char *err, size_t err_cap)
+/* Fills f from a flow at its approved version. 1 when it is scheduled, 0 when its
+ * trigger is not a schedule, -1 with err when the manifest cannot be used. */
+static int from_approved(const struct flow_approved *a, struct scheduled_flow *f, char *err,
+                         size_t err_cap)
 {
     memset(f, 0, sizeof *f);
-    snprintf(f->flow_id, sizeof f->flow_id, "%s", (const char *)sqlite3_column_text(st, 0));
-    f->version = sqlite3_column_int64(st, 1);
-    f->approved_at_ms = sqlite3_column_int64(st, 2);
-    f->enabled_at_ms = sqlite3_column_int64(st, 3);
+    snprintf(f->flow_id, sizeof f->flow_id, "%s", a->id);
+    f->version = a->version;
+    f->approved_at_ms = a->approved_at_ms;
+    f->enabled_at_ms = a->enabled_at_ms;
     struct manifest m;
     char why[512];
-    if (manifest_parse(sqlite3_column_blob(st, 4), (size_t)sqlite3_column_bytes(st, 4), &m, why,
-                       sizeof why) != 0)
+    if (manifest_parse(a->manifest, a->manifest_len, &m, why, sizeof why) != 0)
         return error_line(err, err_cap, "version %" PRId64 "'s stored manifest: %s", f->version,
                           why);
     int rc = 0;
@@ -60,20 +53,54 @@ int scheduled_flows_load(struct store *s, struct scheduled_flow **out, size_t *c
     return scheduled_flows_reload(s, NULL, 0, out, count, skipped, ctx, err, err_cap);
 }
 
-/* The reuse slot holding the flow of this row unchanged, or NULL. */
-static struct scheduled_flow *reusable(sqlite3_stmt *st, struct scheduled_flow *reuse,
-                                       size_t reuse_count)
+/* The reuse slot holding this flow unchanged, or NULL. */
+static struct scheduled_flow *reusable(const struct flow_approved *a,
+                                       struct scheduled_flow *reuse, size_t reuse_count)
 {
-    const char *id = (const char *)sqlite3_column_text(st, 0);
     for (size_t i = 0; i < reuse_count; i++) {
         struct scheduled_flow *r = &reuse[i];
-        if (r->flow_id[0] != '\0' && strcmp(r->flow_id, id) == 0 &&
-            r->version == sqlite3_column_int64(st, 1) &&
-            r->approved_at_ms == sqlite3_column_int64(st, 2) &&
-            r->enabled_at_ms == sqlite3_column_int64(st, 3))
+        if (r->flow_id[0] != '\0' && strcmp(r->flow_id, a->id) == 0 &&
+            r->version == a->version && r->approved_at_ms == a->approved_at_ms &&
+            r->enabled_at_ms == a->enabled_at_ms)
             return r;
     }
     return NULL;
+}
+
+/* The list scheduled_flows_reload builds, one visited flow at a time. */
+struct reload {
+    struct scheduled_flow *reuse;
+    size_t reuse_count;
+    struct scheduled_flow *flows;
+    size_t n, cap;
+    void (*skipped)(void *ctx, const char *flow, const char *why);
+    void *ctx;
+};
+
+static int reload_visit(void *ctx, const struct flow_approved *a, char *err, size_t err_cap)
+{
+    struct reload *r = ctx;
+    if (r->n == r->cap) {
+        size_t grown_cap = r->cap ? r->cap * 2 : 16;
+        struct scheduled_flow *grown = realloc(r->flows, grown_cap * sizeof *grown);
+        if (grown == NULL)
+            return error_line(err, err_cap, "out of memory");
+        r->flows = grown;
+        r->cap = grown_cap;
+    }
+    struct scheduled_flow *same = reusable(a, r->reuse, r->reuse_count);
+    if (same != NULL) {
+        r->flows[r->n++] = *same;
+        memset(same, 0, sizeof *same); /* moved */
+        return 0;
+    }
+    char why[600];
+    int got = from_approved(a, &r->flows[r->n], why, sizeof why);
+    if (got == 1)
+        r->n++;
+    else if (got < 0 && r->skipped != NULL)
+        r->skipped(r->ctx, a->id, why);
+    return 0;
 }
 
 int scheduled_flows_reload(struct store *s, struct scheduled_flow *reuse, size_t reuse_count,
@@ -83,45 +110,38 @@ int scheduled_flows_reload(struct store *s, struct scheduled_flow *reuse, size_t
 {
     *out = NULL;
     *count = 0;
-    sqlite3_stmt *st;
-    if (sql_prepare(store_db(s), SELECT_SCHEDULED " WHERE f.enabled = 1 ORDER BY f.id", &st, err,
-                    err_cap) != 0)
+    struct reload r = {reuse, reuse_count, NULL, 0, 0, skipped, ctx};
+    if (flow_registry_each_approved(s, reload_visit, &r, err, err_cap) != 0) {
+        scheduled_flows_free(r.flows, r.n);
         return -1;
-    struct scheduled_flow *flows = NULL;
-    size_t n = 0, cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (n == cap) {
-            size_t grown_cap = cap ? cap * 2 : 16;
-            struct scheduled_flow *grown = realloc(flows, grown_cap * sizeof *grown);
-            if (grown == NULL) {
-                sql_release(st);
-                scheduled_flows_free(flows, n);
-                return error_line(err, err_cap, "out of memory");
-            }
-            flows = grown;
-            cap = grown_cap;
-        }
-        char why[600];
-        struct scheduled_flow *same = reusable(st, reuse, reuse_count);
-        if (same != NULL) {
-            flows[n++] = *same;
-            memset(same, 0, sizeof *same); /* moved */
-            continue;
-        }
-        int got = from_row(st, &flows[n], why, sizeof why);
-        if (got == 1)
-            n++;
-        else if (got < 0 && skipped != NULL)
-            skipped(ctx, (const char *)sqlite3_column_text(st, 0), why);
     }
-    sql_release(st);
-    if (rc != SQLITE_DONE) {
-        scheduled_flows_free(flows, n);
-        return sql_fail(store_db(s), err, err_cap);
+    *out = r.flows;
+    *count = r.n;
+    return 0;
+}
+
+/* The one flow scheduled_flow_of asks for: what the visit found. */
+struct one_flow {
+    struct scheduled_flow *out;
+    int got; /* 1 scheduled, 0 not (err says why), -1 an unusable manifest */
+};
+
+static int one_visit(void *ctx, const struct flow_approved *a, char *err, size_t err_cap)
+{
+    struct one_flow *o = ctx;
+    if (!a->enabled) {
+        o->got = 0;
+        error_line(err, err_cap, "flow '%s' is disabled: it does not fire (flow enable %s)",
+                   a->id, a->id);
+        return 0;
     }
-    *out = flows;
-    *count = n;
+    char why[600];
+    o->got = from_approved(a, o->out, why, sizeof why);
+    if (o->got < 0)
+        error_line(err, err_cap, "flow '%s': %s", a->id, why);
+    else if (o->got == 0)
+        error_line(err, err_cap, "flow '%s' has no schedule (its trigger is not "
+                                 "trigger.schedule)", a->id);
     return 0;
 }
 
@@ -131,36 +151,18 @@ int scheduled_flow_of(struct store *s, const char *id, struct scheduled_flow *ou
     memset(out, 0, sizeof *out);
     if (!flow_id_valid(id))
         return error_line(err, err_cap, "unknown flow '%.80s' (not a flow id)", id), 0;
-    sqlite3_stmt *st;
-    if (sql_prepare(store_db(s), SELECT_SCHEDULED " WHERE f.id = ?1", &st, err, err_cap) != 0)
+    struct one_flow o = {out, 0};
+    int found = flow_registry_approved_of(s, id, one_visit, &o, err, err_cap);
+    if (found < 0)
         return -1;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    int got;
-    if (rc == SQLITE_ROW && sqlite3_column_int(st, 5) == 0) {
-        got = 0;
-        error_line(err, err_cap, "flow '%s' is disabled: it does not fire (flow enable %s)", id,
-                   id);
-    } else if (rc == SQLITE_ROW) {
-        char why[600];
-        got = from_row(st, out, why, sizeof why);
-        if (got < 0)
-            error_line(err, err_cap, "flow '%s': %s", id, why);
-        else if (got == 0)
-            error_line(err, err_cap, "flow '%s' has no schedule (its trigger is not "
-                                     "trigger.schedule)", id);
-    } else if (rc == SQLITE_DONE) {
-        int known = flows_known(s, id, err, err_cap);
-        got = known < 0 ? -1 : 0;
-        if (known == 0)
-            error_line(err, err_cap, "unknown flow '%s'", id);
-        else if (known == 1)
-            error_line(err, err_cap, "flow '%s' has no approved version: it does not fire", id);
-    } else {
-        got = sql_fail(store_db(s), err, err_cap);
-    }
-    sql_release(st);
-    return got;
+    if (found == 1)
+        return o.got;
+    int known = flows_known(s, id, err, err_cap);
+    if (known == 0)
+        error_line(err, err_cap, "unknown flow '%s'", id);
+    else if (known == 1)
+        error_line(err, err_cap, "flow '%s' has no approved version: it does not fire", id);
+    return known < 0 ? -1 : 0;
 }
 
 void scheduled_flow_anchor(struct scheduled_flow *f, int64_t anchor_ms)

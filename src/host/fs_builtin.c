@@ -488,6 +488,12 @@ struct fs_call {
     struct host_settlement *out;
     bool check_only;  /* fs.write of a dry run: every check, no write */
     bool would_write; /* check_only: every check passed */
+    /* What parsing read and authorizing decided, for the operation. */
+    const json_t *text;     /* fs.write's text */
+    const char *name;       /* fs.write's final component */
+    size_t limit;           /* fs.read's maxBytes */
+    struct resolution res;  /* the path (fs.write: its directory) placed among the roots */
+    bool authorized;        /* under a granted root, every root allowed: may be performed */
 };
 
 /* path for a message into shown (FS_MESSAGE_PATH_BYTES + 4): cut, control bytes '?'. */
@@ -1078,46 +1084,29 @@ static int write_in(struct fs_call *c, int dir_fd, const char *name, const json_
     return fulfil_and_free(c->out, json_pack("{s:I}", "bytes", (json_int_t)len));
 }
 
-static int do_write(struct fs_call *c, const json_t *text)
+/* The directory was authorized (c->res); the target is checked at the open. */
+static int do_write(struct fs_call *c)
 {
-    const char *name = final_name(c->path);
-    if (name == NULL)
-        return host_reject(c->out, HOST_CODE_INVALID_ARGUMENTS,
-                           "%s: '%s' does not end in a file name", c->kind, c->shown);
-    if (json_string_length(text) > FS_WRITE_MAX_BYTES)
-        return host_reject(c->out, HOST_CODE_TOO_LARGE, "%s: the text for '%s' is over %u bytes",
-                           c->kind, c->shown, FS_WRITE_MAX_BYTES);
-    size_t dir_len = (size_t)(name - c->path);
-    char *parent = strndup(c->path, dir_len > 1 ? dir_len - 1 : dir_len);
-    if (parent == NULL)
-        return -1;
-    struct resolution res;
-    int rc = resolve(&c->roots, parent, true, &res);
-    free(parent);
-    if (rc != 0)
-        return -1;
-    if (res.status != RESOLVED)
-        return reject_placement(c, &res);
-    int dir_fd = open_checked(c, &res, O_RDONLY | O_DIRECTORY, &rc);
-    free(res.real);
+    int rc = 0;
+    int dir_fd = open_checked(c, &c->res, O_RDONLY | O_DIRECTORY, &rc);
     if (dir_fd < 0)
         return rc;
-    rc = write_in(c, dir_fd, name, text);
+    rc = write_in(c, dir_fd, c->name, c->text);
     close(dir_fd);
     return rc;
 }
 
-/* ---- dispatch --------------------------------------------------------------------- */
+/* ---- the three steps: parse, authorize, perform ----------------------------------- */
 
-bool fs_builtin_handles(const char *kind)
-{
-    return strcmp(kind, "fs.read") == 0 || strcmp(kind, "fs.list") == 0 ||
-           strcmp(kind, "fs.stat") == 0 || fs_builtin_is_write(kind);
-}
-
-bool fs_builtin_is_write(const char *kind)
+static bool is_write(const char *kind)
 {
     return strcmp(kind, "fs.write") == 0;
+}
+
+static bool fs_kind(const char *kind)
+{
+    return strcmp(kind, "fs.read") == 0 || strcmp(kind, "fs.list") == 0 ||
+           strcmp(kind, "fs.stat") == 0 || is_write(kind);
 }
 
 static const char *usage_of(const char *kind)
@@ -1129,60 +1118,196 @@ static const char *usage_of(const char *kind)
     return "[path]";
 }
 
-/* A query on an existing path under any root: read, list or stat. */
-static int do_query(struct fs_call *c, const json_t *args)
-{
-    const char *why = NULL;
-    bool is_read = strcmp(c->kind, "fs.read") == 0;
-    size_t limit = is_read ? read_limit(json_array_get(args, 1), &why) : FS_READ_DEFAULT_BYTES;
-    if (limit == 0)
-        return reject_args(c, usage_of(c->kind), why);
-    struct resolution res;
-    if (resolve(&c->roots, c->path, false, &res) != 0)
-        return -1;
-    if (res.status != RESOLVED)
-        return reject_placement(c, &res);
-    int rc = is_read                           ? do_read(c, &res, limit)
-             : strcmp(c->kind, "fs.list") == 0 ? do_list(c, &res)
-                                               : do_stat(c, &res);
-    free(res.real);
-    return rc;
-}
-
 static bool arg_count_ok(const char *kind, size_t n)
 {
     if (strcmp(kind, "fs.read") == 0)
         return n == 1 || n == 2;
-    return n == (fs_builtin_is_write(kind) ? 2u : 1u);
+    return n == (is_write(kind) ? 2u : 1u);
 }
 
+/* 1 after a rejection was made (rc its result 0), -1 if none could be. */
+static int settled(int rc)
+{
+    return rc == 0 ? 1 : -1;
+}
+
+/* The arguments alone, touching nothing: 0, 1 after settling the call, -1. */
+static int parse_call(struct fs_call *c, const char *kind, const json_t *list)
+{
+    c->kind = kind;
+    c->path = "";
+    c->limit = FS_READ_DEFAULT_BYTES;
+    const char *why = "the arguments must be an array";
+    if (!fs_kind(kind))
+        return settled(host_reject(c->out, HOST_CODE_DENIED, "'%.100s' is not a file-system"
+                                   " call", kind));
+    if (!json_is_array(list))
+        return settled(reject_args(c, usage_of(kind), why));
+    why = "wrong number of arguments";
+    if (!arg_count_ok(kind, json_array_size(list)) || (c->path = path_arg(list, &why)) == NULL)
+        return settled(reject_args(c, usage_of(kind), why));
+    show_path(c);
+    c->text = json_array_get(list, 1);
+    if (strcmp(kind, "fs.read") == 0 &&
+        (c->limit = read_limit(json_array_get(list, 1), &why)) == 0)
+        return settled(reject_args(c, usage_of(kind), why));
+    if (!is_write(kind))
+        return 0;
+    if (!json_is_string(c->text))
+        return settled(reject_args(c, usage_of(kind), "the text must be a string"));
+    if ((c->name = final_name(c->path)) == NULL)
+        return settled(host_reject(c->out, HOST_CODE_INVALID_ARGUMENTS,
+                                   "%s: '%s' does not end in a file name", c->kind, c->shown));
+    if (json_string_length(c->text) > FS_WRITE_MAX_BYTES)
+        return settled(host_reject(c->out, HOST_CODE_TOO_LARGE, "%s: the text for '%s' is over"
+                                   " %u bytes", c->kind, c->shown, FS_WRITE_MAX_BYTES));
+    return 0;
+}
+
+/* The grant decision: every granted root allowed as it resolves now (the data home,
+ * /proc, /sys), and the path (fs.write: its directory) under a root that grants the
+ * call. 0 (c->authorized), 1 after settling the call as denied, -1. A path under a
+ * root that does not exist (or does not resolve) is authorized: the operation says
+ * not_found (or io_error), as it learns nothing outside the grants. */
+static int authorize_call(struct fs_call *c, const struct fs_grants *grants)
+{
+    if (roots_resolve(grants, &c->roots) != 0)
+        return -1;
+    int rc = refuse_forbidden_roots(c, grants != NULL ? grants->home : NULL);
+    if (rc != 0)
+        return rc;
+    char *parent = NULL;
+    if (is_write(c->kind)) {
+        size_t dir_len = (size_t)(c->name - c->path);
+        if ((parent = strndup(c->path, dir_len > 1 ? dir_len - 1 : dir_len)) == NULL)
+            return -1;
+    }
+    rc = resolve(&c->roots, parent != NULL ? parent : c->path, is_write(c->kind), &c->res);
+    free(parent);
+    if (rc != 0)
+        return -1;
+    if (c->res.status == OUTSIDE || c->res.status == READ_ONLY)
+        return settled(reject_placement(c, &c->res));
+    c->authorized = true;
+    return 0;
+}
+
+/* The operation on what was authorized; the opening (openat2, component by component,
+ * the data home, /proc and /sys refused by device and inode, the opened path checked
+ * again) guards against a path changed since the decision. */
+static int perform_call(struct fs_call *c)
+{
+    if (!c->authorized) /* fail closed: never an unauthorized path */
+        return host_reject(c->out, HOST_CODE_DENIED, "%s: '%s' was not authorized", c->kind,
+                           c->shown);
+    if (c->res.status != RESOLVED)
+        return reject_placement(c, &c->res);
+    if (is_write(c->kind))
+        return do_write(c);
+    return strcmp(c->kind, "fs.read") == 0   ? do_read(c, &c->res, c->limit)
+           : strcmp(c->kind, "fs.list") == 0 ? do_list(c, &c->res)
+                                             : do_stat(c, &c->res);
+}
+
+static void call_release(struct fs_call *c)
+{
+    roots_free(&c->roots);
+    free(c->res.real);
+    c->res.real = NULL;
+    memset(&c->roots, 0, sizeof c->roots);
+}
+
+/* The three steps at once, every rejection into out. */
 static int fs_call_run(const struct fs_grants *grants, const char *kind, const void *args,
                        struct host_settlement *out, bool check_only, bool *would_write)
 {
-    struct fs_call c = {.kind = kind, .path = "", .out = out,
-                        .temp_tag = grants != NULL ? grants->temp_tag : NULL,
-                        .check_only = check_only};
-    const json_t *list = args;
-    const char *why = "the arguments must be an array";
-    if (!fs_builtin_handles(kind))
-        return host_reject(out, HOST_CODE_DENIED, "'%.100s' is not a file-system call", kind);
-    if (!json_is_array(list))
-        return reject_args(&c, usage_of(kind), why);
-    why = "wrong number of arguments";
-    if (!arg_count_ok(kind, json_array_size(list)) || (c.path = path_arg(list, &why)) == NULL)
-        return reject_args(&c, usage_of(kind), why);
-    show_path(&c);
-    const json_t *text = json_array_get(list, 1);
-    if (fs_builtin_is_write(kind) && !json_is_string(text))
-        return reject_args(&c, usage_of(kind), "the text must be a string");
-    if (roots_resolve(grants, &c.roots) != 0)
-        return -1;
-    int rc = refuse_forbidden_roots(&c, grants != NULL ? grants->home : NULL);
+    struct fs_call c;
+    memset(&c, 0, sizeof c);
+    c.out = out;
+    c.temp_tag = grants != NULL ? grants->temp_tag : NULL;
+    c.check_only = check_only;
+    int rc = parse_call(&c, kind, args);
     if (rc == 0)
-        rc = fs_builtin_is_write(kind) ? do_write(&c, text) : do_query(&c, list);
-    roots_free(&c.roots);
+        rc = authorize_call(&c, grants);
+    if (rc == 0)
+        rc = perform_call(&c);
+    call_release(&c);
     if (would_write != NULL)
         *would_write = c.would_write;
+    return rc < 0 ? -1 : 0;
+}
+
+/* ---- one call's request, from the decision to the operation ------------------------ */
+
+struct fs_request {
+    struct fs_call c;
+};
+
+void fs_request_free(struct fs_request *req)
+{
+    if (req == NULL)
+        return;
+    call_release(&req->c);
+    free(req);
+}
+
+/* A rejection settled into s, as the decision's code and reason. */
+static int refusal_of(struct host_settlement *s, int rc, char *code, size_t code_cap,
+                      char *reason, size_t reason_cap)
+{
+    const char *message = "out of memory";
+    json_t *v = rc > 0 && s->value != NULL ? json_loads(s->value, 0, NULL) : NULL;
+    const char *c = json_string_value(json_object_get(v, "code"));
+    const char *m = json_string_value(json_object_get(v, "message"));
+    snprintf(code, code_cap, "%s", c != NULL ? c : HOST_CODE_IO_ERROR);
+    snprintf(reason, reason_cap, "%s", m != NULL ? m : message);
+    json_decref(v);
+    host_settlement_free(s);
+    return -1;
+}
+
+int fs_builtin_parse(const char *kind, const void *args, struct fs_request **out, char *code,
+                     size_t code_cap, char *reason, size_t reason_cap)
+{
+    *out = NULL;
+    struct host_settlement s = {PROTO_SETTLEMENT_REJECTED, NULL};
+    struct fs_request *req = calloc(1, sizeof *req);
+    if (req == NULL)
+        return refusal_of(&s, -1, code, code_cap, reason, reason_cap);
+    req->c.out = &s;
+    int rc = parse_call(&req->c, kind, args);
+    req->c.out = NULL;
+    if (rc != 0) {
+        fs_request_free(req);
+        return refusal_of(&s, rc, code, code_cap, reason, reason_cap);
+    }
+    *out = req;
+    return 0;
+}
+
+int fs_builtin_authorize(const struct fs_grants *grants, struct fs_request *req, char *code,
+                         size_t code_cap, char *reason, size_t reason_cap)
+{
+    struct host_settlement s = {PROTO_SETTLEMENT_REJECTED, NULL};
+    req->c.out = &s;
+    int rc = authorize_call(&req->c, grants);
+    req->c.out = NULL;
+    return rc == 0 ? 0 : refusal_of(&s, rc, code, code_cap, reason, reason_cap);
+}
+
+int fs_builtin_perform(struct fs_request *req, const char *temp_tag, bool check_only,
+                       struct host_settlement *out, bool *would_write)
+{
+    req->c.out = out;
+    req->c.temp_tag = temp_tag;
+    req->c.check_only = check_only;
+    req->c.would_write = false;
+    if (check_only)
+        out->value = NULL;
+    int rc = perform_call(&req->c);
+    req->c.out = NULL;
+    if (would_write != NULL)
+        *would_write = req->c.would_write;
     return rc < 0 ? -1 : 0;
 }
 

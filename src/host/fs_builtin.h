@@ -88,17 +88,44 @@ struct fs_grants {
 bool fs_root_allowed(const char *root_real, bool writable, const char *home_real, char *why,
                      size_t why_cap);
 
-/* True for "fs.read", "fs.list", "fs.stat", "fs.write". */
-bool fs_builtin_handles(const char *kind);
-
-/* True for "fs.write" (a mutation); the others are queries. */
-bool fs_builtin_is_write(const char *kind);
-
-/* Performs kind with args (a jansson json_t * array) under grants. Fills *out,
+/* Performs kind ("fs.read", "fs.list", "fs.stat" or "fs.write"; their classes and
+ * grant checks are their rows in flows/host_kinds.h; any other kind is refused
+ * "denied") with args (a jansson json_t * array) under grants. Fills *out,
  * fulfilled or rejected. Returns 0, or -1 if not even a rejection could be made (out
  * of memory). */
 int fs_builtin_call(const struct fs_grants *grants, const char *kind, const void *args,
                     struct host_settlement *out);
+
+/* One call in three steps, as a run's host takes it (flows/host_kinds.h): the
+ * arguments parsed, the path authorized against the grants where the other grants
+ * are decided, then the operation on what was authorized. The grants and rules are
+ * those above; fs_builtin_call is the three at once. */
+struct fs_request;
+
+/* The arguments alone (types, an absolute path, maxBytes, fs.write's file name and
+ * text size), touching nothing. 0 with *req made, or -1 with the rejection's code and
+ * its one-line message as reason (code_cap >= 32). Strings of args are used in place:
+ * args must outlive *req. */
+int fs_builtin_parse(const char *kind, const void *args, struct fs_request **req, char *code,
+                     size_t code_cap, char *reason, size_t reason_cap);
+
+/* The grant decision: every granted root allowed as it resolves now, and the path
+ * (fs.write: its directory) under a root granting the call. 0, or -1 with the
+ * refusal's code ("denied") and message. A path under a root that does not exist is
+ * authorized: the operation answers not_found. */
+int fs_builtin_authorize(const struct fs_grants *grants, struct fs_request *req, char *code,
+                         size_t code_cap, char *reason, size_t reason_cap);
+
+/* The operation on an authorized request (one never authorized is refused
+ * "denied"): the path opened one component at a time with openat2 as above, which
+ * refuses a path changed since the decision. temp_tag names fs.write's temporary
+ * file (see fs_grants). check_only: fs.write makes every check and writes nothing
+ * (*would_write true, *out untouched with value NULL, when it would go ahead). Fills
+ * *out; 0, or -1 if not even a rejection could be made. */
+int fs_builtin_perform(struct fs_request *req, const char *temp_tag, bool check_only,
+                       struct host_settlement *out, bool *would_write);
+
+void fs_request_free(struct fs_request *req);
 
 /* Removes the temporary files tagged tag that an interrupted fs.write of path (the
  * script's argument) may have left in path's directory: only when that directory

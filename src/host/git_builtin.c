@@ -80,11 +80,6 @@ static int kind_of(const char *name, enum git_kind *out)
     return -1;
 }
 
-bool git_builtin_handles(const char *kind)
-{
-    enum git_kind k;
-    return kind_of(kind, &k) == 0;
-}
 
 /* ---- refusals ----------------------------------------------------------------------- */
 
@@ -534,32 +529,57 @@ static int resolve_repo(const struct git_grants *g, struct git_call *c, struct r
     return check_gitdir(c, why);
 }
 
-static int prepare(const struct git_grants *g, const char *kind, const void *args,
-                   struct git_call *c, struct refusal *why)
+/* One call, parsed once: what the grant check and the run both use. */
+struct git_request {
+    struct git_call c;
+    bool granted; /* git_builtin_grant passed (c.gitdir_fd is the checked git directory) */
+};
+
+static int report(const struct refusal *why, char *code, size_t code_cap, char *reason,
+                  size_t reason_cap)
 {
-    memset(c, 0, sizeof *c);
-    c->gitdir_fd = -1;
-    c->name = kind;
-    if (kind_of(kind, &c->kind) != 0)
-        return refuse(why, HOST_CODE_INVALID_ARGUMENTS, "%.64s is not a git call", kind);
-    if (parse_args(c, args, why) != 0)
-        return -1;
-    return resolve_repo(g, c, why);
+    snprintf(code, code_cap, "%s", why->code);
+    snprintf(reason, reason_cap, "%s", why->reason);
+    return -1;
 }
 
-int git_builtin_check(const struct git_grants *grants, const char *kind, const void *args,
-                      char *code, size_t code_cap, char *reason, size_t reason_cap)
+void git_request_free(struct git_request *req)
 {
-    struct git_call c;
-    struct refusal why = {NULL, ""};
-    int rc = prepare(grants, kind, args, &c, &why);
-    if (c.gitdir_fd >= 0)
-        close(c.gitdir_fd);
-    if (rc == 0)
+    if (req == NULL)
+        return;
+    if (req->c.gitdir_fd >= 0)
+        close(req->c.gitdir_fd);
+    free(req);
+}
+
+int git_builtin_parse(const char *kind, const void *args, struct git_request **out, char *code,
+                      size_t code_cap, char *reason, size_t reason_cap)
+{
+    *out = NULL;
+    struct git_request *req = calloc(1, sizeof *req);
+    struct refusal why = {HOST_CODE_IO_ERROR, "git: out of memory"};
+    if (req == NULL)
+        return report(&why, code, code_cap, reason, reason_cap);
+    req->c.gitdir_fd = -1;
+    req->c.name = kind;
+    if (kind_of(kind, &req->c.kind) != 0)
+        refuse(&why, HOST_CODE_INVALID_ARGUMENTS, "%.64s is not a git call", kind);
+    else if (parse_args(&req->c, args, &why) == 0) {
+        *out = req;
         return 0;
-    snprintf(code, code_cap, "%s", why.code);
-    snprintf(reason, reason_cap, "%s", why.reason);
-    return -1;
+    }
+    git_request_free(req);
+    return report(&why, code, code_cap, reason, reason_cap);
+}
+
+int git_builtin_grant(const struct git_grants *grants, struct git_request *req, char *code,
+                      size_t code_cap, char *reason, size_t reason_cap)
+{
+    struct refusal why = {NULL, ""};
+    if (resolve_repo(grants, &req->c, &why) != 0)
+        return report(&why, code, code_cap, reason, reason_cap);
+    req->granted = true;
+    return 0;
 }
 
 /* ---- running git ---------------------------------------------------------------------------- */
@@ -1218,14 +1238,15 @@ static int settle(const struct git_call *c, struct run *r, long timeout_ms,
     return rc;
 }
 
-int git_builtin_call(const struct git_grants *grants, const char *kind, const void *args,
-                     long long deadline_at_ms, struct host_settlement *out)
+int git_builtin_run(struct git_request *req, long long deadline_at_ms,
+                    struct host_settlement *out)
 {
-    struct git_call c;
-    struct refusal why = {NULL, ""};
-    if (prepare(grants, kind, args, &c, &why) != 0) {
+    struct git_call c = req->c; /* moved out: the run closes the git directory */
+    const char *kind = c.name;
+    req->c.gitdir_fd = -1;
+    if (!req->granted || c.gitdir_fd < 0) { /* fail closed: git runs only where granted */
         close_fd(&c.gitdir_fd);
-        return host_reject(out, why.code, "%s", why.reason);
+        return host_reject(out, HOST_CODE_DENIED, "%s: the repository was not granted", kind);
     }
     const char *program = git_program();
     if (program == NULL) {

@@ -89,18 +89,29 @@ struct git_grants {
     size_t count;
 };
 
-/* True for git.log, git.revParse, git.describeTags, git.show, git.diff, git.lsFiles. */
-bool git_builtin_handles(const char *kind);
+/* One call, parsed once (its kind, repository, revisions, paths, options): the grant
+ * check and the run both use it. Its strings point into args, which must outlive it. */
+struct git_request;
 
-/* Checks the arguments and the repository grant without running git. 0, or -1 with
- * the rejection's code and a one-line reason. args is a jansson json_t * array. */
-int git_builtin_check(const struct git_grants *grants, const char *kind, const void *args,
+/* Parses kind ("git.log", ... "git.lsFiles") and its args (a jansson json_t * array)
+ * without touching the file system. 0 with *req made, or -1 with the rejection's code
+ * and a one-line reason. */
+int git_builtin_parse(const char *kind, const void *args, struct git_request **req,
                       char *code, size_t code_cap, char *reason, size_t reason_cap);
 
-/* Performs the call (checked again) giving up at deadline_at_ms (CLOCK_MONOTONIC ms;
- * 0: only the 20 s). Fills *out. Returns 0, or -1 if not even a rejection could be
- * made (out of memory). */
-int git_builtin_call(const struct git_grants *grants, const char *kind, const void *args,
-                     long long deadline_at_ms, struct host_settlement *out);
+/* The repository grant and its git directory's checks (above), without running git:
+ * 0 (the request then holds the checked git directory open, and is marked granted),
+ * or -1 with the refusal's code and reason. */
+int git_builtin_grant(const struct git_grants *grants, struct git_request *req, char *code,
+                      size_t code_cap, char *reason, size_t reason_cap);
+
+void git_request_free(struct git_request *req);
+
+/* Runs a granted request (one never granted is refused "denied") on the git directory
+ * it checked, giving up at deadline_at_ms (CLOCK_MONOTONIC ms; 0: only the 20 s).
+ * Once: the request is spent (free it after). Fills *out. Returns 0, or -1 if not even
+ * a rejection could be made (out of memory). */
+int git_builtin_run(struct git_request *req, long long deadline_at_ms,
+                    struct host_settlement *out);
 
 #endif

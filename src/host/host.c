@@ -72,3 +72,14 @@ void host_settlement_free(struct host_settlement *s)
     free(s->value);
     s->value = NULL;
 }
+
+void host_settlement_code(const struct host_settlement *s, char *code, size_t cap)
+{
+    code[0] = '\0';
+    if (s->settlement != PROTO_SETTLEMENT_REJECTED || s->value == NULL)
+        return;
+    json_t *v = json_loads(s->value, 0, NULL);
+    const char *c = json_string_value(json_object_get(v, "code"));
+    snprintf(code, cap, "%s", c != NULL ? c : "");
+    json_decref(v);
+}

@@ -88,4 +88,8 @@ __attribute__((format(printf, 3, 4))) int host_reject(struct host_settlement *ou
 
 void host_settlement_free(struct host_settlement *s);
 
+/* The "code" of a rejection into code (empty for a fulfilment or a rejection
+ * without one). */
+void host_settlement_code(const struct host_settlement *s, char *code, size_t cap);
+
 #endif

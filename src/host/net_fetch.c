@@ -396,26 +396,61 @@ static enum net_fetch_class class_of(unsigned method, const struct net_grant *g)
     return g->idempotent ? NET_FETCH_KEYED : NET_FETCH_MUTATION;
 }
 
-int net_fetch_decide(const struct net_grants *grants, const void *args,
-                     enum net_fetch_class *cls, char *code, size_t code_cap, char *reason,
-                     size_t reason_cap)
-{
-    struct settings t;
-    settings_load(&t);
+/* One call's request, parsed once: what the grant check and the effect both use. */
+struct net_fetch_request {
     struct request r;
-    struct refusal why = {NULL, ""};
-    const struct net_grant *g = NULL;
-    int rc = parse_request(args, &t, &r, &why);
-    if (rc == 0 && (g = granted(grants, &r, r.method, &why)) == NULL)
-        rc = -1;
-    if (rc == 0)
-        *cls = class_of(r.method, g);
-    else {
-        snprintf(code, code_cap, "%s", why.code);
-        snprintf(reason, reason_cap, "%s", why.reason);
+    struct settings t;
+    enum net_fetch_class cls; /* set by net_fetch_grant */
+    bool granted;             /* net_fetch_grant passed: only then is it performed */
+};
+
+void net_fetch_request_free(struct net_fetch_request *req)
+{
+    if (req == NULL)
+        return;
+    request_free(&req->r);
+    free(req);
+}
+
+static int report(const struct refusal *why, char *code, size_t code_cap, char *reason,
+                  size_t reason_cap)
+{
+    snprintf(code, code_cap, "%s", why->code);
+    snprintf(reason, reason_cap, "%s", why->reason);
+    return -1;
+}
+
+int net_fetch_parse(const void *args, struct net_fetch_request **out, char *code,
+                    size_t code_cap, char *reason, size_t reason_cap)
+{
+    *out = NULL;
+    struct net_fetch_request *req = calloc(1, sizeof *req);
+    if (req == NULL) {
+        struct refusal oom = {HOST_CODE_IO_ERROR, "net.fetch: out of memory"};
+        return report(&oom, code, code_cap, reason, reason_cap);
     }
-    request_free(&r);
-    return rc;
+    settings_load(&req->t);
+    struct refusal why = {NULL, ""};
+    if (parse_request(args, &req->t, &req->r, &why) != 0) {
+        net_fetch_request_free(req);
+        return report(&why, code, code_cap, reason, reason_cap);
+    }
+    *out = req;
+    return 0;
+}
+
+int net_fetch_grant(const struct net_grants *grants, struct net_fetch_request *req,
+                    enum net_fetch_class *cls, char *code, size_t code_cap, char *reason,
+                    size_t reason_cap)
+{
+    struct refusal why = {NULL, ""};
+    const struct net_grant *g = granted(grants, &req->r, req->r.method, &why);
+    if (g == NULL)
+        return report(&why, code, code_cap, reason, reason_cap);
+    req->cls = class_of(req->r.method, g);
+    req->granted = true;
+    *cls = req->cls;
+    return 0;
 }
 
 /* ---- resolution ------------------------------------------------------------------------ */
@@ -1050,21 +1085,20 @@ static bool is_redirect(long status)
     return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
 }
 
-int net_fetch_call(struct net_fetch_session *s, const struct net_grants *grants,
-                   const void *args, const char *idempotency_key, long long deadline_at_ms,
-                   struct host_settlement *out)
+int net_fetch_perform(struct net_fetch_session *s, const struct net_grants *grants,
+                      struct net_fetch_request *req, const char *idempotency_key,
+                      long long deadline_at_ms, struct host_settlement *out)
 {
-    struct settings t;
-    settings_load(&t);
-    struct request r;
+    if (!req->granted) /* fail closed: no request leaves unchecked */
+        return host_reject(out, HOST_CODE_DENIED, "net.fetch: the request was not granted");
+    const struct settings t = req->t;
+    struct request r = req->r; /* moved out: req keeps nothing to free */
+    memset(&req->r, 0, sizeof req->r);
     struct refusal why = {NULL, ""};
     struct response resp;
     memset(&resp, 0, sizeof resp);
     struct addresses pinned;
-    int rc = parse_request(args, &t, &r, &why);
-    const struct net_grant *g = rc == 0 ? granted(grants, &r, r.method, &why) : NULL;
-    if (rc == 0 && g == NULL)
-        rc = -1;
+    int rc = 0;
     resp.body_max = r.max_bytes;
     resp.headers = json_object();
     if (rc == 0 && resp.headers == NULL)
@@ -1072,7 +1106,7 @@ int net_fetch_call(struct net_fetch_session *s, const struct net_grants *grants,
     long long deadline = monotonic_ms() + t.total_ms;
     if (deadline_at_ms > 0 && deadline_at_ms < deadline)
         deadline = deadline_at_ms;
-    enum net_fetch_class cls = rc == 0 ? class_of(r.method, g) : NET_FETCH_QUERY;
+    enum net_fetch_class cls = req->cls;
     unsigned method = r.method;
     bool send_body = r.body != NULL;
     long status = 0;

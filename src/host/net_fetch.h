@@ -107,12 +107,23 @@ enum net_fetch_class {
     NET_FETCH_MUTATION,       /* another method */
 };
 
-/* Checks a call without touching the network: the arguments, the scheme, the host
- * and method grants. 0 with *cls set, or -1 with the rejection's code and a
- * one-line reason (code_cap >= 32). args is a jansson json_t * array. */
-int net_fetch_decide(const struct net_grants *grants, const void *args,
-                     enum net_fetch_class *cls, char *code, size_t code_cap, char *reason,
-                     size_t reason_cap);
+/* One call's request, parsed once (the URL, method, headers, body, limits): the grant
+ * check and the effect both use it. Its body points into args, which must outlive it. */
+struct net_fetch_request;
+
+/* Parses a call's arguments (a jansson json_t * array) without touching the network.
+ * 0 with *req made, or -1 with the rejection's code and a one-line reason (code_cap
+ * >= 32). */
+int net_fetch_parse(const void *args, struct net_fetch_request **req, char *code,
+                    size_t code_cap, char *reason, size_t reason_cap);
+
+/* The scheme, host and method grants of a parsed request: 0 with *cls set (the
+ * request is then marked granted), or -1 with the refusal's code and reason. */
+int net_fetch_grant(const struct net_grants *grants, struct net_fetch_request *req,
+                    enum net_fetch_class *cls, char *code, size_t code_cap, char *reason,
+                    size_t reason_cap);
+
+void net_fetch_request_free(struct net_fetch_request *req);
 
 /* One libcurl handle reused across a run's calls (its connections are kept alive). */
 struct net_fetch_session;
@@ -121,12 +132,13 @@ struct net_fetch_session;
 struct net_fetch_session *net_fetch_session_new(void);
 void net_fetch_session_free(struct net_fetch_session *s);
 
-/* Performs the call (checked again from the start) with idempotency_key for a
- * mutation, giving up at deadline_at_ms (CLOCK_MONOTONIC ms; 0: none beyond the
- * call's own 30 s). Fills *out, fulfilled or rejected. Returns 0, or -1 if not even
- * a rejection could be made (out of memory). */
-int net_fetch_call(struct net_fetch_session *s, const struct net_grants *grants,
-                   const void *args, const char *idempotency_key, long long deadline_at_ms,
-                   struct host_settlement *out);
+/* Performs a granted request (one never granted is refused "denied") with
+ * idempotency_key for a mutation, giving up at deadline_at_ms (CLOCK_MONOTONIC ms; 0:
+ * none beyond the call's own 30 s); each redirect is checked against grants as a new
+ * request. Once: the request is spent (free it after). Fills *out, fulfilled or
+ * rejected. Returns 0, or -1 if not even a rejection could be made (out of memory). */
+int net_fetch_perform(struct net_fetch_session *s, const struct net_grants *grants,
+                      struct net_fetch_request *req, const char *idempotency_key,
+                      long long deadline_at_ms, struct host_settlement *out);
 
 #endif

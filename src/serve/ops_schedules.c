@@ -8,7 +8,7 @@
 #include "flows/schedule_plan.h"
 #include "flows/scheduled_flows.h"
 #include "store/schedules.h"
-#include "store/sql.h"
+#include "store/store.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -53,7 +53,7 @@ static int load(struct store *st, const char *id, struct scheduled_flow *f,
 static bool first_shown(const struct scheduled_flow *f, const struct schedule_row *row,
                         int64_t *first_s)
 {
-    int64_t now_s = sql_now_ms() / 1000;
+    int64_t now_s = store_now_ms() / 1000;
     if (row->has_next && row->next_fire_ms / 1000 > now_s) {
         *first_s = row->next_fire_ms / 1000;
         return true;

@@ -1,6 +1,7 @@
 #include "store/audit.h"
 
 #include "store/sql.h"
+#include "store/store_internal.h"
 #include "store/store.h"
 
 int audit_record(struct store *s, const char *flow, int64_t run_id, int64_t position,

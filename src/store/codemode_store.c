@@ -5,6 +5,7 @@
 #include "store/journal.h"
 #include "store/runs.h"
 #include "store/sql.h"
+#include "store/store_internal.h"
 #include "store/store.h"
 
 #include <inttypes.h>

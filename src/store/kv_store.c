@@ -3,17 +3,12 @@
 #include "base/error_line.h"
 #include "base/json_js.h"
 #include "store/sql.h"
+#include "store/store_internal.h"
 #include "store/store.h"
 
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-
-bool kv_store_handles(const char *kind)
-{
-    return strcmp(kind, "kv.get") == 0 || strcmp(kind, "kv.set") == 0 ||
-           strcmp(kind, "kv.delete") == 0;
-}
 
 /* The key argument, or NULL after rejecting *out. *rc gets host_reject's result. */
 static const char *key_arg(const json_t *args, const char *kind, struct host_settlement *out,

@@ -25,10 +25,7 @@
 
 struct store;
 
-/* True for "kv.get", "kv.set", "kv.delete". */
-bool kv_store_handles(const char *kind);
-
-/* Performs kind for flow with args (a jansson json_t * array, parsed from args_text,
+/* Performs kind ("kv.get", "kv.set" or "kv.delete": its row in flows/host_kinds.h) for flow with args (a jansson json_t * array, parsed from args_text,
  * the call's arguments as the worker sent them) in the caller's transaction. Fills
  * *out (fulfilled or rejected) and returns 0; returns -1 with a reason in err on a
  * store error or no memory (the caller rolls back). */

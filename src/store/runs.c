@@ -4,6 +4,7 @@
 #include "base/process_identity.h"
 #include "store/audit.h"
 #include "store/sql.h"
+#include "store/store_internal.h"
 #include "store/store.h"
 
 #include <inttypes.h>

@@ -2,6 +2,7 @@
 
 #include "base/error_line.h"
 #include "store/sql.h"
+#include "store/store_internal.h"
 
 #include <stdio.h>
 #include <string.h>

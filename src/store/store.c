@@ -1,6 +1,7 @@
 #include "store/store.h"
 
 #include "store/sql.h"
+#include "store/store_internal.h"
 #include "base/error_line.h"
 
 #include "store/store_schema.h"
@@ -204,6 +205,15 @@ int store_open(const char *home, struct store **out, char *err, size_t err_cap)
     }
     sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
     sqlite3_extended_result_codes(s->db, 1);
+    /* No checkpoint at close: every commit is already durable in the WAL (synchronous=
+     * FULL), and a one-shot command's close would add two fsyncs (the WAL, then
+     * basal.db) after its last commit. A commit checkpoints instead once the WAL
+     * reaches SQLite's auto-checkpoint size. */
+    if (sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL) != SQLITE_OK) {
+        error_line(err, err_cap, "store %s: cannot keep the WAL at close: %s", s->path,
+                   store_errmsg(s));
+        goto failed;
+    }
 
     /* Read the version before changing anything (even the journal mode). */
     if (read_user_version(s, &s->version) != 0) {
@@ -395,6 +405,58 @@ int store_rollback(struct store *s)
     int rc = exec_sql(s, "ROLLBACK");
     writer_release(s);
     return rc;
+}
+
+int store_begin_read(struct store *s, char *err, size_t err_cap)
+{
+    if (exec_sql(s, "BEGIN DEFERRED") != 0)
+        return error_line(err, err_cap, "store: %s", store_errmsg(s));
+    return 0;
+}
+
+void store_end_read(struct store *s)
+{
+    exec_sql(s, "ROLLBACK");
+}
+
+int64_t store_now_ms(void) { return sql_now_ms(); }
+
+/* A pragma's value as text into text (may be NULL) and as a number into *number (may
+ * be NULL): 0, or -1. */
+static int pragma_value(struct store *s, const char *pragma, char *text, size_t cap,
+                        int *number)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = -1;
+    if (sqlite3_prepare_v2(s->db, pragma, -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) != NULL) {
+        if (text != NULL)
+            snprintf(text, cap, "%s", (const char *)sqlite3_column_text(st, 0));
+        if (number != NULL)
+            *number = sqlite3_column_int(st, 0);
+        rc = 0;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int store_settings_get(struct store *s, struct store_settings *out, char *err, size_t err_cap)
+{
+    memset(out, 0, sizeof *out);
+    int keys = 0;
+    if (pragma_value(s, "PRAGMA journal_mode", out->journal_mode, sizeof out->journal_mode,
+                     NULL) != 0 ||
+        pragma_value(s, "PRAGMA synchronous", NULL, 0, &out->synchronous) != 0 ||
+        pragma_value(s, "PRAGMA foreign_keys", NULL, 0, &keys) != 0)
+        return error_line(err, err_cap, "store: cannot read the connection's settings: %s",
+                          store_errmsg(s));
+    out->foreign_keys = keys == 1;
+    return 0;
+}
+
+int store_benchmark_sync_off(struct store *s, bool off)
+{
+    return exec_sql(s, off ? "PRAGMA synchronous=OFF" : "PRAGMA synchronous=FULL");
 }
 
 int store_health_add(struct store *s, const char *name, long long delta)

@@ -13,18 +13,23 @@
  * transaction with PRAGMA user_version. A store that cannot be opened for lack of
  * space says "the disk is full", never that it is not a database. A store whose version is newer than this
  * build knows is refused with a one-line error naming both versions, and nothing in
- * it is changed. */
+ * it is changed.
+ *
+ * The store's interface is operations, one header per set of tables (runs.h,
+ * journal.h, flow_registry.h, ...: docs/architecture.md, "The store's interface"); no
+ * SQLite type crosses it. The connection itself is store/store_internal.h's, for the
+ * sources of src/store/ only. */
 #ifndef BASAL_STORE_STORE_H
 #define BASAL_STORE_STORE_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define STORE_FILE "basal.db"
 #define STORE_BUSY_TIMEOUT_MS 5000
 
 struct store;
-typedef struct sqlite3 sqlite3;
 
 /* Opens (creating and migrating as needed) home/basal.db. home must exist (see
  * datahome_prepare). Returns 0 with *out set, or -1 with a one-line reason in err. */
@@ -37,8 +42,24 @@ int store_schema_version_at_open(const struct store *s);
 bool store_created(const struct store *s); /* the database file was made by this open */
 const char *store_path(const struct store *s);
 
-/* The connection, for the modules that own their tables. Do not close it. */
-sqlite3 *store_db(struct store *s);
+/* The connection's settings in force, as store_open made them: the journal mode
+ * ("wal"), the synchronous level (2: FULL; 1: NORMAL after store_group_commit) and
+ * whether foreign keys are enforced. 0, or -1 with a one-line reason. */
+struct store_settings {
+    char journal_mode[16];
+    int synchronous;
+    bool foreign_keys;
+};
+int store_settings_get(struct store *s, struct store_settings *out, char *err, size_t err_cap);
+
+/* Benchmarks only (bench/; nothing in basal calls it): while off is true, commits on
+ * this connection do not wait for the disk (synchronous=OFF), to measure what the
+ * syncs cost; false brings back FULL. 0 or -1. */
+int store_benchmark_sync_off(struct store *s, bool off);
+
+/* The wall clock in the store's unit (milliseconds since the epoch), as every stored
+ * time (created_at, next fire, ...) is stamped. */
+int64_t store_now_ms(void);
 
 /* Transactions. store_begin starts BEGIN IMMEDIATE (the write lock now, not at the
  * first write). Each returns 0, or -1 (store_errmsg says why). Not nested. */
@@ -53,6 +74,12 @@ int store_commit(struct store *s);
  * synchronous=FULL; concurrent commits share fsyncs. 0, or -1 with a one-line reason. */
 int store_group_commit(struct store *s, char *err, size_t err_cap);
 int store_rollback(struct store *s);
+
+/* A read transaction (deferred: it never takes the write lock), so that several reads
+ * see one state of the store. 0, or -1 with the reason in err. End it with
+ * store_end_read, which keeps nothing written inside it. Not nested. */
+int store_begin_read(struct store *s, char *err, size_t err_cap);
+void store_end_read(struct store *s);
 /* The last error as one line: SQLite's message, or "the disk is full (...)" when it
  * was a lack of space (sql_disk_full in store/sql.h). Valid until the next call. */
 const char *store_errmsg(struct store *s);

@@ -170,3 +170,20 @@ int store_backup_copy(const char *source_db, const char *dest, int *version, cha
     *version = copied;
     return 0;
 }
+
+int store_backup_schema_version(const char *db_path, int *version, char *err, size_t err_cap)
+{
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        error_line(err, err_cap, "cannot open %s: %s", db_path, sqlite3_errmsg(db));
+        sqlite3_close(db);
+        return -1;
+    }
+    sqlite3_busy_timeout(db, BACKUP_BUSY_MS);
+    int rc = sql_user_version(db, version);
+    if (rc != 0)
+        error_line(err, err_cap, "cannot read the schema version of %s: %s", db_path,
+                   sqlite3_errmsg(db));
+    sqlite3_close(db);
+    return rc;
+}

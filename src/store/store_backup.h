@@ -20,4 +20,10 @@
 int store_backup_copy(const char *source_db, const char *dest, int *version, char *err,
                       size_t err_cap);
 
+/* The schema version (PRAGMA user_version) of the SQLite database at db_path into
+ * *version, read on a read-only connection of its own that waits up to 10 s for a
+ * writer's lock and changes nothing (ck upgrade's look before its snapshot). 0, or -1
+ * with a one-line reason. */
+int store_backup_schema_version(const char *db_path, int *version, char *err, size_t err_cap);
+
 #endif

@@ -243,7 +243,7 @@ bool activation_keeps_worker(const struct activation_outcome *out)
 }
 
 /* Where a script or syntax error was raised: the position of the first frame of its
- * stack ("    at f (NAME:3)" or "    at NAME:2:9" gives "NAME:3", "NAME:2:9"), into
+ * stack ("    at f (NAME:3:7)" or "    at NAME:2:9" gives "NAME:3:7", "NAME:2:9"), into
  * where (empty when the detail has none). */
 static void error_location(const char *detail, char *where, size_t cap)
 {

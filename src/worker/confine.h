@@ -28,6 +28,7 @@ struct confinement {
     enum landlock_policy landlock_policy;
     unsigned landlock_runtime_abi;
     unsigned landlock_applied_abi;
+    bool seatbelt; /* macOS (confine_macos.c): the Seatbelt profile is in force */
 };
 
 struct confine_options {

@@ -12,37 +12,8 @@
 #include "worker/engine_internal.h"
 #include "worker/engine_outcome.h"
 #include "worker/engine_sha256.h"
+#include "worker/host_apis.h"
 
-/* Indices into HOST_APIS (the magic of each host function). */
-enum api_slot {
-    KV_GET, KV_SET, KV_DELETE, FS_READ, FS_LIST, FS_STAT, FS_WRITE, NET_FETCH, GIT_LOG,
-    GIT_REV_PARSE, GIT_DESCRIBE_TAGS, GIT_SHOW, GIT_DIFF, GIT_LS_FILES, OPS_CALL, SINK_EMIT, NOW,
-    RANDOM,
-    TOOLS_CALL, API_SLOTS
-};
-
-const struct host_api HOST_APIS[] = {
-    [KV_GET] = {"kv.get", 1, false},
-    [KV_SET] = {"kv.set", 2, false},
-    [KV_DELETE] = {"kv.delete", 1, false},
-    [FS_READ] = {"fs.read", 2, false},
-    [FS_LIST] = {"fs.list", 1, false},
-    [FS_STAT] = {"fs.stat", 1, false},
-    [FS_WRITE] = {"fs.write", 2, false},
-    [NET_FETCH] = {"net.fetch", 2, false},
-    [GIT_LOG] = {"git.log", 2, false},
-    [GIT_REV_PARSE] = {"git.revParse", 2, false},
-    [GIT_DESCRIBE_TAGS] = {"git.describeTags", 2, false},
-    [GIT_SHOW] = {"git.show", 3, false},
-    [GIT_DIFF] = {"git.diff", 4, false},
-    [GIT_LS_FILES] = {"git.lsFiles", 2, false},
-    [OPS_CALL] = {"ops.call", 3, false},
-    [SINK_EMIT] = {"sink.emit", 2, false},
-    [NOW] = {"now", 0, true},
-    [RANDOM] = {"random", 0, true},
-    [TOOLS_CALL] = {"tool.call", 2, false},
-};
-const unsigned HOST_API_COUNT = API_SLOTS;
 
 #define NO_SLOT UINT32_MAX
 
@@ -954,7 +925,7 @@ static JSValue host_call_sync(JSContext *ctx, unsigned api_index)
     }
     double number;
     if (!JS_IsNumber(value) || JS_ToFloat64(ctx, &number, value) < 0 ||
-        (api_index == RANDOM && !(number >= 0 && number < 1))) {
+        (api_index == API_RANDOM && !(number >= 0 && number < 1))) {
         JS_FreeValue(ctx, value);
         return JS_ThrowTypeError(ctx, "the host's %s is not a valid number", api->kind);
     }
@@ -966,7 +937,7 @@ JSValue bridge_now(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst
     (void)this_val;
     (void)argc;
     (void)argv;
-    return host_call_sync(ctx, NOW);
+    return host_call_sync(ctx, API_NOW);
 }
 
 JSValue bridge_random(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
@@ -974,7 +945,7 @@ JSValue bridge_random(JSContext *ctx, JSValueConst this_val, int argc, JSValueCo
     (void)this_val;
     (void)argc;
     (void)argv;
-    return host_call_sync(ctx, RANDOM);
+    return host_call_sync(ctx, API_RANDOM);
 }
 
 /* step(name, fn): a named section of the script. Calls fn and returns a Promise of its
@@ -1219,18 +1190,18 @@ static JSValue js_test_native_spin(JSContext *ctx, JSValueConst this_val, int ar
     }
 
 static const JSCFunctionListEntry KV_API[] = {
-    API_ASYNC("get", KV_GET, 1), API_ASYNC("set", KV_SET, 2), API_ASYNC("delete", KV_DELETE, 1)};
+    API_ASYNC("get", API_KV_GET, 1), API_ASYNC("set", API_KV_SET, 2), API_ASYNC("delete", API_KV_DELETE, 1)};
 static const JSCFunctionListEntry FS_API[] = {
-    API_ASYNC("read", FS_READ, 1), API_ASYNC("list", FS_LIST, 1), API_ASYNC("stat", FS_STAT, 1),
-    API_ASYNC("write", FS_WRITE, 2)};
-static const JSCFunctionListEntry NET_API[] = {API_ASYNC("fetch", NET_FETCH, 1)};
+    API_ASYNC("read", API_FS_READ, 1), API_ASYNC("list", API_FS_LIST, 1), API_ASYNC("stat", API_FS_STAT, 1),
+    API_ASYNC("write", API_FS_WRITE, 2)};
+static const JSCFunctionListEntry NET_API[] = {API_ASYNC("fetch", API_NET_FETCH, 1)};
 static const JSCFunctionListEntry GIT_API[] = {
-    API_ASYNC("log", GIT_LOG, 1), API_ASYNC("revParse", GIT_REV_PARSE, 2),
-    API_ASYNC("describeTags", GIT_DESCRIBE_TAGS, 1), API_ASYNC("show", GIT_SHOW, 3),
-    API_ASYNC("diff", GIT_DIFF, 3), API_ASYNC("lsFiles", GIT_LS_FILES, 1)};
-static const JSCFunctionListEntry OPS_API[] = {API_ASYNC("call", OPS_CALL, 3)};
-static const JSCFunctionListEntry SINK_API[] = {API_ASYNC("emit", SINK_EMIT, 2)};
-static const JSCFunctionListEntry TOOLS_API[] = {API_ASYNC("call", TOOLS_CALL, 2)};
+    API_ASYNC("log", API_GIT_LOG, 1), API_ASYNC("revParse", API_GIT_REV_PARSE, 2),
+    API_ASYNC("describeTags", API_GIT_DESCRIBE_TAGS, 1), API_ASYNC("show", API_GIT_SHOW, 3),
+    API_ASYNC("diff", API_GIT_DIFF, 3), API_ASYNC("lsFiles", API_GIT_LS_FILES, 1)};
+static const JSCFunctionListEntry OPS_API[] = {API_ASYNC("call", API_OPS_CALL, 3)};
+static const JSCFunctionListEntry SINK_API[] = {API_ASYNC("emit", API_SINK_EMIT, 2)};
+static const JSCFunctionListEntry TOOLS_API[] = {API_ASYNC("call", API_TOOLS_CALL, 2)};
 static const JSCFunctionListEntry CONSOLE_API[] = {API_CONSOLE("log", 0), API_CONSOLE("error", 1)};
 
 static const JSCFunctionListEntry FLOW_GLOBALS[] = {

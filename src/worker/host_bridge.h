@@ -25,18 +25,12 @@
 
 #include <quickjs.h>
 
+#include "worker/host_apis.h"
+
 struct engine;
 
-/* One host call of the API (the functions that make it are in host_bridge.c's
- * function lists, which give their JS names). */
-struct host_api {
-    const char *kind; /* the HostCall kind */
-    uint8_t arity;    /* arguments sent, at most */
-    bool sync;        /* now/random: returns a value, blocks on a live call */
-};
-
-extern const struct host_api HOST_APIS[];
-extern const unsigned HOST_API_COUNT;
+/* The API's host calls, their kinds and sync flags: host_apis.h (the function lists
+ * in host_bridge.c give their JS names). */
 
 /* Installs the profile's global API (flow: kv, fs, net, git, ops, sink, now, random,
  * step; codemode: tools, console), every value created and frozen now. Test builds add

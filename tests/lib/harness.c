@@ -724,22 +724,32 @@ bool output_has_line_prefix(const char *text, const char *prefix)
     return false;
 }
 
+/* Waits until fd is ready for events (poll again after a signal): 0, or -1 with errno
+ * (ETIMEDOUT once deadline has passed). */
+static int wait_fd(int fd, short events, int64_t deadline)
+{
+    for (;;) {
+        struct pollfd pfd = {.fd = fd, .events = events, .revents = 0};
+        int ready = poll(&pfd, 1, remaining_ms(deadline));
+        if (ready > 0)
+            return 0;
+        if (ready == 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        if (errno != EINTR)
+            return -1;
+    }
+}
+
 int fd_write_all(int fd, const void *buf, size_t len, int timeout_ms)
 {
     ignore_sigpipe();
     const char *at = buf;
     int64_t deadline = now_ms() + timeout_ms;
     while (len > 0) {
-        struct pollfd pfd = {.fd = fd, .events = POLLOUT, .revents = 0};
-        int ready = poll(&pfd, 1, remaining_ms(deadline));
-        if (ready < 0 && errno == EINTR)
-            continue;
-        if (ready < 0)
+        if (wait_fd(fd, POLLOUT, deadline) != 0)
             return -1;
-        if (ready == 0) {
-            errno = ETIMEDOUT;
-            return -1;
-        }
         ssize_t n = write(fd, at, len);
         if (n < 0) {
             if (errno == EINTR || errno == EAGAIN)
@@ -757,16 +767,8 @@ int fd_read_exact(int fd, void *buf, size_t len, int timeout_ms)
     char *at = buf;
     int64_t deadline = now_ms() + timeout_ms;
     while (len > 0) {
-        struct pollfd pfd = {.fd = fd, .events = POLLIN, .revents = 0};
-        int ready = poll(&pfd, 1, remaining_ms(deadline));
-        if (ready < 0 && errno == EINTR)
-            continue;
-        if (ready < 0)
+        if (wait_fd(fd, POLLIN, deadline) != 0)
             return -1;
-        if (ready == 0) {
-            errno = ETIMEDOUT;
-            return -1;
-        }
         ssize_t n = read(fd, at, len);
         if (n < 0) {
             if (errno == EINTR || errno == EAGAIN)
@@ -781,6 +783,28 @@ int fd_read_exact(int fd, void *buf, size_t len, int timeout_ms)
         len -= (size_t)n;
     }
     return 0;
+}
+
+bool fd_read_line(int fd, char *buf, size_t cap, int timeout_ms)
+{
+    size_t used = 0;
+    int64_t deadline = now_ms() + timeout_ms;
+    for (;;) {
+        if (wait_fd(fd, POLLIN, deadline) != 0)
+            return false;
+        char c;
+        ssize_t n = read(fd, &c, 1);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (n != 1)
+            return false;
+        if (c == '\n') {
+            buf[used] = '\0';
+            return true;
+        }
+        if (used + 1 < cap)
+            buf[used++] = c;
+    }
 }
 
 /* ---- /proc views ----------------------------------------------------------------- */
@@ -810,6 +834,16 @@ char *read_text_file(const char *path)
     close(fd);
     size_t len;
     return growbuf_take(&b, &len);
+}
+
+long long file_line_count(const char *path)
+{
+    char *text = read_text_file(path);
+    long long n = 0;
+    for (const char *p = text; p != NULL && *p != '\0'; p++)
+        n += *p == '\n';
+    free(text);
+    return n;
 }
 
 long process_cpu_ms(pid_t pid)
@@ -1025,9 +1059,17 @@ bool wait_blocked_reading_stdin(pid_t pid, int min_filters, int timeout_ms, char
 
 static char tmp_dir_path[256];
 
+const char *harness_tmp_root(void)
+{
+    const char *root = getenv("TMPDIR");
+    if (root == NULL || root[0] != '/' || strlen(root) > HARNESS_TMP_ROOT_MAX)
+        return "/tmp";
+    return root;
+}
+
 const char *harness_tmpdir(const char *name)
 {
-    snprintf(tmp_dir_path, sizeof tmp_dir_path, "/tmp/basal-%s-XXXXXX", name);
+    snprintf(tmp_dir_path, sizeof tmp_dir_path, "%s/basal-%s-XXXXXX", harness_tmp_root(), name);
     if (mkdtemp(tmp_dir_path) == NULL) {
         fail("harness: temporary directory", "mkdtemp: %s", strerror(errno));
         tmp_dir_path[0] = '\0';

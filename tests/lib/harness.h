@@ -1,6 +1,15 @@
 /* The shared test library: reporting, child processes, /proc views, and where the
  * built binaries are.
  *
+ * THE REST OF tests/lib (every test program uses these rather than its own copy)
+ *   cli_home.h    ck-basal [--json] --home HOME args... with a chosen environment and
+ *                 stdin; a flow written, installed and approved; --json output parsed
+ *   store_view.h  one value from a data home's store by SQL
+ *   serve_home.h  a scratch data home (struct test_home), `serve` read through its
+ *                 log, requests on its ops socket
+ *   flow_request.h  the pool tests' activation request
+ *   harness.sh    the same check lines and a scratch directory for tests/t_NAME.sh
+ *
  * REPORTING
  *   Every check prints exactly one line on stdout:
  *       ok - <name>
@@ -185,6 +194,11 @@ bool output_has_line_prefix(const char *text, const char *prefix);
  * errno ENODATA). */
 int fd_write_all(int fd, const void *buf, size_t len, int timeout_ms);
 int fd_read_exact(int fd, void *buf, size_t len, int timeout_ms);
+/* One line from fd into buf without its newline (cut at cap - 1 bytes; the rest of
+ * the line is read and dropped), within timeout_ms: true when the newline came,
+ * false on EOF, error or timeout. Reads a byte at a time, so nothing after the line
+ * is consumed (a FIFO a module writes "hold ..." lines to). */
+bool fd_read_line(int fd, char *buf, size_t cap, int timeout_ms);
 
 /* ---- confinement probes ---------------------------------------------------------- */
 
@@ -198,7 +212,12 @@ struct probe_result probe_result_parse(const char *err_text, const char *name);
 
 /* ---- temporary files ------------------------------------------------------------ */
 
-/* Makes a fresh directory /tmp/basal-<name>-XXXXXX; the path is in static storage.
+/* Where a test's scratch files go: $TMPDIR if it is an absolute path of at most
+ * HARNESS_TMP_ROOT_MAX bytes (socket paths below it must fit sun_path), else /tmp. */
+#define HARNESS_TMP_ROOT_MAX 64
+const char *harness_tmp_root(void);
+
+/* Makes a fresh directory <harness_tmp_root>/basal-<name>-XXXXXX; the path is in static storage.
  * NULL (with a "not ok" line) on failure. One per test program. */
 const char *harness_tmpdir(const char *name);
 /* Writes text to <harness_tmpdir>/<file> and returns the path (a ring of 16 static
@@ -215,6 +234,9 @@ void harness_remove_tree(const char *path);
 /* Reads a whole file (e.g. /proc/<pid>/status) into a malloc'd NUL-terminated
  * string; NULL on error. */
 char *read_text_file(const char *path);
+/* How many newlines the file at path holds (0 if it cannot be read): the lines a
+ * module or a flow appended to a log. */
+long long file_line_count(const char *path);
 
 /* CPU time (user + system) a process has used, in ms, from /proc; -1 if unknown. */
 long process_cpu_ms(pid_t pid);

@@ -1,10 +1,11 @@
 #include "serve_home.h"
 
+#include "store_view.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <poll.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,17 +20,8 @@ extern char **environ;
 
 struct proc_result test_home_cli(const struct test_home *h, bool json, const char *const *args)
 {
-    const char *argv[40];
-    int n = 0;
-    argv[n++] = harness_test_parent();
-    if (json)
-        argv[n++] = "--json";
-    argv[n++] = "--home";
-    argv[n++] = h->home;
-    for (int i = 0; args[i] != NULL && n < 39; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    return proc_run(argv, NULL, 0, SERVE_HOME_TIMEOUT_MS);
+    struct cli_opts opts = {.json = json, .envp = NULL};
+    return cli_run(h->home, &opts, args);
 }
 
 void test_home_begin(struct test_home *h, const char *root, const char *name)
@@ -40,7 +32,7 @@ void test_home_begin(struct test_home *h, const char *root, const char *name)
     sfmt(h->home, sizeof h->home, "%s/home", h->dir);
     sfmt(h->db, sizeof h->db, "%s/basal.db", h->home);
     sfmt(h->sock, sizeof h->sock, "%s/ops.sock", h->home);
-    struct proc_result r = test_home_cli(h, false, HOME_ARGS("setup"));
+    struct proc_result r = test_home_cli(h, false, ARGS("setup"));
     if (!proc_exited_with(&r, 0))
         fail("test home: setup", "%s: %s", proc_describe(&r), r.err);
     proc_result_free(&r);
@@ -49,54 +41,26 @@ void test_home_begin(struct test_home *h, const char *root, const char *name)
 bool test_home_flow(const struct test_home *h, const char *id, int version,
                     const char *trigger_json, const char *script)
 {
-    char dir[PATH_MAX + 48], path[PATH_MAX + 80], manifest[2048];
+    char dir[PATH_MAX + 48], manifest[2048], why[1024];
     sfmt(dir, sizeof dir, "%s/flow-%s-v%d", h->dir, id, version);
-    (void)mkdir(dir, 0755);
     sfmt(manifest, sizeof manifest,
          "{\"format\":1,\"id\":\"%s\",\"version\":%d,\"purpose\":\"test flow\","
          "\"trigger\":%s,\"limits\":{\"cpu_ms\":10000}}",
          id, version, trigger_json);
-    sfmt(path, sizeof path, "%s/flow.js", dir);
-    bool good = write_text_file(path, script, 0644);
-    sfmt(path, sizeof path, "%s/manifest.json", dir);
-    good = good && write_text_file(path, manifest, 0644);
-    struct proc_result r = test_home_cli(h, true, HOME_ARGS("flow", "install", dir));
-    json_t *in = json_loads(r.out, 0, NULL);
-    const char *hash = json_string_value(json_object_get(in, "code_hash"));
-    good = good && proc_exited_with(&r, 0) && hash != NULL;
-    if (!good)
-        fprintf(stderr, "  install %s: %s %s\n", id, proc_describe(&r), r.err);
-    proc_result_free(&r);
-    if (good) {
-        char version_text[16];
-        sfmt(version_text, sizeof version_text, "%d", version);
-        r = test_home_cli(h, false,
-                          HOME_ARGS("flow", "approve", id, "--version", version_text,
-                                    "--code-hash", hash));
-        good = proc_exited_with(&r, 0);
-        if (!good)
-            fprintf(stderr, "  approve %s: %s %s\n", id, proc_describe(&r), r.err);
-        proc_result_free(&r);
+    if (!flow_dir_write(dir, manifest, script)) {
+        fprintf(stderr, "  flow %s: cannot write %s\n", id, dir);
+        return false;
     }
-    json_decref(in);
-    return good;
+    if (cli_install_approve(h->home, NULL, dir, id, version, why, sizeof why) != FLOW_ADDED) {
+        fprintf(stderr, "  %s\n", why);
+        return false;
+    }
+    return true;
 }
 
 long long test_home_sql(const struct test_home *h, const char *sql)
 {
-    sqlite3 *db = NULL;
-    long long v = -1;
-    if (sqlite3_open_v2(h->db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-        sqlite3_busy_timeout(db, 10000);
-        sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
-            if (sqlite3_step(st) == SQLITE_ROW)
-                v = sqlite3_column_int64(st, 0);
-            sqlite3_finalize(st);
-        }
-    }
-    sqlite3_close(db);
-    return v;
+    return store_number(h->db, sql);
 }
 
 bool test_serve_wait_log(struct test_serve *s, const char *needle, int timeout_ms)

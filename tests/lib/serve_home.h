@@ -4,14 +4,14 @@
 #ifndef BASAL_TESTS_SERVE_HOME_H
 #define BASAL_TESTS_SERVE_HOME_H
 
+#include "cli_home.h"
 #include "harness.h"
 
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 
-#define SERVE_HOME_TIMEOUT_MS 120000
-#define HOME_ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define SERVE_HOME_TIMEOUT_MS CLI_TIMEOUT_MS
 
 struct test_home {
     char dir[PATH_MAX];
@@ -23,7 +23,7 @@ struct test_home {
 /* Makes root/name/home and runs `ck-basal setup` in it (fails the test otherwise). */
 void test_home_begin(struct test_home *h, const char *root, const char *name);
 
-/* ck-basal [--json] --home H args... (the test build). */
+/* ck-basal [--json] --home H args... (the test build, the test's environment). */
 struct proc_result test_home_cli(const struct test_home *h, bool json, const char *const *args);
 
 /* Writes a flow (id, version, trigger JSON such as {"manual":true}, script) into a

@@ -1,0 +1,101 @@
+#include "cli_home.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+void cli_argv(const char **argv, size_t cap, const char *parent, bool json, const char *home,
+              const char *const *args)
+{
+    size_t n = 0;
+    argv[n++] = parent != NULL ? parent : harness_test_parent();
+    if (json)
+        argv[n++] = "--json";
+    if (home != NULL) {
+        argv[n++] = "--home";
+        argv[n++] = home;
+    }
+    for (size_t i = 0; args[i] != NULL && n + 1 < cap; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+}
+
+struct proc_result cli_run(const char *home, const struct cli_opts *opts,
+                           const char *const *args)
+{
+    static const struct cli_opts plain = {0};
+    if (opts == NULL)
+        opts = &plain;
+    const char *argv[CLI_MAX_ARGS + 6];
+    cli_argv(argv, sizeof argv / sizeof argv[0], opts->parent, opts->json, home, args);
+    struct proc_opts popts = {.use_fds = false, .envp = opts->envp};
+    size_t input_len = opts->input != NULL ? strlen(opts->input) : 0;
+    return proc_run_opts(argv, &popts, opts->input, input_len,
+                         opts->timeout_ms > 0 ? opts->timeout_ms : CLI_TIMEOUT_MS);
+}
+
+struct proc_result cli_home(const char *home, bool json, const char *const *args)
+{
+    struct cli_opts opts = {.json = json, .envp = HARNESS_EMPTY_ENV};
+    return cli_run(home, &opts, args);
+}
+
+bool flow_dir_write(const char *dir, const char *manifest_json, const char *script)
+{
+    char path[PATH_MAX + 32];
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return false;
+    sfmt(path, sizeof path, "%s/flow.js", dir);
+    bool good = write_text_file(path, script, 0644);
+    sfmt(path, sizeof path, "%s/manifest.json", dir);
+    return good && write_text_file(path, manifest_json, 0644);
+}
+
+enum flow_added cli_install_approve(const char *home, char *const *envp, const char *dir,
+                                    const char *id, int version, char *why, size_t why_cap)
+{
+    struct cli_opts opts = {.json = true, .envp = envp};
+    struct proc_result r = cli_run(home, &opts, ARGS("flow", "install", dir));
+    json_t *installed = proc_exited_with(&r, 0) ? cli_output_json(&r) : NULL;
+    const char *hash = json_string_value(json_object_get(installed, "code_hash"));
+    enum flow_added step = hash != NULL ? FLOW_ADDED : FLOW_INSTALL_FAILED;
+    if (step == FLOW_ADDED) {
+        proc_result_free(&r);
+        char version_text[16];
+        sfmt(version_text, sizeof version_text, "%d", version);
+        opts.json = false;
+        r = cli_run(home, &opts,
+                    ARGS("flow", "approve", id, "--version", version_text, "--code-hash", hash));
+        if (!proc_exited_with(&r, 0))
+            step = FLOW_APPROVE_FAILED;
+    }
+    if (step != FLOW_ADDED && why != NULL)
+        sfmt(why, why_cap, "flow %s %s: %s: %s", step == FLOW_INSTALL_FAILED ? "install" : "approve",
+             id, proc_describe(&r), r.err);
+    proc_result_free(&r);
+    json_decref(installed);
+    return step;
+}
+
+json_t *cli_output_json(const struct proc_result *r)
+{
+    return json_loads(r->out, JSON_DECODE_ANY, NULL);
+}
+
+const char *json_str_of(const json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s != NULL ? s : "(none)";
+}
+
+const char *json_dumped(const json_t *v)
+{
+    static char buf[2048];
+    char *text = v != NULL ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    sfmt(buf, sizeof buf, "%s", text != NULL ? text : "(none)");
+    free(text);
+    return buf;
+}

@@ -1,0 +1,199 @@
+/* The system declarations basal's macOS sources use, for `make macos-check` on Linux
+ * (mk/macos.mk): clang -target arm64-apple-macos13 -fsyntax-only with no system header
+ * of this machine. There is no macOS SDK here, so each declaration below is written
+ * from the public signature it names, for a reviewer to compare with that header:
+ *   [sandbox.h]        Apple's <sandbox.h> (MacOSX.sdk/usr/include/sandbox.h)
+ *   [spawn_private.h]  Apple's libsyscall spawn_private.h (xnu, libsyscall/wrappers/
+ *                      spawn/spawn_private.h), not in the SDK; LLVM's lldb declares it
+ *                      the same way (PosixSpawnResponsible.h)
+ *   [spawn.h]          Darwin's <spawn.h> (POSIX posix_spawn, with Apple's extensions)
+ *   [libproc.h]        Apple's <libproc.h> and <sys/proc_info.h>
+ *   [POSIX]            the POSIX interface, with Darwin's arm64 types and values
+ * A constant's value is Darwin's (from the named header); -fsyntax-only checks our
+ * calls against these types, not the values: the CI job on macOS builds against the
+ * real SDK (.github/workflows/macos.yml). Only what the macOS sources use is here;
+ * the tests/macos/include/ headers each include this one file. */
+#ifndef BASAL_TESTS_MACOS_DECLS_H
+#define BASAL_TESTS_MACOS_DECLS_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if !defined(__APPLE__) || !defined(__aarch64__)
+#error "macos_decls.h is for clang -target arm64-apple-macos13 only"
+#endif
+
+/* ---- types [POSIX; Darwin's <sys/_types.h>, arm64] ---- */
+typedef int32_t pid_t;
+typedef long ssize_t;
+typedef int64_t off_t;
+typedef uint16_t mode_t;
+typedef uint32_t uid_t;
+typedef uint32_t sigset_t;
+
+/* ---- errno [POSIX; Darwin's <sys/errno.h>] ---- */
+extern int *__error(void);
+#define errno (*__error())
+#define EPERM 1
+#define EINTR 4
+#define EBADF 9
+#define EINVAL 22
+#define ENOSYS 78
+
+/* ---- stdlib, string, formatting [POSIX] ---- */
+void *malloc(size_t size);
+void free(void *ptr);
+__attribute__((noreturn)) void exit(int status);
+__attribute__((noreturn)) void _exit(int status);
+size_t strlen(const char *s);
+void *memset(void *s, int c, size_t n);
+char *strerror(int errnum);
+int snprintf(char *restrict str, size_t size, const char *restrict format, ...)
+    __attribute__((format(printf, 3, 4)));
+int vsnprintf(char *restrict str, size_t size, const char *restrict format, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
+/* ---- stdio [POSIX; Darwin's <stdio.h> names its streams __stderrp] ---- */
+typedef struct __sFILE FILE;
+extern FILE *__stderrp;
+#define stderr __stderrp
+int fprintf(FILE *restrict stream, const char *restrict format, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- resource limits [POSIX; Darwin's <sys/resource.h>] ---- */
+typedef uint64_t rlim_t;
+struct rlimit {
+    rlim_t rlim_cur;
+    rlim_t rlim_max;
+};
+#define RLIMIT_CORE 4
+int setrlimit(int resource, const struct rlimit *rlp);
+
+/* ---- time [POSIX] ---- */
+void tzset(void);
+
+/* ---- unistd, fcntl [POSIX; values from Darwin's <sys/fcntl.h>] ---- */
+int close(int fd);
+ssize_t read(int fd, void *buf, size_t count);
+ssize_t write(int fd, const void *buf, size_t count);
+pid_t getpid(void);
+int pipe(int fds[2]);
+int open(const char *path, int flags, ...);
+int fcntl(int fd, int cmd, ...);
+#define O_RDONLY 0x0000
+#define O_WRONLY 0x0001
+#define O_CREAT 0x0200
+#define O_CLOEXEC 0x01000000
+#define F_GETFD 1
+#define F_SETFD 2
+#define FD_CLOEXEC 1
+
+/* ---- signals [POSIX; values from Darwin's <sys/signal.h>] ---- */
+#define SIGKILL 9
+#define SIGPIPE 13
+int sigemptyset(sigset_t *set);
+int sigaddset(sigset_t *set, int signo);
+int kill(pid_t pid, int sig);
+typedef void (*sig_t)(int);
+#define SIG_IGN ((sig_t)1)
+sig_t signal(int sig, sig_t handler);
+
+/* ---- posix_spawn [spawn.h: Darwin's types are opaque pointers] ---- */
+typedef void *posix_spawnattr_t;
+typedef void *posix_spawn_file_actions_t;
+#define POSIX_SPAWN_SETSIGDEF 0x0004
+#define POSIX_SPAWN_SETSIGMASK 0x0008
+#define POSIX_SPAWN_CLOEXEC_DEFAULT 0x4000 /* Apple: close every fd no action names */
+int posix_spawn(pid_t *restrict pid, const char *restrict path,
+                const posix_spawn_file_actions_t *file_actions,
+                const posix_spawnattr_t *restrict attrp, char *const argv[restrict],
+                char *const envp[restrict]);
+int posix_spawnattr_init(posix_spawnattr_t *attr);
+int posix_spawnattr_destroy(posix_spawnattr_t *attr);
+int posix_spawnattr_setflags(posix_spawnattr_t *attr, short flags);
+int posix_spawnattr_setsigmask(posix_spawnattr_t *restrict attr, const sigset_t *restrict mask);
+int posix_spawnattr_setsigdefault(posix_spawnattr_t *restrict attr,
+                                  const sigset_t *restrict sigdefault);
+int posix_spawn_file_actions_init(posix_spawn_file_actions_t *actions);
+int posix_spawn_file_actions_destroy(posix_spawn_file_actions_t *actions);
+int posix_spawn_file_actions_adddup2(posix_spawn_file_actions_t *actions, int fd, int newfd);
+
+/* ---- disclaimed launch [spawn_private.h], macOS 10.14 and later. Weakly imported, as
+ * lldb does: where the system lacks it the address is NULL, which the launcher's
+ * startup check refuses. Returns 0 or an errno value. ---- */
+int responsibility_spawnattrs_setdisclaim(posix_spawnattr_t *attrs, bool disclaim)
+    __attribute__((weak_import));
+
+/* ---- Seatbelt [sandbox.h]. Deprecated since macOS 10.8 but still the one public
+ * entry that applies a profile string; flags 0: profile is the profile's source text.
+ * On failure returns -1 and sets *errorbuf, freed with sandbox_free_error. ---- */
+int sandbox_init(const char *profile, uint64_t flags, char **errorbuf);
+void sandbox_free_error(char *errorbuf);
+
+/* ---- the open descriptors of a process [libproc.h, sys/proc_info.h] ---- */
+#define PROC_PIDLISTFDS 1
+struct proc_fdinfo {
+    int32_t proc_fd;
+    uint32_t proc_fdtype;
+};
+/* Fills buffer with up to buffersize bytes of flavor's records; returns the bytes
+ * filled, or 0 or less on failure. */
+int proc_pidinfo(int pid, int flavor, uint64_t arg, void *buffer, int buffersize);
+
+
+/* ---- used only by tests/macos/seatbelt_probe.c (the probe the CI job runs) ---- */
+/* [POSIX stdio; Darwin's <stdio.h>] */
+extern FILE *__stdoutp;
+#define stdout __stdoutp
+int printf(const char *restrict format, ...) __attribute__((format(printf, 1, 2)));
+int fflush(FILE *stream);
+/* [POSIX unistd] */
+pid_t fork(void);
+pid_t getppid(void);
+int unlink(const char *path);
+/* [POSIX sys/wait.h; Darwin's macros] */
+pid_t waitpid(pid_t pid, int *status, int options);
+#define WIFEXITED(status) (((status) & 0177) == 0)
+#define WEXITSTATUS(status) (((status) >> 8) & 0xff)
+/* [POSIX sys/socket.h, netinet/in.h, arpa/inet.h; Darwin's layout, with sin_len] */
+typedef uint32_t socklen_t;
+typedef uint8_t sa_family_t;
+typedef uint16_t in_port_t;
+typedef uint32_t in_addr_t;
+struct sockaddr {
+    uint8_t sa_len;
+    sa_family_t sa_family;
+    char sa_data[14];
+};
+struct in_addr {
+    in_addr_t s_addr;
+};
+struct sockaddr_in {
+    uint8_t sin_len;
+    sa_family_t sin_family;
+    in_port_t sin_port;
+    struct in_addr sin_addr;
+    char sin_zero[8];
+};
+#define AF_INET 2
+#define SOCK_STREAM 1
+#define INADDR_LOOPBACK ((in_addr_t)0x7f000001)
+int socket(int domain, int type, int protocol);
+int bind(int fd, const struct sockaddr *addr, socklen_t len);
+int listen(int fd, int backlog);
+int connect(int fd, const struct sockaddr *addr, socklen_t len);
+int getsockname(int fd, struct sockaddr *restrict addr, socklen_t *restrict len);
+/* Macros in Darwin's <sys/_endian.h>; functions of the same types here. */
+uint16_t htons(uint16_t v);
+uint16_t ntohs(uint16_t v);
+uint32_t htonl(uint32_t v);
+/* [Apple's <servers/bootstrap.h>, <mach/port.h>, <mach/kern_return.h>] */
+typedef unsigned int mach_port_t;
+typedef int kern_return_t;
+#define KERN_SUCCESS 0
+extern mach_port_t bootstrap_port;
+kern_return_t bootstrap_look_up(mach_port_t bp, const char *service_name, mach_port_t *sp);
+
+#endif

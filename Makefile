@@ -20,11 +20,17 @@ QFLAGS   := -std=gnu11 -O2 -g -fwrapv -D_GNU_SOURCE -DCONFIG_VERSION='"2021-03-2
             -DCONFIG_BIGNUM -fPIE -fstack-protector-strong -w
 QSRC     := quickjs.c libregexp.c libunicode.c cutils.c libbf.c
 
+# One file per operating system behind one header per part (confine.h,
+# worker_launch.h): NAME_linux.c, NAME_windows.c, NAME_macos.c. platform_src keeps of
+# a folder's files the shared ones and OS's own (mk/windows.mk passes windows).
+PLATFORMS  := linux windows macos
+platform_src = $(filter-out $(foreach p,$(PLATFORMS),%_$(p).c),$(1)) $(filter %_$(2).c,$(1))
 PROTO_SRC  := $(wildcard src/proto/*.c)
-# Another system's files (*_macos.c: mk/macos.mk) are not part of the Linux build.
-WORKER_SRC := $(filter-out %_macos.c,$(wildcard src/worker/*.c))
+WORKER_ALL_SRC := $(wildcard src/worker/*.c)
+WORKER_SRC := $(call platform_src,$(WORKER_ALL_SRC),linux)
 BASE_SRC   := $(wildcard src/base/*.c)
-SUPERVISOR_SRC := $(filter-out %_macos.c,$(wildcard src/supervisor/*.c))
+SUPERVISOR_ALL_SRC := $(wildcard src/supervisor/*.c)
+SUPERVISOR_SRC := $(call platform_src,$(SUPERVISOR_ALL_SRC),linux)
 STORE_SRC  := $(wildcard src/store/*.c)
 FLOWS_SRC  := $(wildcard src/flows/*.c)
 SERVE_SRC  := $(wildcard src/serve/*.c)
@@ -175,7 +181,8 @@ $(ASAN_CK): $(call objs,asan,$(CK_SRC) $(CK_MODULES))
 PARENT_MODULES = $(CORE_SRC) $(HOST_SRC) $(PROTO_SRC) $(filter-out src/cli/main.c,$(CLI_SRC))
 # Worker tables the tests compare with documents and the worker's behaviour.
 TEST_WORKER_MODULES = src/worker/seccomp_policy.c src/worker/probes.c src/worker/refuse.c \
-                      src/worker/descriptors.c src/worker/engine_heap.c src/worker/host_apis.c
+                      src/worker/descriptors.c src/worker/engine_heap.c src/worker/host_apis.c \
+                      src/worker/handle_inventory.c
 build/test/tests/%: build/test/obj/tests/%.o $(call objs,test,$(PARENT_MODULES) $(TESTLIB_SRC) $(TEST_WORKER_MODULES))
 	@mkdir -p $(dir $@)
 	$(CC) $(test_LDFLAGS) $^ -o $@ $(PARENT_LIBS)
@@ -187,7 +194,7 @@ build/test/tools/%: build/test/obj/tests/tools/%.o $(call objs,test,$(TESTLIB_SR
 	$(CC) $(test_LDFLAGS) $^ -o $@ $(PARENT_LIBS)
 # The subverted worker confines itself with the real worker's sequence (and links
 # nothing of its engine), so the parent accepts it like ck-basal-worker.
-EVIL_WORKER_MODULES = src/worker/confine.c src/worker/cpu_timer.c src/worker/descriptors.c \
+EVIL_WORKER_MODULES = src/worker/confine_linux.c src/worker/cpu_timer.c src/worker/descriptors.c \
                       src/worker/landlock.c src/worker/refuse.c src/worker/seccomp_policy.c \
                       src/worker/startup_checks.c
 build/test/tools/evil_worker: build/test/obj/tests/tools/evil_worker.o $(call objs,test,$(EVIL_WORKER_MODULES) $(PROTO_SRC))

@@ -20,7 +20,7 @@ for src in fuzz/fuzz_*.c; do
   libs=()
   if [ "$target" = activation ]; then
     extra=(src/supervisor/activation.c src/supervisor/colocate.c src/supervisor/worker_channel.c
-           src/supervisor/worker_proc.c src/base/thread_affinity.c
+           src/supervisor/worker_proc.c src/supervisor/worker_launch_linux.c src/base/thread_affinity.c
            src/host/host.c src/base/json_text.c src/base/clock.c)
     libs=(-ljansson)
   fi

@@ -1,4 +1,4 @@
-/* The environment a worker starts with (src/supervisor/worker_proc.c, docs/architecture.md
+/* The environment a worker starts with (src/supervisor/worker_launch_linux.c, docs/architecture.md
  * "Accepting a worker", docs/engine.md "The worker's allocator"): exactly one entry, the
  * allocator setting, and nothing of the parent's own environment.
  *

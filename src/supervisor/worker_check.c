@@ -1,6 +1,8 @@
 #include "supervisor/worker_check.h"
 
 #include "supervisor/kernel_facts.h"
+#include "supervisor/welcome_rules.h"
+#include "supervisor/worker_launch.h"
 #include "supervisor/worker_channel.h"
 #include "proto/channel.h"
 
@@ -21,10 +23,16 @@ bool welcome_acceptable(const struct proto_welcome *welcome, enum landlock_polic
     if (welcome->protocol_version != PROTO_VERSION)
         REFUSE("protocol version %u, expected %u", (unsigned)welcome->protocol_version,
                PROTO_VERSION);
-    if (welcome->os.len != 5 || memcmp(welcome->os.str, "linux", 5) != 0)
-        REFUSE("Welcome reports os '%.*s', this is linux", (int)welcome->os.len, welcome->os.str);
-    if (!welcome->seccomp)
-        REFUSE("Welcome reports no seccomp filter");
+    struct welcome_confinement reported = {
+        .os = worker_os_from_name(welcome->os.str, welcome->os.len),
+        .seccomp = welcome->seccomp,
+    };
+    /* An os no rule knows is named as the worker spelled it (escaped where printed). */
+    if (reported.os == WORKER_OS_UNKNOWN)
+        REFUSE("Welcome reports os '%.*s', this is %s", (int)welcome->os.len, welcome->os.str,
+               worker_os_name(worker_launch_host_os()));
+    if (!welcome_rules_accept(worker_launch_host_os(), &reported, why, why_cap))
+        return false;
     if (welcome->landlock_policy != policy)
         REFUSE("Welcome reports Landlock policy %d, asked for %d", (int)welcome->landlock_policy,
                (int)policy);

@@ -8,16 +8,12 @@
 #ifndef BASAL_SUPERVISOR_WORKER_PROC_H
 #define BASAL_SUPERVISOR_WORKER_PROC_H
 
+#include "supervisor/worker_launch.h"
 #include "proto/confinement.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
-
-struct worker_limits {
-    unsigned long long address_space_bytes; /* RLIMIT_AS */
-    unsigned long open_files;               /* RLIMIT_NOFILE */
-};
 
 /* Flow profile defaults: heap budget 8 MiB, with room for the engine, the codec's
  * frames and glibc's arenas. */
@@ -28,13 +24,6 @@ struct worker_limits {
 #define WORKER_FLOW_HEAP_MAX (256ULL * 1024 * 1024)
 #define WORKER_CODEMODE_HEAP_MAX (640ULL * 1024 * 1024)
 #define WORKER_OPEN_FILES 16UL
-
-struct worker_proc {
-    pid_t pid;
-    int to_worker;   /* write end of the worker's stdin */
-    int from_worker; /* read end of the worker's stdout */
-    int worker_log;  /* read end of the worker's stderr */
-};
 
 /* Finds ck-basal-worker beside the running executable. Test builds also honour
  * BASAL_TEST_WORKER (a build-time hook; release builds have no override).

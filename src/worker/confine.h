@@ -1,9 +1,17 @@
-/* The whole Linux confinement sequence, run before the first read of stdin:
+/* The worker's confinement before its first read of stdin: one contract, one file per
+ * operating system, chosen by the Makefile (no #ifdef per platform):
+ *   worker/confine_linux.c    built for Linux (the native build and mk/aarch64.mk)
+ *   worker/confine_windows.c  built for Windows by mk/windows.mk (sandbox.md "Windows")
+ *   worker/confine_macos.c    the slot for macOS (Seatbelt, sandbox.md "macOS")
+ * Every platform's confine() either returns with every step of its sequence in force or
+ * refuses: exit 70 with "refusing to run unconfined: <token>" (worker/refuse.h), never a
+ * weaker sandbox. Its struct confinement is what the Welcome reports.
+ *
+ * Linux's sequence:
  *   1 startup checks      2 close descriptors      3 no_new_privs, non-dumpable
  *   4 Landlock            5 close descriptors again 6 seccomp allowlist (TSYNC)
  * and, in engine mode, the CPU timer (cpu_timer.h) just before step 6.
- * Each step refuses (exit 70, "refusing to run unconfined: <token>") on failure;
- * confine() returns only when every step is in force. Tokens of step 3 and 6:
+ * Tokens of step 3 and 6:
  *   no-new-privs   PR_SET_NO_NEW_PRIVS failed or did not take effect
  *   dumpable       PR_SET_DUMPABLE 0 failed or did not take effect
  *   seccomp        the filter could not be built or loaded

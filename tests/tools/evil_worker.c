@@ -2,7 +2,7 @@
  * only; never installed). It stands for "code execution inside the confined worker".
  *
  * Why the parent accepts it: it links the real worker's confinement sequence
- * (src/worker/confine.c and the modules it uses, nothing of the engine) and runs it
+ * (src/worker/confine_linux.c and the modules it uses, nothing of the engine) and runs it
  * exactly as ck-basal-worker does before it reads a frame: startup checks, descriptors
  * closed, no_new_privs, non-dumpable, Landlock at the kernel's ABI, the seccomp
  * allowlist. Its Welcome then tells the truth about that confinement, so the parent's

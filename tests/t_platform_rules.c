@@ -1,0 +1,145 @@
+/* The portable platform rules, on Linux from the same sources every platform's parent
+ * compiles: which Welcome a parent of each operating system accepts
+ * (supervisor/welcome_rules.h) and which worker ends count in fatal_status_deaths
+ * (supervisor/fatal_status.h). */
+#include "supervisor/fatal_status.h"
+#include "supervisor/welcome_rules.h"
+#include "supervisor/worker_launch.h"
+#include "lib/harness.h"
+
+#include <string.h>
+
+static const struct welcome_confinement LINUX_OK = {.os = WORKER_OS_LINUX, .seccomp = true};
+static const struct welcome_confinement MACOS_OK = {.os = WORKER_OS_MACOS, .seatbelt = true};
+static const struct welcome_confinement WINDOWS_OK = {
+    .os = WORKER_OS_WINDOWS,
+    .lpac_token = true,
+    .untrusted_integrity = true,
+    .no_thread_token = true,
+    .mitigations = true,
+    .handle_inventory = true,
+};
+
+static void expect(enum worker_os host, const struct welcome_confinement *w, bool accepted,
+                   const char *want_reason, const char *name)
+{
+    char why[256] = "";
+    bool got = welcome_rules_accept(host, w, why, sizeof why);
+    check(got == accepted && (want_reason == NULL || strstr(why, want_reason) != NULL), name,
+          "accepted %d, reason '%s' (expected %d, '%s')", got, why, accepted,
+          want_reason != NULL ? want_reason : "");
+}
+
+static void test_each_os_accepts_only_its_own(void)
+{
+    expect(WORKER_OS_LINUX, &LINUX_OK, true, NULL, "welcome rules: Linux accepts a Linux Welcome with seccomp");
+    expect(WORKER_OS_WINDOWS, &WINDOWS_OK, true, NULL,
+           "welcome rules: Windows accepts a Windows Welcome with all five fields true");
+    expect(WORKER_OS_MACOS, &MACOS_OK, true, NULL, "welcome rules: macOS accepts a macOS Welcome with Seatbelt");
+
+    expect(WORKER_OS_LINUX, &WINDOWS_OK, false, "os 'windows', this is linux",
+           "welcome rules: Linux refuses a complete Windows Welcome [guard os-match]");
+    expect(WORKER_OS_LINUX, &MACOS_OK, false, "os 'macos', this is linux",
+           "welcome rules: Linux refuses a complete macOS Welcome [guard os-match]");
+    expect(WORKER_OS_WINDOWS, &LINUX_OK, false, "os 'linux', this is windows",
+           "welcome rules: Windows refuses a Linux Welcome [guard os-match]");
+    expect(WORKER_OS_WINDOWS, &MACOS_OK, false, "os 'macos', this is windows",
+           "welcome rules: Windows refuses a macOS Welcome [guard os-match]");
+    expect(WORKER_OS_MACOS, &LINUX_OK, false, "os 'linux', this is macos",
+           "welcome rules: macOS refuses a Linux Welcome [guard os-match]");
+    expect(WORKER_OS_MACOS, &WINDOWS_OK, false, "os 'windows', this is macos",
+           "welcome rules: macOS refuses a Windows Welcome [guard os-match]");
+
+    /* A Welcome that carries every system's fields true is still refused elsewhere. */
+    struct welcome_confinement everything = WINDOWS_OK;
+    everything.seccomp = true;
+    everything.seatbelt = true;
+    everything.os = WORKER_OS_UNKNOWN;
+    expect(WORKER_OS_LINUX, &everything, false, "os 'unknown'",
+           "welcome rules: an unknown os is refused even with every field true");
+    expect(WORKER_OS_UNKNOWN, &LINUX_OK, false, "no known operating system",
+           "welcome rules: a parent of no known system accepts nothing");
+}
+
+static void test_required_fields(void)
+{
+    struct welcome_confinement w = LINUX_OK;
+    w.seccomp = false;
+    w.seatbelt = true;
+    expect(WORKER_OS_LINUX, &w, false, "no seccomp",
+           "welcome rules: Linux without seccomp refused (Seatbelt does not stand in) [guard linux-seccomp]");
+    w = MACOS_OK;
+    w.seatbelt = false;
+    w.seccomp = true;
+    expect(WORKER_OS_MACOS, &w, false, "no Seatbelt",
+           "welcome rules: macOS without Seatbelt refused (seccomp does not stand in) [guard macos-seatbelt]");
+
+    struct {
+        bool *field;
+        const char *reason, *name;
+    } fields[5];
+    struct welcome_confinement win = WINDOWS_OK;
+    fields[0].field = &win.lpac_token;
+    fields[0].reason = "LPAC token";
+    fields[0].name = "welcome rules: Windows without the LPAC token refused [guard windows-lpac]";
+    fields[1].field = &win.untrusted_integrity;
+    fields[1].reason = "Untrusted";
+    fields[1].name = "welcome rules: Windows not at Untrusted refused [guard windows-untrusted]";
+    fields[2].field = &win.no_thread_token;
+    fields[2].reason = "impersonation token";
+    fields[2].name = "welcome rules: Windows with a thread token left refused [guard windows-thread-token]";
+    fields[3].field = &win.mitigations;
+    fields[3].reason = "mitigations";
+    fields[3].name = "welcome rules: Windows without the mitigations refused [guard windows-mitigations]";
+    fields[4].field = &win.handle_inventory;
+    fields[4].reason = "handle table";
+    fields[4].name = "welcome rules: Windows with a handle table outside its profile refused "
+                     "[guard windows-handles]";
+    for (size_t i = 0; i < 5; i++) {
+        win = WINDOWS_OK;
+        *fields[i].field = false;
+        expect(WORKER_OS_WINDOWS, &win, false, fields[i].reason, fields[i].name);
+    }
+}
+
+static void test_os_names(void)
+{
+    check(worker_os_from_name("linux", 5) == WORKER_OS_LINUX &&
+              worker_os_from_name("windows", 7) == WORKER_OS_WINDOWS &&
+              worker_os_from_name("macos", 5) == WORKER_OS_MACOS,
+          "welcome rules: the three os names parse", "%s", "wrong");
+    check(worker_os_from_name("linuxx", 6) == WORKER_OS_UNKNOWN &&
+              worker_os_from_name("linu", 4) == WORKER_OS_UNKNOWN &&
+              worker_os_from_name("Linux", 5) == WORKER_OS_UNKNOWN &&
+              worker_os_from_name(NULL, 0) == WORKER_OS_UNKNOWN &&
+              worker_os_from_name("", 0) == WORKER_OS_UNKNOWN,
+          "welcome rules: other spellings are unknown (exact bytes only)", "%s", "wrong");
+    check(worker_launch_host_os() == WORKER_OS_LINUX,
+          "welcome rules: the Linux build's launcher is Linux's (the Makefile picked worker_launch_linux.c)",
+          "%s", worker_os_name(worker_launch_host_os()));
+}
+
+static void test_fatal_status(void)
+{
+    check(fatal_status_death(0xc0000008U, false), "fatal_status_deaths: exit 0xc0000008 (invalid handle) counts", "%s", "wrong");
+    check(fatal_status_death(0xc0000005U, false), "fatal_status_deaths: exit 0xc0000005 (access violation) counts", "%s", "wrong");
+    check(!fatal_status_death(70, false), "fatal_status_deaths: the worker's refusal (exit 70) never counts", "%s", "wrong");
+    check(!fatal_status_death(0xc0000008U, true) && !fatal_status_death(0xc0000005U, true) &&
+              !fatal_status_death(1, true),
+          "fatal_status_deaths: a parent's kill never counts, whatever its code", "%s", "wrong");
+    const unsigned others[] = {0, 1, 0xc0000409U, 0xc00000fdU, 0xc0000006U, 0x40010004U, 0xc0000007U};
+    bool none = true;
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+        none = none && !fatal_status_death(others[i], false);
+    check(none, "fatal_status_deaths: other exits (0, 1, stack overrun, stack overflow, in-page, "
+                "console kill, a neighbour code) do not count", "%s", "wrong");
+}
+
+int main(void)
+{
+    test_each_os_accepts_only_its_own();
+    test_required_fields();
+    test_os_names();
+    test_fatal_status();
+    return harness_finish();
+}

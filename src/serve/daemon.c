@@ -13,6 +13,7 @@
 #include "serve/ops_commands.h"
 #include "serve/ops_commands_internal.h"
 #include "serve/ops_dispatch.h"
+#include "serve/ops_reply.h"
 #include "serve/ops_socket.h"
 #include "serve/run_view.h"
 #include "serve/scheduler.h"
@@ -524,16 +525,12 @@ static int daemon_admit(struct daemon *d, struct store *st, const char *source, 
 
 /* Admits a run of flow (its trigger already checked). The reply: at once with the run
  * id when detach, else when the run ended (wait_for_end). */
-static json_t *admit_run(struct daemon *d, const char *flow, const char *trigger,
-                         const char *trigger_id, bool detach)
+static json_t *admit_run(struct daemon *d, struct store *st, const char *flow,
+                         const char *trigger, const char *trigger_id, bool detach)
 {
     char err[1024];
-    struct store *st;
-    if (open_store(d, &st, err, sizeof err) != 0)
-        return ops_reply_error(1, err);
     int64_t run_id = 0;
     int rc = daemon_admit(d, st, "manual", flow, trigger, trigger_id, &run_id, err, sizeof err);
-    store_close(st);
     if (rc != 0)
         return ops_reply_error(1, err);
 
@@ -547,7 +544,7 @@ static json_t *admit_run(struct daemon *d, const char *flow, const char *trigger
     return wait_for_end(d, run_id);
 }
 
-static void *handle_run(struct daemon *d, const json_t *args)
+static void *handle_run(struct daemon *d, struct store *st, const json_t *args)
 {
     const char *flow = json_string_value(string_arg(args, "flow"));
     json_t *trigger_v = json_object_get(args, "trigger");
@@ -571,7 +568,7 @@ static void *handle_run(struct daemon *d, const json_t *args)
         snprintf(err, sizeof err, "run: the trigger %s", why);
         return ops_reply_error(out_of_memory ? 1 : 2, err);
     }
-    json_t *reply = admit_run(d, flow, trigger, trigger_id, json_is_true(detach_v));
+    json_t *reply = admit_run(d, st, flow, trigger, trigger_id, json_is_true(detach_v));
     free(trigger);
     return reply;
 }
@@ -595,20 +592,16 @@ static bool flow_has_work(struct daemon *d, const char *flow, struct store *st)
     return work;
 }
 
-static void *handle_drain(struct daemon *d, const json_t *args)
+static void *handle_drain(struct daemon *d, struct store *st, const json_t *args)
 {
     const char *flow = json_string_value(string_arg(args, "id"));
     if (flow == NULL || !flow_id_valid(flow))
         return ops_reply_error(2, "flow drain: needs a flow id");
-    struct store *st;
     char err[512];
-    if (open_store(d, &st, err, sizeof err) != 0)
-        return ops_reply_error(1, err);
     /* Only an installed flow gets a gate: draining "nosuch" would otherwise answer
      * "drained" and leave a gate that refuses that name's runs as "draining". */
     int known = flows_known(st, flow, err, sizeof err);
     if (known <= 0) {
-        store_close(st);
         if (known == 0)
             error_line(err, sizeof err, "unknown flow '%s'", flow);
         return ops_reply_error(1, err);
@@ -617,7 +610,6 @@ static void *handle_drain(struct daemon *d, const json_t *args)
     struct gate *g = gate_of(d, flow, true);
     if (g == NULL) {
         pthread_mutex_unlock(&d->mu);
-        store_close(st);
         return ops_reply_error(1, "flow drain: out of memory");
     }
     g->draining = true;
@@ -632,7 +624,6 @@ static void *handle_drain(struct daemon *d, const json_t *args)
     }
     bool stopped = d->gave_up;
     pthread_mutex_unlock(&d->mu);
-    store_close(st);
     if (stopped)
         return ops_reply_error(1, "flow drain: serve is stopping");
     pool_release_flow(d->pool, flow); /* no run of it comes before flow enable */
@@ -646,7 +637,7 @@ static void *handle_drain(struct daemon *d, const json_t *args)
 /* flow.reconcile: the operator's settlement (flows/reconcile.h), made and audited here
  * on serve's store; then, unless cancelled, the run is a runner's to resume, and the
  * reply comes when it has ended, as for `run`. */
-static void *handle_reconcile(struct daemon *d, const json_t *request_args)
+static void *handle_reconcile(struct daemon *d, struct store *st, const json_t *request_args)
 {
     /* The argument checks take a mutable object; the request is the dispatcher's. */
     json_t *args = json_deep_copy(request_args);
@@ -658,13 +649,7 @@ static void *handle_reconcile(struct daemon *d, const json_t *request_args)
         json_decref(args);
         return reply;
     }
-    struct store *st;
     char err[1024];
-    if (open_store(d, &st, err, sizeof err) != 0) {
-        free(r.observed);
-        json_decref(args);
-        return ops_reply_error(1, err);
-    }
     pthread_mutex_lock(&d->mu);
     forget_ends(d, r.run); /* its end as needs_reconcile is not the one to report */
     pthread_mutex_unlock(&d->mu);
@@ -675,7 +660,6 @@ static void *handle_reconcile(struct daemon *d, const json_t *request_args)
     snprintf(decision, sizeof decision, "%s", r.decision_name);
     json_decref(args); /* r.decision_name was borrowed from it */
     if (rc != 0) {
-        store_close(st);
         return ops_reply_error(1, err);
     }
     snprintf(id_text, sizeof id_text, "%lld", r.run);
@@ -683,28 +667,23 @@ static void *handle_reconcile(struct daemon *d, const json_t *request_args)
     serve_log("run_reconciled", "run", id_text, "position", position_text, "decision", decision,
               LOG_END);
     if (r.decision == RECONCILE_CANCEL) {
-        store_close(st);
         json_t *data = json_object();
         json_object_set_new(data, "run", json_integer(r.run));
         json_object_set_new(data, "state", json_string("cancelled"));
         return ops_reply_ok(data);
     }
     reply = wait_for_end_on(d, r.run, st);
-    store_close(st);
     return reply;
 }
 
 /* recover: every run a dead process left (store/runs.h, runs_recoverable) is a
  * runner's anyway; this waits for each one's end, in admission order, and answers
  * {"runs": [the run view of each, or {"run", "error"}]}. */
-static void *handle_recover(struct daemon *d, const json_t *args)
+static void *handle_recover(struct daemon *d, struct store *st, const json_t *args)
 {
     if (json_object_size(args) != 0)
         return ops_reply_error(2, "recover takes no arguments");
-    struct store *st;
     char err[1024];
-    if (open_store(d, &st, err, sizeof err) != 0)
-        return ops_reply_error(1, err);
     int64_t *ids = NULL;
     size_t count = 0;
     pthread_mutex_lock(&d->mu); /* no end is reported between the listing and the wait */
@@ -714,7 +693,6 @@ static void *handle_recover(struct daemon *d, const json_t *args)
     pthread_cond_broadcast(&d->work);
     pthread_mutex_unlock(&d->mu);
     if (rc != 0) {
-        store_close(st);
         return ops_reply_error(1, err);
     }
     char count_text[24];
@@ -735,7 +713,6 @@ static void *handle_recover(struct daemon *d, const json_t *args)
         json_array_append_new(runs, item);
     }
     free(ids);
-    store_close(st);
     json_t *data = json_object();
     json_object_set_new(data, "runs", runs);
     return ops_reply_ok(data);
@@ -744,7 +721,7 @@ static void *handle_recover(struct daemon *d, const json_t *args)
 /* codemode.run: the run is made here, on serve's store, with serve's Landlock policy.
  * Its single-use worker is forked by this request's thread, which reaps it before it
  * returns (the parent-death signal follows the thread that forked). */
-static void *handle_codemode_run(struct daemon *d, const json_t *request_args)
+static void *handle_codemode_run(struct daemon *d, struct store *st, const json_t *request_args)
 {
     json_t *args = json_deep_copy(request_args); /* the checks take a mutable object */
     if (args == NULL)
@@ -756,14 +733,7 @@ static void *handle_codemode_run(struct daemon *d, const json_t *request_args)
         json_decref(args);
         return ops_reply_error(1, "codemode run: serve is stopping: no new runs");
     }
-    struct store *st;
-    char err[512];
-    if (open_store(d, &st, err, sizeof err) != 0) {
-        json_decref(args);
-        return ops_reply_error(1, err);
-    }
     json_t *reply = ops_cmd_codemode_run(st, d->o->home, args, d->o->landlock);
-    store_close(st);
     json_decref(args);
     const json_t *run = json_object_get(json_object_get(json_object_get(reply, "data"), "run"),
                                         "run");
@@ -813,18 +783,12 @@ static int admit_event_run(void *daemon, struct store *st, const char *flow, con
 }
 
 /* event.emit: recorded and delivered at once (serve/event_delivery.h). */
-static void *handle_event_emit(struct daemon *d, const json_t *args)
+static void *handle_event_emit(struct daemon *d, struct store *st, const json_t *args)
 {
-    struct store *st;
-    char err[512];
-    if (open_store(d, &st, err, sizeof err) != 0)
-        return ops_reply_error(1, err);
-    void *reply = event_emit_deliver(st, args, admit_event_run, d);
-    store_close(st);
-    return reply;
+    return event_emit_deliver(st, args, admit_event_run, d);
 }
 
-static void *hook_handle(void *ctx, const char *cmd, const void *args)
+static void *hook_handle(void *ctx, struct store *st, const char *cmd, const void *args)
 {
     struct daemon *d = ctx;
 #ifdef BASAL_TEST_HOOKS
@@ -834,17 +798,17 @@ static void *hook_handle(void *ctx, const char *cmd, const void *args)
     if (strcmp(cmd, "serve.stop") == 0)
         return handle_stop(args);
     if (strcmp(cmd, "run") == 0)
-        return handle_run(d, args);
+        return handle_run(d, st, args);
     if (strcmp(cmd, "flow.drain") == 0)
-        return handle_drain(d, args);
+        return handle_drain(d, st, args);
     if (strcmp(cmd, "flow.reconcile") == 0)
-        return handle_reconcile(d, args);
+        return handle_reconcile(d, st, args);
     if (strcmp(cmd, "recover") == 0)
-        return handle_recover(d, args);
+        return handle_recover(d, st, args);
     if (strcmp(cmd, "codemode.run") == 0)
-        return handle_codemode_run(d, args);
+        return handle_codemode_run(d, st, args);
     if (strcmp(cmd, "event.emit") == 0)
-        return handle_event_emit(d, args);
+        return handle_event_emit(d, st, args);
     if (strcmp(cmd, "flow.enable") == 0) {
         /* Reopens admission after a drain; the store's enable follows (not handled). */
         const char *flow = json_string_value(string_arg(args, "id"));
@@ -889,11 +853,8 @@ static void *handle_request(void *ctx, const void *request)
     store_close(st);
     /* An install, approval, enable or disable may change what is scheduled. */
     const char *cmd = json_string_value(json_object_get(request, "cmd"));
-    static const char *const CHANGES[] = {"flow.install", "flow.approve", "flow.enable",
-                                           "flow.disable", NULL};
-    for (size_t i = 0; cmd != NULL && CHANGES[i] != NULL; i++)
-        if (strcmp(cmd, CHANGES[i]) == 0)
-            scheduler_flows_changed(d->scheduler);
+    if (cmd != NULL && ops_command_changes_flows(cmd))
+        scheduler_flows_changed(d->scheduler);
     /* A disabled flow runs nothing more: its workers end before the reply goes out. */
     const char *flow = json_string_value(json_object_get(json_object_get(request, "args"), "id"));
     if (cmd != NULL && strcmp(cmd, "flow.disable") == 0 && flow != NULL &&

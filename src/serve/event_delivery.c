@@ -3,7 +3,7 @@
 #include "base/test_hooks.h"
 #include "flows/event_targets.h"
 #include "serve/ops_commands_internal.h"
-#include "serve/ops_dispatch.h"
+#include "serve/ops_reply.h"
 #include "serve/serve_log.h"
 #include "store/events.h"
 

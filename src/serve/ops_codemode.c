@@ -2,7 +2,7 @@
  * serve, which makes the run on its own store (flows/codemode_run.h). */
 #include "serve/ops_commands.h"
 #include "serve/ops_commands_internal.h"
-#include "serve/ops_dispatch.h"
+#include "serve/ops_reply.h"
 #include "base/bounded_file.h"
 #include "flows/code_hash.h"
 #include "flows/codemode_run.h"

@@ -1,8 +1,8 @@
 /* The commands ops_dispatch answers on the store (docs/ops-protocol.md, "Commands"),
  * one handler each, and the argument checks they share. A handler gets the request's
- * args (a JSON object, borrowed) and returns a new reply object (ops_reply_ok or
- * ops_reply_error); NULL only when out of memory. Handlers keep no state of their own:
- * they run on any thread, each with the store its caller owns. */
+ * args (a JSON object, borrowed) and returns a new reply object (serve/ops_reply.h);
+ * NULL only when out of memory. Handlers keep no state of their own: they run on any
+ * thread, each with the request's one store connection (serve/ops_dispatch.h). */
 #ifndef BASAL_SERVE_OPS_COMMANDS_INTERNAL_H
 #define BASAL_SERVE_OPS_COMMANDS_INTERNAL_H
 
@@ -74,10 +74,5 @@ int ops_arg_string(json_t *args, const char *name, bool required, size_t max,
 /* args[name] is a JSON integer within [min, max]. */
 int ops_arg_integer(json_t *args, const char *name, long long min, long long max,
                     long long *out, json_t **reply);
-
-/* Text from the store or a script as a JSON string: the text itself when it is UTF-8,
- * else each byte that is not shown as the four characters "\xNN", as an operator's
- * terminal shows it (cli/term_text.h), so that nothing is dropped. NULL text: null. */
-json_t *ops_json_text(const char *text);
 
 #endif

@@ -1,33 +1,13 @@
-/* ops_dispatch: the request's shape, then one handler per command (serve/ops_runs.c,
- * serve/ops_flows.c, "health" here). See serve/ops_dispatch.h. */
+/* ops_dispatch: the request's shape, then the command table below (one row per
+ * command: its handler on the store, whether a serve answers it, whether it changes
+ * what is scheduled). See serve/ops_dispatch.h. */
 #include "serve/ops_dispatch.h"
 #include "serve/ops_commands_internal.h"
+#include "serve/ops_reply.h"
 #include "store/health_store.h"
 
+#include <stdbool.h>
 #include <string.h>
-
-void *ops_reply_ok(void *data)
-{
-    json_t *reply = json_object();
-    if (reply == NULL) {
-        json_decref(data);
-        return NULL;
-    }
-    json_object_set_new(reply, "ok", json_true());
-    json_object_set_new(reply, "data", data != NULL ? (json_t *)data : json_null());
-    return reply;
-}
-
-void *ops_reply_error(int exit_status, const char *error)
-{
-    json_t *reply = json_object();
-    if (reply == NULL)
-        return NULL;
-    json_object_set_new(reply, "ok", json_false());
-    json_object_set_new(reply, "exit", json_integer(exit_status));
-    json_object_set_new(reply, "error", ops_json_text(error));
-    return reply;
-}
 
 static json_t *health(const struct ops_context *ctx, json_t *args)
 {
@@ -53,6 +33,92 @@ static json_t *health(const struct ops_context *ctx, json_t *args)
     return ops_reply_ok(h);
 }
 
+/* The command table: one row per command. store: its answer on the store (NULL: only a
+ * running serve can answer it); daemon: whether a serve answers it through its hooks;
+ * changes_flows: what is scheduled may change (a running serve looks again). */
+struct ops_command {
+    const char *name;
+    json_t *(*store)(const struct ops_context *ctx, json_t *args);
+    bool daemon;
+    bool changes_flows;
+};
+
+static json_t *runs(const struct ops_context *c, json_t *a) { return ops_cmd_runs(c->store, a); }
+static json_t *journal(const struct ops_context *c, json_t *a)
+{
+    return ops_cmd_journal(c->store, a);
+}
+static json_t *cancel(const struct ops_context *c, json_t *a)
+{
+    return ops_cmd_cancel(c->store, a);
+}
+static json_t *flow_list(const struct ops_context *c, json_t *a)
+{
+    return ops_cmd_flow_list(c->store, a);
+}
+static json_t *flow_schedule(const struct ops_context *c, json_t *a)
+{
+    return ops_cmd_flow_schedule(c->store, a);
+}
+static json_t *flow_install(const struct ops_context *c, json_t *a)
+{
+    return ops_cmd_flow_install(c->store, a);
+}
+static json_t *flow_approve(const struct ops_context *c, json_t *a)
+{
+    return ops_cmd_flow_approve(c->store, a);
+}
+static json_t *flow_disable(const struct ops_context *c, json_t *a)
+{
+    return ops_cmd_flow_toggle(c->store, a, false);
+}
+static json_t *flow_enable(const struct ops_context *c, json_t *a)
+{
+    return ops_cmd_flow_toggle(c->store, a, true);
+}
+/* No serve: recorded for the next one (a serve's hooks deliver it at once). */
+static json_t *event_emit(const struct ops_context *c, json_t *a)
+{
+    return ops_cmd_event_emit(c->store, a);
+}
+
+static const struct ops_command COMMANDS[] = {
+    {"runs", runs, false, false},
+    {"journal", journal, false, false},
+    {"cancel", cancel, true, false},
+    {"health", health, false, false},
+    {"flow.list", flow_list, false, false},
+    {"flow.schedule", flow_schedule, false, false},
+    {"flow.install", flow_install, true, true},
+    {"flow.approve", flow_approve, true, true},
+    {"flow.disable", flow_disable, true, true},
+    {"flow.enable", flow_enable, true, true},
+    {"event.emit", event_emit, true, false},
+    {"run", NULL, true, false},
+    {"flow.drain", NULL, true, false},
+    {"flow.reconcile", NULL, true, false},
+    {"recover", NULL, true, false},
+    {"codemode.run", NULL, true, false},
+    {"serve.stop", NULL, true, false},
+#ifdef BASAL_TEST_HOOKS
+    {"test.clock", NULL, true, false},
+#endif
+};
+
+static const struct ops_command *command_of(const char *name)
+{
+    for (size_t i = 0; i < sizeof COMMANDS / sizeof COMMANDS[0]; i++)
+        if (strcmp(COMMANDS[i].name, name) == 0)
+            return &COMMANDS[i];
+    return NULL;
+}
+
+bool ops_command_changes_flows(const char *name)
+{
+    const struct ops_command *command = command_of(name);
+    return command != NULL && command->changes_flows;
+}
+
 void *ops_dispatch(const struct ops_context *ctx, const void *request_)
 {
     const json_t *request = request_;
@@ -71,42 +137,18 @@ void *ops_dispatch(const struct ops_context *ctx, const void *request_)
         return ops_reply_error(2, "the request's \"args\" is not an object");
     if (args == NULL)
         return NULL; /* out of memory */
-    const char *cmd = json_string_value(cmd_value);
-    void *reply = NULL;
-    if (ctx->daemon != NULL && strcmp(cmd, "health") != 0)
-        reply = ctx->daemon->handle(ctx->daemon->daemon, cmd, args);
+    const struct ops_command *command = command_of(json_string_value(cmd_value));
+    json_t *reply = NULL;
+    if (command == NULL)
+        reply = ops_reply_error(2, "unknown command");
+    else if (ctx->daemon != NULL && command->daemon)
+        reply = ctx->daemon->handle(ctx->daemon->daemon, ctx->store, command->name, args);
     if (reply != NULL)
         ;
-    else if (strcmp(cmd, "runs") == 0)
-        reply = ops_cmd_runs(ctx->store, args);
-    else if (strcmp(cmd, "journal") == 0)
-        reply = ops_cmd_journal(ctx->store, args);
-    else if (strcmp(cmd, "cancel") == 0)
-        reply = ops_cmd_cancel(ctx->store, args);
-    else if (strcmp(cmd, "health") == 0)
-        reply = health(ctx, args);
-    else if (strcmp(cmd, "flow.list") == 0)
-        reply = ops_cmd_flow_list(ctx->store, args);
-    else if (strcmp(cmd, "flow.schedule") == 0)
-        reply = ops_cmd_flow_schedule(ctx->store, args);
-    else if (strcmp(cmd, "flow.install") == 0)
-        reply = ops_cmd_flow_install(ctx->store, args);
-    else if (strcmp(cmd, "flow.approve") == 0)
-        reply = ops_cmd_flow_approve(ctx->store, args);
-    else if (strcmp(cmd, "flow.disable") == 0)
-        reply = ops_cmd_flow_toggle(ctx->store, args, false);
-    else if (strcmp(cmd, "flow.enable") == 0)
-        reply = ops_cmd_flow_toggle(ctx->store, args, true);
-    else if (strcmp(cmd, "event.emit") == 0)
-        /* No serve: recorded for the next one (a serve's hooks deliver it at once). */
-        reply = ops_cmd_event_emit(ctx->store, args);
-    else if (strcmp(cmd, "run") == 0 || strcmp(cmd, "flow.drain") == 0 ||
-             strcmp(cmd, "serve.stop") == 0 || strcmp(cmd, "flow.reconcile") == 0 ||
-             strcmp(cmd, "recover") == 0 || strcmp(cmd, "codemode.run") == 0)
-        /* The daemon's own (its hooks answered above when one runs). */
-        reply = ops_reply_error(1, "this needs a running serve (none on this data home)");
+    else if (command->store != NULL)
+        reply = command->store(ctx, args);
     else
-        reply = ops_reply_error(2, "unknown command");
+        reply = ops_reply_error(1, "this needs a running serve (none on this data home)");
     json_decref(no_args);
     return reply;
 }

@@ -4,6 +4,8 @@
  * serve: hooks NULL). The CLI renders a reply's data the same way in both cases, so the
  * output is the same both ways.
  *
+ * The commands are the table in serve/ops_dispatch.c, one row each.
+ *
  * Request: {"cmd": NAME, "args": {...}}. Reply: {"ok":true,"data":...} or
  * {"ok":false,"exit":1|2,"error":"one line"} (exit 2: the request itself is malformed,
  * e.g. an argument of the wrong type; 1: refused or failed). Every argument is checked
@@ -11,6 +13,8 @@
  * still input. */
 #ifndef BASAL_SERVE_OPS_DISPATCH_H
 #define BASAL_SERVE_OPS_DISPATCH_H
+
+#include <stdbool.h>
 
 struct store;
 
@@ -20,11 +24,12 @@ struct ops_daemon_hooks {
     /* Adds the live figures (pool gauges, per-flow queue depth and last run) to a
      * health object (a json_t *) built from the store. */
     void (*add_live_health)(void *daemon, void *health);
-    /* Commands the daemon answers itself ("run", "flow.drain", "flow.reconcile",
-     * "recover", "codemode.run", "event.emit", "serve.stop"): a reply
-     * object, or NULL when cmd is not one of them. May block (a run the client waits
-     * for). */
-    void *(*handle)(void *daemon, const char *cmd, const void *args);
+    /* Commands the table marks as the daemon's ("run", "flow.drain", "flow.reconcile",
+     * "recover", "codemode.run", "event.emit", "serve.stop", and the store commands
+     * that change what a runner may start): a reply object (json_t *), or NULL to let
+     * the command's store handler answer. st is the request's one connection. May
+     * block (a run the client waits for). */
+    void *(*handle)(void *daemon, struct store *st, const char *cmd, const void *args);
 };
 
 struct ops_context {
@@ -36,9 +41,8 @@ struct ops_context {
 /* Answers request (a json_t *, borrowed) with a new reply object (a json_t *). */
 void *ops_dispatch(const struct ops_context *ctx, const void *request);
 
-/* Reply builders (json_t *): {"ok":true,"data":data} (data stolen) and
- * {"ok":false,"exit":exit_status,"error":error}. */
-void *ops_reply_ok(void *data);
-void *ops_reply_error(int exit_status, const char *error);
+/* Whether command name may change what is scheduled (an install, approval, enable or
+ * disable): a running serve's scheduler looks again after it. */
+bool ops_command_changes_flows(const char *name);
 
 #endif

@@ -4,7 +4,7 @@
  * (serve/event_delivery.h). */
 #include "serve/ops_commands_internal.h"
 #include "serve/ops_commands.h"
-#include "serve/ops_dispatch.h"
+#include "serve/ops_reply.h"
 #include "base/names.h"
 #include "store/events.h"
 

@@ -3,7 +3,7 @@
  * flows/flows.h, which checks and writes each in one transaction (a refusal stores
  * nothing). Their data is what `ck-basal flow ... --json` prints. */
 #include "serve/ops_commands_internal.h"
-#include "serve/ops_dispatch.h"
+#include "serve/ops_reply.h"
 #include "flows/flows.h"
 
 #include <limits.h>

@@ -3,7 +3,7 @@
  * (docs/operations.md); the CLI renders its human tables from that same data. */
 #include "serve/ops_commands.h"
 #include "serve/ops_commands_internal.h"
-#include "serve/ops_dispatch.h"
+#include "serve/ops_reply.h"
 #include "base/error_line.h"
 #include "base/json_js.h"
 #include "base/names.h"

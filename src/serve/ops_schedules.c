@@ -3,7 +3,7 @@
  * itself applies (scheduled_flow_row), so what is shown is what fires; both start
  * from one first fire (first_shown). */
 #include "serve/ops_commands_internal.h"
-#include "serve/ops_dispatch.h"
+#include "serve/ops_reply.h"
 
 #include "flows/schedule_plan.h"
 #include "flows/scheduled_flows.h"

@@ -9,7 +9,7 @@
  * are never resolved.
  *
  * The page reads and acts only through env->ops, the ops command path of the serve's
- * socket (serve/ops_dispatch.h: "flow.list", "runs", "journal", "health", "cancel"),
+ * socket (serve/ops_dispatch.c's table: "flow.list", "runs", "journal", "health", "cancel"),
  * and reconcile through flows/reconcile.h as `ck-basal flow reconcile` does: the same
  * checks and the same audit rows as the CLI. */
 #ifndef BASAL_WEB_WEB_SERVER_H

@@ -139,16 +139,17 @@ void *ops_dispatch(const struct ops_context *ctx, const void *request_)
         return NULL; /* out of memory */
     const struct ops_command *command = command_of(json_string_value(cmd_value));
     json_t *reply = NULL;
-    if (command == NULL)
+    if (command == NULL) {
         reply = ops_reply_error(2, "unknown command");
-    else if (ctx->daemon != NULL && command->daemon)
-        reply = ctx->daemon->handle(ctx->daemon->daemon, ctx->store, command->name, args);
-    if (reply != NULL)
-        ;
-    else if (command->store != NULL)
-        reply = command->store(ctx, args);
-    else
-        reply = ops_reply_error(1, "this needs a running serve (none on this data home)");
+    } else {
+        /* A running serve answers its commands first; NULL: it leaves this one to the store. */
+        if (ctx->daemon != NULL && command->daemon)
+            reply = ctx->daemon->handle(ctx->daemon->daemon, ctx->store, command->name, args);
+        if (reply == NULL)
+            reply = command->store != NULL
+                        ? command->store(ctx, args)
+                        : ops_reply_error(1, "this needs a running serve (none on this data home)");
+    }
     json_decref(no_args);
     return reply;
 }

@@ -4,7 +4,8 @@
  *   supervisor/worker_launch_windows.c  built by mk/windows.mk: created suspended with
  *                                       the LPAC token, owned job, explicit handle list,
  *                                       all checked before resume (sandbox.md "Windows")
- *   supervisor/worker_launch_macos.c    the slot for macOS (a disclaimed launch)
+ *   supervisor/worker_launch_macos.c    posix_spawn, disclaimed from the parent's privacy
+ *                                       grants (compile-checked by mk/macos.mk)
  * Every platform's worker_launch starts path with argv, with exactly three fresh pipes
  * as its stdin, stdout and stderr and nothing else of the parent's (no other handle,
  * none of its environment), its resource limits in force before the worker's first

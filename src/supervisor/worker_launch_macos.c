@@ -1,5 +1,4 @@
-/* macOS's worker_launch (worker_launch_macos.h until the seam's worker_launch.h lands;
- * sandbox.md "macOS", the disclaimed launch): posix_spawn with the worker disclaimed from the parent's privacy (TCC) grants, so flow
+/* macOS's worker_launch (supervisor/worker_launch.h states the contract; sandbox.md "macOS", the disclaimed launch): posix_spawn with the worker disclaimed from the parent's privacy (TCC) grants, so flow
  * code can never use a Files & Folders or similar grant the module holds. Every launch
  * sets the disclaim attribute and fails (no worker) if the system refuses it; before
  * that, at startup, the parent proves it can (below) and exits otherwise, so no
@@ -15,7 +14,7 @@
  * exits). docs/platforms.md lists both.
  * Written and compile-checked against declared signatures (tests/macos/macos_decls.h,
  * make macos-check), not run here: no macOS machine is reachable. */
-#include "supervisor/worker_launch_macos.h"
+#include "supervisor/worker_launch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -68,6 +67,11 @@ __attribute__((constructor)) static void disclaimed_launch_check_or_exit(void)
                 strerror(errno));
         exit(1);
     }
+}
+
+enum worker_os worker_launch_host_os(void)
+{
+    return WORKER_OS_MACOS;
 }
 
 static void close_pair(int fds[2])

@@ -302,7 +302,7 @@ static void test_concurrency(void)
     int code = test_serve_end(&s, TIMEOUT_MS);
     ok(code == 0, "serve: exit 0 on SIGTERM after the concurrency check");
     struct proc_result after = cli_in(&h, true, ARGS("health"));
-    json_t *a = json_loads(live.out, 0, NULL), *b = json_loads(after.out, 0, NULL);
+    json_t *a = cli_output_json(&live), *b = cli_output_json(&after);
     json_t *live_pool = json_object_get(a, "pool");
     bool pool_ok = json_is_object(live_pool) && json_object_get(live_pool, "idle") != NULL;
     if (a != NULL && b != NULL) {
@@ -476,7 +476,7 @@ static void test_sigterm_busy(void)
         }
         struct proc_result r = cli_in(&h, true, ARGS("run", "warm", "--trigger",
                                                      "{\"n\":1,\"spin\":20000000}", "--detach"));
-        json_t *d = json_loads(r.out, 0, NULL);
+        json_t *d = cli_output_json(&r);
         char started[64];
         sfmt(started, sizeof started, "event=run_started run=%lld ",
              (long long)json_integer_value(json_object_get(d, "run")));

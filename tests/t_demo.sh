@@ -39,7 +39,7 @@ build/bin/ck-basal --home "$home" setup >/dev/null 2>&1
 dry=$(build/bin/ck-basal --home "$home" flow dry-run "$scratch/flow" \
     --trigger "{\"notes\":\"$scratch/notes\",\"out\":\"$scratch/out\"}" 2>&1)
 rc=$?
-if [ "$rc" -eq 1 ] && printf '%s\n' "$dry" | grep -q '^error: .*kv.set is not performed and no fixture answers it (--fixtures FILE gives one) (.*flow.js:[0-9]*)$'; then
+if [ "$rc" -eq 1 ] && printf '%s\n' "$dry" | grep -q '^error: .*kv.set is not performed and no fixture answers it (--fixtures FILE gives one) (.*flow.js:[0-9]*:[0-9]*)$'; then
     echo "ok - demo: a dry run without fixtures fails (exit 1) and its error names --fixtures"
 else
     echo "not ok - demo: a dry run without fixtures: exit $rc: $(printf '%s' "$dry" | head -3 | tr '\n' ' ')"

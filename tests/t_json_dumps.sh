@@ -16,8 +16,7 @@ src/base/json_out.c: the encoder itself
 src/serve/ops_client.c: a request to serve's ops socket
 src/serve/ops_args.c: an argument normalized for the store
 src/serve/scheduler.c: a scheduled run's trigger, stored
-src/flows/flow_host.c: a module's input, a sink's item before its line is encoded
-src/flows/dry_run_host.c: a module's input in a dry run
+src/flows/host_kinds.c: a module's input, a sink's item before its line is encoded
 src/flows/codemode_host.c: a tool's input to its module
 src/host/host.c: a settlement's value to the worker
 src/host/test_host.c: exec's test host values, kept in memory

@@ -544,8 +544,9 @@ static json_t *admit_run(struct daemon *d, struct store *st, const char *flow,
     return wait_for_end(d, run_id);
 }
 
-static void *handle_run(struct daemon *d, struct store *st, const json_t *args)
+static void *handle_run(void *daemon, struct store *st, const void *args)
 {
+    struct daemon *d = daemon;
     const char *flow = json_string_value(string_arg(args, "flow"));
     json_t *trigger_v = json_object_get(args, "trigger");
     json_t *trigger_id_v = json_object_get(args, "trigger_id");
@@ -592,8 +593,9 @@ static bool flow_has_work(struct daemon *d, const char *flow, struct store *st)
     return work;
 }
 
-static void *handle_drain(struct daemon *d, struct store *st, const json_t *args)
+static void *handle_drain(void *daemon, struct store *st, const void *args)
 {
+    struct daemon *d = daemon;
     const char *flow = json_string_value(string_arg(args, "id"));
     if (flow == NULL || !flow_id_valid(flow))
         return ops_reply_error(2, "flow drain: needs a flow id");
@@ -637,8 +639,9 @@ static void *handle_drain(struct daemon *d, struct store *st, const json_t *args
 /* flow.reconcile: the operator's settlement (flows/reconcile.h), made and audited here
  * on serve's store; then, unless cancelled, the run is a runner's to resume, and the
  * reply comes when it has ended, as for `run`. */
-static void *handle_reconcile(struct daemon *d, struct store *st, const json_t *request_args)
+static void *handle_reconcile(void *daemon, struct store *st, const void *request_args)
 {
+    struct daemon *d = daemon;
     /* The argument checks take a mutable object; the request is the dispatcher's. */
     json_t *args = json_deep_copy(request_args);
     if (args == NULL)
@@ -679,8 +682,9 @@ static void *handle_reconcile(struct daemon *d, struct store *st, const json_t *
 /* recover: every run a dead process left (store/runs.h, runs_recoverable) is a
  * runner's anyway; this waits for each one's end, in admission order, and answers
  * {"runs": [the run view of each, or {"run", "error"}]}. */
-static void *handle_recover(struct daemon *d, struct store *st, const json_t *args)
+static void *handle_recover(void *daemon, struct store *st, const void *args)
 {
+    struct daemon *d = daemon;
     if (json_object_size(args) != 0)
         return ops_reply_error(2, "recover takes no arguments");
     char err[1024];
@@ -721,8 +725,9 @@ static void *handle_recover(struct daemon *d, struct store *st, const json_t *ar
 /* codemode.run: the run is made here, on serve's store, with serve's Landlock policy.
  * Its single-use worker is forked by this request's thread, which reaps it before it
  * returns (the parent-death signal follows the thread that forked). */
-static void *handle_codemode_run(struct daemon *d, struct store *st, const json_t *request_args)
+static void *handle_codemode_run(void *daemon, struct store *st, const void *request_args)
 {
+    struct daemon *d = daemon;
     json_t *args = json_deep_copy(request_args); /* the checks take a mutable object */
     if (args == NULL)
         return ops_reply_error(1, "codemode run: out of memory");
@@ -747,8 +752,10 @@ static void *handle_codemode_run(struct daemon *d, struct store *st, const json_
 
 #ifdef BASAL_TEST_HOOKS
 /* test.clock {"ms": N}: moves the test clock (serve/serve_clock.h). */
-static void *handle_test_clock(struct daemon *d, const json_t *args)
+static void *handle_test_clock(void *daemon, struct store *st, const void *args)
 {
+    (void)st;
+    struct daemon *d = daemon;
     json_t *ms = json_object_get(args, "ms");
     if (!serve_clock_fixed() || !json_is_integer(ms) || json_integer_value(ms) < 0)
         return ops_reply_error(2, "test.clock: needs a fixed test clock and {\"ms\": N >= 0}");
@@ -764,8 +771,10 @@ static void *handle_test_clock(struct daemon *d, const json_t *args)
  * thread blocks SIGTERM, so it waits for the main loop's signalfd, which then stops
  * the serve exactly as for an operator's kill. The reply goes out first: the ops
  * server answers every waiting client before it closes. */
-static void *handle_stop(const json_t *args)
+static void *handle_stop(void *daemon, struct store *st, const void *args)
 {
+    (void)daemon;
+    (void)st;
     if (json_object_size(args) != 0)
         return ops_reply_error(2, "serve.stop takes no arguments");
     if (kill(getpid(), SIGTERM) != 0)
@@ -783,46 +792,29 @@ static int admit_event_run(void *daemon, struct store *st, const char *flow, con
 }
 
 /* event.emit: recorded and delivered at once (serve/event_delivery.h). */
-static void *handle_event_emit(struct daemon *d, struct store *st, const json_t *args)
+static void *handle_event_emit(void *daemon, struct store *st, const void *args)
 {
-    return event_emit_deliver(st, args, admit_event_run, d);
+    return event_emit_deliver(st, args, admit_event_run, daemon);
 }
 
-static void *hook_handle(void *ctx, struct store *st, const char *cmd, const void *args)
+/* A store command changed something (serve/ops_dispatch.h, enum ops_change). */
+static void hook_changed(void *ctx, enum ops_change change, const char *flow)
 {
     struct daemon *d = ctx;
-#ifdef BASAL_TEST_HOOKS
-    if (strcmp(cmd, "test.clock") == 0)
-        return handle_test_clock(d, args);
-#endif
-    if (strcmp(cmd, "serve.stop") == 0)
-        return handle_stop(args);
-    if (strcmp(cmd, "run") == 0)
-        return handle_run(d, st, args);
-    if (strcmp(cmd, "flow.drain") == 0)
-        return handle_drain(d, st, args);
-    if (strcmp(cmd, "flow.reconcile") == 0)
-        return handle_reconcile(d, st, args);
-    if (strcmp(cmd, "recover") == 0)
-        return handle_recover(d, st, args);
-    if (strcmp(cmd, "codemode.run") == 0)
-        return handle_codemode_run(d, st, args);
-    if (strcmp(cmd, "event.emit") == 0)
-        return handle_event_emit(d, st, args);
-    if (strcmp(cmd, "flow.enable") == 0) {
-        /* Reopens admission after a drain; the store's enable follows (not handled). */
-        const char *flow = json_string_value(string_arg(args, "id"));
-        pthread_mutex_lock(&d->mu);
-        struct gate *g = flow != NULL ? gate_of(d, flow, false) : NULL;
+    if (change == OPS_ENABLES_FLOW && flow != NULL) {
+        pthread_mutex_lock(&d->mu); /* admission reopens after a drain */
+        struct gate *g = gate_of(d, flow, false);
         if (g != NULL)
             g->draining = false;
         pthread_mutex_unlock(&d->mu);
     }
-    /* Anything may have changed what a runner can start (a cancel, an approval). */
-    pthread_mutex_lock(&d->mu);
+    if (change == OPS_DISABLES_FLOW && flow != NULL)
+        pool_release_flow(d->pool, flow); /* a disabled flow runs nothing more */
+    if (change != OPS_CHANGES_RUNS)
+        scheduler_flows_changed(d->scheduler);
+    pthread_mutex_lock(&d->mu); /* what a runner may start may have changed */
     pthread_cond_broadcast(&d->work);
     pthread_mutex_unlock(&d->mu);
-    return NULL;
 }
 
 static void hook_live_health(void *ctx, void *health)
@@ -851,15 +843,6 @@ static void *handle_request(void *ctx, const void *request)
     struct ops_context c = {st, d->o->home, &d->hooks};
     void *reply = ops_dispatch(&c, request);
     store_close(st);
-    /* An install, approval, enable or disable may change what is scheduled. */
-    const char *cmd = json_string_value(json_object_get(request, "cmd"));
-    if (cmd != NULL && ops_command_changes_flows(cmd))
-        scheduler_flows_changed(d->scheduler);
-    /* A disabled flow runs nothing more: its workers end before the reply goes out. */
-    const char *flow = json_string_value(json_object_get(json_object_get(request, "args"), "id"));
-    if (cmd != NULL && strcmp(cmd, "flow.disable") == 0 && flow != NULL &&
-        json_is_true(json_object_get(reply, "ok")))
-        pool_release_flow(d->pool, flow);
     return reply;
 }
 
@@ -1023,9 +1006,22 @@ int serve_main(const struct serve_options *o)
     pthread_condattr_setclock(&mono, CLOCK_MONOTONIC);
     pthread_cond_init(&d.work, &mono);
     pthread_cond_init(&d.changed, NULL);
-    d.hooks.daemon = &d;
-    d.hooks.add_live_health = hook_live_health;
-    d.hooks.handle = hook_handle;
+    d.hooks = (struct ops_daemon_hooks){
+        .daemon = &d,
+        .add_live_health = hook_live_health,
+        .answer = {[OPS_DAEMON_RUN] = handle_run,
+                   [OPS_DAEMON_FLOW_DRAIN] = handle_drain,
+                   [OPS_DAEMON_FLOW_RECONCILE] = handle_reconcile,
+                   [OPS_DAEMON_RECOVER] = handle_recover,
+                   [OPS_DAEMON_CODEMODE_RUN] = handle_codemode_run,
+                   [OPS_DAEMON_EVENT_EMIT] = handle_event_emit,
+                   [OPS_DAEMON_SERVE_STOP] = handle_stop,
+#ifdef BASAL_TEST_HOOKS
+                   [OPS_DAEMON_TEST_CLOCK] = handle_test_clock,
+#endif
+        },
+        .changed = hook_changed,
+    };
     pool_config_defaults(&d.pool_cfg);
     d.pool_cfg.policy = o->landlock;
     d.pool_cfg.spares = o->spares;

@@ -1,6 +1,6 @@
 /* ops_dispatch: the request's shape, then the command table below (one row per
- * command: its handler on the store, whether a serve answers it, whether it changes
- * what is scheduled). See serve/ops_dispatch.h. */
+ * command: its handler on the store, the serve's own handler, what it changes for a
+ * running serve). See serve/ops_dispatch.h. */
 #include "serve/ops_dispatch.h"
 #include "serve/ops_commands_internal.h"
 #include "serve/ops_reply.h"
@@ -34,13 +34,14 @@ static json_t *health(const struct ops_context *ctx, json_t *args)
 }
 
 /* The command table: one row per command. store: its answer on the store (NULL: only a
- * running serve can answer it); daemon: whether a serve answers it through its hooks;
- * changes_flows: what is scheduled may change (a running serve looks again). */
+ * running serve can answer it); daemon: the serve's own answer, which goes first
+ * (ops_daemon_hooks.answer); change: what a running serve looks at again after the
+ * store's answer succeeded. */
 struct ops_command {
     const char *name;
     json_t *(*store)(const struct ops_context *ctx, json_t *args);
-    bool daemon;
-    bool changes_flows;
+    enum ops_daemon_command daemon;
+    enum ops_change change;
 };
 
 static json_t *runs(const struct ops_context *c, json_t *a) { return ops_cmd_runs(c->store, a); }
@@ -83,25 +84,25 @@ static json_t *event_emit(const struct ops_context *c, json_t *a)
 }
 
 static const struct ops_command COMMANDS[] = {
-    {"runs", runs, false, false},
-    {"journal", journal, false, false},
-    {"cancel", cancel, true, false},
-    {"health", health, false, false},
-    {"flow.list", flow_list, false, false},
-    {"flow.schedule", flow_schedule, false, false},
-    {"flow.install", flow_install, true, true},
-    {"flow.approve", flow_approve, true, true},
-    {"flow.disable", flow_disable, true, true},
-    {"flow.enable", flow_enable, true, true},
-    {"event.emit", event_emit, true, false},
-    {"run", NULL, true, false},
-    {"flow.drain", NULL, true, false},
-    {"flow.reconcile", NULL, true, false},
-    {"recover", NULL, true, false},
-    {"codemode.run", NULL, true, false},
-    {"serve.stop", NULL, true, false},
+    {"runs", runs, OPS_DAEMON_NONE, OPS_CHANGES_NOTHING},
+    {"journal", journal, OPS_DAEMON_NONE, OPS_CHANGES_NOTHING},
+    {"cancel", cancel, OPS_DAEMON_NONE, OPS_CHANGES_RUNS},
+    {"health", health, OPS_DAEMON_NONE, OPS_CHANGES_NOTHING},
+    {"flow.list", flow_list, OPS_DAEMON_NONE, OPS_CHANGES_NOTHING},
+    {"flow.schedule", flow_schedule, OPS_DAEMON_NONE, OPS_CHANGES_NOTHING},
+    {"flow.install", flow_install, OPS_DAEMON_NONE, OPS_CHANGES_FLOWS},
+    {"flow.approve", flow_approve, OPS_DAEMON_NONE, OPS_CHANGES_FLOWS},
+    {"flow.disable", flow_disable, OPS_DAEMON_NONE, OPS_DISABLES_FLOW},
+    {"flow.enable", flow_enable, OPS_DAEMON_NONE, OPS_ENABLES_FLOW},
+    {"event.emit", event_emit, OPS_DAEMON_EVENT_EMIT, OPS_CHANGES_NOTHING},
+    {"run", NULL, OPS_DAEMON_RUN, OPS_CHANGES_NOTHING},
+    {"flow.drain", NULL, OPS_DAEMON_FLOW_DRAIN, OPS_CHANGES_NOTHING},
+    {"flow.reconcile", NULL, OPS_DAEMON_FLOW_RECONCILE, OPS_CHANGES_NOTHING},
+    {"recover", NULL, OPS_DAEMON_RECOVER, OPS_CHANGES_NOTHING},
+    {"codemode.run", NULL, OPS_DAEMON_CODEMODE_RUN, OPS_CHANGES_NOTHING},
+    {"serve.stop", NULL, OPS_DAEMON_SERVE_STOP, OPS_CHANGES_NOTHING},
 #ifdef BASAL_TEST_HOOKS
-    {"test.clock", NULL, true, false},
+    {"test.clock", NULL, OPS_DAEMON_TEST_CLOCK, OPS_CHANGES_NOTHING},
 #endif
 };
 
@@ -113,10 +114,24 @@ static const struct ops_command *command_of(const char *name)
     return NULL;
 }
 
-bool ops_command_changes_flows(const char *name)
+/* The row's answer: the serve's own first, else the store's; then, when it succeeded
+ * and a serve runs, what it changed. */
+static json_t *answer(const struct ops_context *ctx, const struct ops_command *command,
+                      json_t *args)
 {
-    const struct ops_command *command = command_of(name);
-    return command != NULL && command->changes_flows;
+    const struct ops_daemon_hooks *serve = ctx->daemon;
+    ops_daemon_handler own = serve != NULL ? serve->answer[command->daemon] : NULL;
+    json_t *reply = own != NULL ? own(serve->daemon, ctx->store, args) : NULL;
+    if (reply != NULL)
+        return reply;
+    if (command->store == NULL)
+        return ops_reply_error(1, "this needs a running serve (none on this data home)");
+    reply = command->store(ctx, args);
+    if (serve != NULL && command->change != OPS_CHANGES_NOTHING &&
+        json_is_true(json_object_get(reply, "ok")))
+        serve->changed(serve->daemon, command->change,
+                       json_string_value(json_object_get(args, "id")));
+    return reply;
 }
 
 void *ops_dispatch(const struct ops_context *ctx, const void *request_)
@@ -138,18 +153,8 @@ void *ops_dispatch(const struct ops_context *ctx, const void *request_)
     if (args == NULL)
         return NULL; /* out of memory */
     const struct ops_command *command = command_of(json_string_value(cmd_value));
-    json_t *reply = NULL;
-    if (command == NULL) {
-        reply = ops_reply_error(2, "unknown command");
-    } else {
-        /* A running serve answers its commands first; NULL: it leaves this one to the store. */
-        if (ctx->daemon != NULL && command->daemon)
-            reply = ctx->daemon->handle(ctx->daemon->daemon, ctx->store, command->name, args);
-        if (reply == NULL)
-            reply = command->store != NULL
-                        ? command->store(ctx, args)
-                        : ops_reply_error(1, "this needs a running serve (none on this data home)");
-    }
+    json_t *reply = command != NULL ? answer(ctx, command, args)
+                                    : ops_reply_error(2, "unknown command");
     json_decref(no_args);
     return reply;
 }

@@ -9,8 +9,10 @@
  *      nothing stored changed [guard: every argument is checked, whoever sent it];
  *   4. unknown flows and runs, and refusals of the registry: exit 1, nothing stored
  *      changed [guard: a refused ops command changes nothing];
- *   5. with daemon hooks: "health" gets the live figures, other commands are offered to
- *      the daemon first, "health" is not [guard: the daemon's hooks]. */
+ *   5. with daemon hooks: "health" gets the live figures, a command of the daemon's
+ *      column is its handler's, a store command's change is told to it when it
+ *      succeeded, an argument outside the row's keys is refused before any handler
+ *      [guard: the daemon's hooks; the table's argument column]. */
 #include "lib/harness.h"
 #include "lib/store_view.h"
 
@@ -461,6 +463,13 @@ static void daemon_hooks(void)
           "daemon: a store command's change (the row's change column) is told to the serve,"
           " with the flow [guard: a disabled flow's workers end]",
           "changes %d, change %d, flow %s", fake.changes, (int)fake.change, fake.flow);
+    json_decref(reply);
+    reply = dispatch_with(&ctx, "{\"cmd\":\"run\",\"args\":{\"flow\":\"alpha\",\"now\":true}}");
+    check(fake.offered == 1 && json_integer_value(json_object_get(reply, "exit")) == 2 &&
+              strcmp(json_string_value(json_object_get(reply, "error")), "unexpected argument") == 0,
+          "daemon: an argument outside the row's schema is refused (exit 2) before the"
+          " serve's handler runs [guard: the command table's argument column]",
+          "offered %d", fake.offered);
     json_decref(reply);
     reply = dispatch_with(&ctx, "{\"cmd\":\"recover\",\"args\":{}}");
     check(fake.offered == 1 && json_integer_value(json_object_get(reply, "exit")) == 1,

@@ -1,6 +1,6 @@
 /* ops_dispatch: the request's shape, then the command table below (one row per
- * command: its handler on the store, the serve's own handler, what it changes for a
- * running serve). See serve/ops_dispatch.h. */
+ * command: its argument keys, its handler on the store, the serve's own handler, what
+ * it changes for a running serve). See serve/ops_dispatch.h. */
 #include "serve/ops_dispatch.h"
 #include "serve/ops_commands_internal.h"
 #include "serve/ops_reply.h"
@@ -11,11 +11,9 @@
 
 static json_t *health(const struct ops_context *ctx, json_t *args)
 {
-    static const char *const NAMES[] = {"landlock", NULL};
     const char *landlock;
     json_t *reply;
-    if (ops_args_only(args, NAMES, &reply) != 0 ||
-        ops_arg_string(args, "landlock", true, 16, &landlock, &reply) != 0)
+    if (ops_arg_string(args, "landlock", true, 16, &landlock, &reply) != 0)
         return reply;
     enum landlock_policy policy;
     if (strcmp(landlock, "required") == 0)
@@ -33,12 +31,14 @@ static json_t *health(const struct ops_context *ctx, json_t *args)
     return ops_reply_ok(h);
 }
 
-/* The command table: one row per command. store: its answer on the store (NULL: only a
- * running serve can answer it); daemon: the serve's own answer, which goes first
- * (ops_daemon_hooks.answer); change: what a running serve looks at again after the
- * store's answer succeeded. */
+/* The command table: one row per command. args: the argument keys it takes (the
+ * dispatcher refuses any other before a handler runs; each handler checks the values
+ * of its own); store: its answer on the store (NULL: only a running serve can answer
+ * it); daemon: the serve's own answer, which goes first (ops_daemon_hooks.answer);
+ * change: what a running serve looks at again after the store's answer succeeded. */
 struct ops_command {
     const char *name;
+    const char *const *args;
     json_t *(*store)(const struct ops_context *ctx, json_t *args);
     enum ops_daemon_command daemon;
     enum ops_change change;
@@ -83,28 +83,40 @@ static json_t *event_emit(const struct ops_context *c, json_t *a)
     return ops_cmd_event_emit(c->store, a);
 }
 
+/* A row's argument keys (NULL-terminated). */
+#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define NO_ARGS ((const char *const[]){NULL})
+
 static const struct ops_command COMMANDS[] = {
-    {"runs", runs, OPS_DAEMON_NONE, OPS_CHANGES_NOTHING},
-    {"journal", journal, OPS_DAEMON_NONE, OPS_CHANGES_NOTHING},
-    {"cancel", cancel, OPS_DAEMON_NONE, OPS_CHANGES_RUNS},
-    {"health", health, OPS_DAEMON_NONE, OPS_CHANGES_NOTHING},
-    {"flow.list", flow_list, OPS_DAEMON_NONE, OPS_CHANGES_NOTHING},
-    {"flow.schedule", flow_schedule, OPS_DAEMON_NONE, OPS_CHANGES_NOTHING},
-    {"flow.install", flow_install, OPS_DAEMON_NONE, OPS_CHANGES_FLOWS},
-    {"flow.approve", flow_approve, OPS_DAEMON_NONE, OPS_CHANGES_FLOWS},
-    {"flow.disable", flow_disable, OPS_DAEMON_NONE, OPS_DISABLES_FLOW},
-    {"flow.enable", flow_enable, OPS_DAEMON_NONE, OPS_ENABLES_FLOW},
-    {"event.emit", event_emit, OPS_DAEMON_EVENT_EMIT, OPS_CHANGES_NOTHING},
-    {"run", NULL, OPS_DAEMON_RUN, OPS_CHANGES_NOTHING},
-    {"flow.drain", NULL, OPS_DAEMON_FLOW_DRAIN, OPS_CHANGES_NOTHING},
-    {"flow.reconcile", NULL, OPS_DAEMON_FLOW_RECONCILE, OPS_CHANGES_NOTHING},
-    {"recover", NULL, OPS_DAEMON_RECOVER, OPS_CHANGES_NOTHING},
-    {"codemode.run", NULL, OPS_DAEMON_CODEMODE_RUN, OPS_CHANGES_NOTHING},
-    {"serve.stop", NULL, OPS_DAEMON_SERVE_STOP, OPS_CHANGES_NOTHING},
+    {"runs", ARGS("flow"), runs, OPS_DAEMON_NONE, OPS_CHANGES_NOTHING},
+    {"journal", ARGS("run"), journal, OPS_DAEMON_NONE, OPS_CHANGES_NOTHING},
+    {"cancel", ARGS("run", "reason"), cancel, OPS_DAEMON_NONE, OPS_CHANGES_RUNS},
+    {"health", ARGS("landlock"), health, OPS_DAEMON_NONE, OPS_CHANGES_NOTHING},
+    {"flow.list", NO_ARGS, flow_list, OPS_DAEMON_NONE, OPS_CHANGES_NOTHING},
+    {"flow.schedule", ARGS("id", "count"), flow_schedule, OPS_DAEMON_NONE, OPS_CHANGES_NOTHING},
+    {"flow.install", ARGS("dir"), flow_install, OPS_DAEMON_NONE, OPS_CHANGES_FLOWS},
+    {"flow.approve", ARGS("id", "version", "code_hash"), flow_approve, OPS_DAEMON_NONE,
+     OPS_CHANGES_FLOWS},
+    {"flow.disable", ARGS("id"), flow_disable, OPS_DAEMON_NONE, OPS_DISABLES_FLOW},
+    {"flow.enable", ARGS("id"), flow_enable, OPS_DAEMON_NONE, OPS_ENABLES_FLOW},
+    {"event.emit", ARGS("module", "name", "version", "id", "payload"), event_emit,
+     OPS_DAEMON_EVENT_EMIT, OPS_CHANGES_NOTHING},
+    {"run", ARGS("flow", "trigger", "trigger_id", "detach"), NULL, OPS_DAEMON_RUN,
+     OPS_CHANGES_NOTHING},
+    {"flow.drain", ARGS("id"), NULL, OPS_DAEMON_FLOW_DRAIN, OPS_CHANGES_NOTHING},
+    {"flow.reconcile", ARGS("run", "position", "decision", "observed"), NULL,
+     OPS_DAEMON_FLOW_RECONCILE, OPS_CHANGES_NOTHING},
+    {"recover", NO_ARGS, NULL, OPS_DAEMON_RECOVER, OPS_CHANGES_NOTHING},
+    {"codemode.run", ARGS("script_name", "script", "script_path", "input"), NULL,
+     OPS_DAEMON_CODEMODE_RUN, OPS_CHANGES_NOTHING},
+    {"serve.stop", NO_ARGS, NULL, OPS_DAEMON_SERVE_STOP, OPS_CHANGES_NOTHING},
 #ifdef BASAL_TEST_HOOKS
-    {"test.clock", NULL, OPS_DAEMON_TEST_CLOCK, OPS_CHANGES_NOTHING},
+    {"test.clock", ARGS("ms"), NULL, OPS_DAEMON_TEST_CLOCK, OPS_CHANGES_NOTHING},
 #endif
 };
+
+#undef ARGS
+#undef NO_ARGS
 
 static const struct ops_command *command_of(const char *name)
 {
@@ -114,11 +126,15 @@ static const struct ops_command *command_of(const char *name)
     return NULL;
 }
 
-/* The row's answer: the serve's own first, else the store's; then, when it succeeded
+/* The row's answer: its argument keys checked, then the serve's own answer first, else
+ * the store's; then, when it succeeded
  * and a serve runs, what it changed. */
 static json_t *answer(const struct ops_context *ctx, const struct ops_command *command,
                       json_t *args)
 {
+    json_t *refused;
+    if (ops_args_only(args, command->args, &refused) != 0)
+        return refused;
     const struct ops_daemon_hooks *serve = ctx->daemon;
     ops_daemon_handler own = serve != NULL ? serve->answer[command->daemon] : NULL;
     json_t *reply = own != NULL ? own(serve->daemon, ctx->store, args) : NULL;

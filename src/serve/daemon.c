@@ -968,44 +968,44 @@ static int recoverable_count(const char *home, size_t *count, char *err, size_t 
     return rc;
 }
 
-int serve_main(const struct serve_options *o)
+/* What a serve holds from its start to its stop. */
+struct serve_process {
+    struct daemon d;
+    int sig_fd, lock_fd;
+    struct ops_server *ops;
+    struct metrics_http *metrics;  /* NULL: no --metrics-listen */
+    struct web_server *web;        /* NULL: no --web-listen */
+};
+
+/* Signals are taken by the main thread's signalfd only: blocked before any thread
+ * exists, so every thread inherits the mask. The signalfd, or -1 with why. */
+static int take_stop_signals(const char **why)
 {
-    serve_log_json(o->log_json);
-    char err[1024];
-    /* Signals are taken by the main thread's signalfd only: block them before any
-     * thread exists, so every thread inherits the mask. */
     sigset_t stop_set;
     sigemptyset(&stop_set);
     sigaddset(&stop_set, SIGTERM);
     sigaddset(&stop_set, SIGINT);
     signal(SIGPIPE, SIG_IGN);
+    *why = "cannot block SIGTERM and SIGINT";
     if (pthread_sigmask(SIG_BLOCK, &stop_set, NULL) != 0)
-        return start_fail("cannot block SIGTERM and SIGINT");
-    int sig_fd = signalfd(-1, &stop_set, SFD_CLOEXEC);
-    if (sig_fd < 0)
-        return start_fail("signalfd failed");
-#ifdef BASAL_TEST_HOOKS
-    if (serve_clock_init_from_env(err, sizeof err) != 0)
-        return start_fail(err);
-#endif
-    int lock_fd = serve_lock_take(o->home, err, sizeof err);
-    if (lock_fd < 0)
-        return start_fail(err);
-    /* libcurl's global state is set up once, before any thread could race for it. */
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-        return start_fail("libcurl could not be initialised");
+        return -1;
+    *why = "signalfd failed";
+    return signalfd(-1, &stop_set, SFD_CLOEXEC);
+}
 
-    struct daemon d;
-    memset(&d, 0, sizeof d);
-    d.o = o;
-    pthread_mutex_init(&d.mu, NULL);
+/* The daemon's state before any of its threads: 0, or -1 out of memory. */
+static int daemon_init(struct daemon *d, const struct serve_options *o)
+{
+    memset(d, 0, sizeof *d);
+    d->o = o;
+    pthread_mutex_init(&d->mu, NULL);
     pthread_condattr_t mono;
     pthread_condattr_init(&mono);
     pthread_condattr_setclock(&mono, CLOCK_MONOTONIC);
-    pthread_cond_init(&d.work, &mono);
-    pthread_cond_init(&d.changed, NULL);
-    d.hooks = (struct ops_daemon_hooks){
-        .daemon = &d,
+    pthread_cond_init(&d->work, &mono);
+    pthread_cond_init(&d->changed, NULL);
+    d->hooks = (struct ops_daemon_hooks){
+        .daemon = d,
         .add_live_health = hook_live_health,
         .answer = {[OPS_DAEMON_RUN] = handle_run,
                    [OPS_DAEMON_FLOW_DRAIN] = handle_drain,
@@ -1020,27 +1020,24 @@ int serve_main(const struct serve_options *o)
         },
         .changed = hook_changed,
     };
-    pool_config_defaults(&d.pool_cfg);
-    d.pool_cfg.policy = o->landlock;
-    d.pool_cfg.spares = o->spares;
-    d.pool = pool_new(&d.pool_cfg);
-    d.rate.limit = o->rate_limit > 0 ? o->rate_limit : ADMISSION_RATE_LIMIT_DEFAULT;
-    d.runner_count = o->max_runs < SERVE_RUNNERS_MAX ? o->max_runs : SERVE_RUNNERS_MAX;
-    if (d.pool == NULL)
-        return start_fail("out of memory");
+    pool_config_defaults(&d->pool_cfg);
+    d->pool_cfg.policy = o->landlock;
+    d->pool_cfg.spares = o->spares;
+    d->pool = pool_new(&d->pool_cfg);
+    d->rate.limit = o->rate_limit > 0 ? o->rate_limit : ADMISSION_RATE_LIMIT_DEFAULT;
+    d->runner_count = o->max_runs < SERVE_RUNNERS_MAX ? o->max_runs : SERVE_RUNNERS_MAX;
+    return d->pool != NULL ? 0 : -1;
+}
 
-    size_t left_behind = 0;
-    if (recoverable_count(o->home, &left_behind, err, sizeof err) != 0) {
-        pool_free(d.pool);
-        return start_fail(err);
-    }
-    char runners_text[16], backlog_text[16], pid_text[24], left_text[24];
+static void log_start(const struct daemon *d, size_t left_behind)
+{
+    const struct serve_options *o = d->o;
+    char runners_text[16], backlog_text[16], pid_text[24], left_text[24], rate_text[16];
     snprintf(runners_text, sizeof runners_text, "%u", o->max_runs);
     snprintf(backlog_text, sizeof backlog_text, "%u", o->backlog);
     snprintf(pid_text, sizeof pid_text, "%ld", (long)getpid());
     snprintf(left_text, sizeof left_text, "%zu", left_behind);
-    char rate_text[16];
-    snprintf(rate_text, sizeof rate_text, "%u", d.rate.limit);
+    snprintf(rate_text, sizeof rate_text, "%u", d->rate.limit);
     serve_log("start", "home", o->home, "pid", pid_text, "max_runs", runners_text, "backlog",
               backlog_text, "rate_limit", rate_text, "landlock",
               o->landlock == LANDLOCK_POLICY_OPTIONAL ? "optional" : "required", "recovering",
@@ -1050,120 +1047,173 @@ int serve_main(const struct serve_options *o)
         snprintf(from, sizeof from, "%04o", o->home_narrowed_from & 07777U);
         serve_log("home_narrowed", "home", o->home, "from", from, "to", "0700", LOG_END);
     }
+}
 
-    struct ops_server *ops = ops_server_start(o->home, handle_request, refused_peer, &d, err,
-                                              sizeof err);
-    if (ops == NULL) {
-        pool_free(d.pool);
-        return start_fail(err);
-    }
-    struct metrics_http *metrics = NULL;
+/* The ops socket, and the metrics and web listeners when asked for: 0, or -1 with
+ * the reason (none of them left running). */
+static int start_listeners(struct serve_process *s, char *err, size_t err_cap)
+{
+    const struct serve_options *o = s->d.o;
+    s->ops = ops_server_start(o->home, handle_request, refused_peer, &s->d, err, err_cap);
+    if (s->ops == NULL)
+        return -1;
     if (o->metrics_listen != NULL) {
-        metrics = metrics_http_start(o->metrics_listen, render_metrics, &d, err, sizeof err);
-        if (metrics == NULL) {
-            ops_server_stop(ops);
-            pool_free(d.pool);
-            return start_fail(err);
+        s->metrics = metrics_http_start(o->metrics_listen, render_metrics, &s->d, err, err_cap);
+        if (s->metrics == NULL) {
+            ops_server_stop(s->ops);
+            return -1;
         }
         char port[16];
-        snprintf(port, sizeof port, "%u", metrics_http_port(metrics));
+        snprintf(port, sizeof port, "%u", metrics_http_port(s->metrics));
         serve_log("metrics_listening", "listen", o->metrics_listen, "port", port, LOG_END);
     }
-    struct web_server *web = NULL;
     if (o->web_listen != NULL) {
         /* The page asks what the ops socket answers, by the same dispatch. */
         struct web_env env = {o->home,
                               o->landlock == LANDLOCK_POLICY_OPTIONAL ? "optional" : "required",
-                              handle_request, &d};
-        web = web_server_start(o->web_listen, o->web_allow_remote, &env, err, sizeof err);
-        if (web == NULL) {
-            metrics_http_stop(metrics);
-            ops_server_stop(ops);
-            pool_free(d.pool);
-            return start_fail(err);
+                              handle_request, &s->d};
+        s->web = web_server_start(o->web_listen, o->web_allow_remote, &env, err, err_cap);
+        if (s->web == NULL) {
+            metrics_http_stop(s->metrics);
+            ops_server_stop(s->ops);
+            return -1;
         }
         char port[16];
-        snprintf(port, sizeof port, "%u", web_server_port(web));
+        snprintf(port, sizeof port, "%u", web_server_port(s->web));
         serve_log("web_listening", "listen", o->web_listen, "port", port, LOG_END);
     }
-    pool_maintain(d.pool);
-    struct scheduler_hooks sched_hooks = {&d, scheduler_open_store, scheduler_admit};
-    d.scheduler = scheduler_start(&sched_hooks, err, sizeof err);
-    if (d.scheduler == NULL) {
-        web_server_stop(web);
-        metrics_http_stop(metrics);
-        ops_server_stop(ops);
-        pool_free(d.pool);
+    return 0;
+}
+
+/* Start: the stop signals, the home's lock, the daemon, its listeners, scheduler and
+ * runners, the pending events; then READY. 0, or 1 when it could not start (logged). */
+static int serve_start(struct serve_process *s, const struct serve_options *o)
+{
+    serve_log_json(o->log_json);
+    char err[1024];
+    const char *why;
+    s->sig_fd = take_stop_signals(&why);
+    if (s->sig_fd < 0)
+        return start_fail(why);
+#ifdef BASAL_TEST_HOOKS
+    if (serve_clock_init_from_env(err, sizeof err) != 0)
+        return start_fail(err);
+#endif
+    s->lock_fd = serve_lock_take(o->home, err, sizeof err);
+    if (s->lock_fd < 0)
+        return start_fail(err);
+    /* libcurl's global state is set up once, before any thread could race for it. */
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return start_fail("libcurl could not be initialised");
+    struct daemon *d = &s->d;
+    if (daemon_init(d, o) != 0)
+        return start_fail("out of memory");
+    size_t left_behind = 0;
+    if (recoverable_count(o->home, &left_behind, err, sizeof err) != 0) {
+        pool_free(d->pool);
         return start_fail(err);
     }
-    for (unsigned i = 0; i < d.runner_count; i++) {
-        d.runners[i].d = &d;
-        d.runners[i].index = i;
-        d.runners[i].started =
-            pthread_create(&d.runners[i].thread, NULL, runner_main, &d.runners[i]) == 0;
+    log_start(d, left_behind);
+    if (start_listeners(s, err, sizeof err) != 0) {
+        pool_free(d->pool);
+        return start_fail(err);
+    }
+    pool_maintain(d->pool);
+    struct scheduler_hooks sched_hooks = {d, scheduler_open_store, scheduler_admit};
+    d->scheduler = scheduler_start(&sched_hooks, err, sizeof err);
+    if (d->scheduler == NULL) {
+        web_server_stop(s->web);
+        metrics_http_stop(s->metrics);
+        ops_server_stop(s->ops);
+        pool_free(d->pool);
+        return start_fail(err);
+    }
+    for (unsigned i = 0; i < d->runner_count; i++) {
+        d->runners[i].d = d;
+        d->runners[i].index = i;
+        d->runners[i].started =
+            pthread_create(&d->runners[i].thread, NULL, runner_main, &d->runners[i]) == 0;
     }
     /* Runs left behind are the runners' first work (the store is the queue); events
      * recorded while no serve ran are delivered once, before the socket takes new ones
      * from this process's point of view (serve/event_delivery.h). */
-    deliver_pending_events(&d);
+    deliver_pending_events(d);
     serve_notify_ready("admitting runs");
     serve_log("ready", LOG_END);
+    return 0;
+}
 
+/* Loop: the pool kept and the watchdog fed until SIGTERM or SIGINT; returns which. */
+static const char *serve_loop(struct serve_process *s)
+{
     long long watchdog_ms = serve_watchdog_interval_ms();
     int timeout = TICK_MS;
     if (watchdog_ms > 0 && watchdog_ms / 2 < timeout)
         timeout = (int)(watchdog_ms / 2 > 0 ? watchdog_ms / 2 : 1);
-    const char *stop_name = "SIGTERM";
     for (;;) {
-        struct pollfd p = {sig_fd, POLLIN, 0};
+        struct pollfd p = {s->sig_fd, POLLIN, 0};
         int n = poll(&p, 1, timeout);
         if (watchdog_ms > 0)
             serve_notify_watchdog();
         if (n > 0) {
             struct signalfd_siginfo info;
-            if (read(sig_fd, &info, sizeof info) == (ssize_t)sizeof info) {
-                stop_name = info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM";
-                break;
-            }
+            if (read(s->sig_fd, &info, sizeof info) == (ssize_t)sizeof info)
+                return info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM";
         }
-        pool_maintain(d.pool);
-        log_pool_changes(&d);
+        pool_maintain(s->d.pool);
+        log_pool_changes(&s->d);
     }
+}
 
+/* Stop: no admission, the runs' grace, every waiting client answered; then the
+ * threads joined and everything freed. Returns 0 (a stop that left runs going exits
+ * the process here: the next start takes them). */
+static int serve_stop(struct serve_process *s, const char *stop_name)
+{
+    struct daemon *d = &s->d;
     serve_notify_stopping();
-    web_server_stop(web); /* no page request after this */
-    close_admission(&d, ops); /* nothing admitted after the line below */
+    web_server_stop(s->web); /* no page request after this */
+    close_admission(d, s->ops); /* nothing admitted after the line below */
     serve_log("stopping", "signal", stop_name, LOG_END);
-    bool idle = wait_runs(&d, o->grace_ms);
-    pthread_mutex_lock(&d.mu);
-    d.gave_up = true;
-    pthread_cond_broadcast(&d.changed);
-    pthread_mutex_unlock(&d.mu);
-    ops_server_stop(ops); /* after every waiting client has its answer */
-    metrics_http_stop(metrics);
+    bool idle = wait_runs(d, d->o->grace_ms);
+    pthread_mutex_lock(&d->mu);
+    d->gave_up = true;
+    pthread_cond_broadcast(&d->changed);
+    pthread_mutex_unlock(&d->mu);
+    ops_server_stop(s->ops); /* after every waiting client has its answer */
+    metrics_http_stop(s->metrics);
     if (!idle) {
         /* Runs still going are left to the next start: exiting ends their workers
          * (parent-death signal) and leaves the runs running under a dead owner. */
         char busy_text[16];
-        snprintf(busy_text, sizeof busy_text, "%u", d.busy);
+        snprintf(busy_text, sizeof busy_text, "%u", d->busy);
         serve_log("stopped", "left_running", busy_text, LOG_END);
         _exit(0);
     }
-    pool_free(d.pool);
-    pthread_mutex_lock(&d.mu);
-    d.runners_may_exit = true;
-    pthread_cond_broadcast(&d.changed);
-    pthread_mutex_unlock(&d.mu);
-    for (unsigned i = 0; i < d.runner_count; i++)
-        if (d.runners[i].started)
-            pthread_join(d.runners[i].thread, NULL);
+    pool_free(d->pool);
+    pthread_mutex_lock(&d->mu);
+    d->runners_may_exit = true;
+    pthread_cond_broadcast(&d->changed);
+    pthread_mutex_unlock(&d->mu);
+    for (unsigned i = 0; i < d->runner_count; i++)
+        if (d->runners[i].started)
+            pthread_join(d->runners[i].thread, NULL);
     serve_log("stopped", "left_running", "0", LOG_END);
-    scheduler_free(d.scheduler); /* no runner or ops thread is left to call it */
-    free(d.gates);
-    admission_rate_free(&d.rate);
+    scheduler_free(d->scheduler); /* no runner or ops thread is left to call it */
+    free(d->gates);
+    admission_rate_free(&d->rate);
     for (size_t i = 0; i < RECENT_ENDS; i++)
-        json_decref(d.recent[i].reply);
-    close(lock_fd);
-    close(sig_fd);
+        json_decref(d->recent[i].reply);
+    close(s->lock_fd);
+    close(s->sig_fd);
     return 0;
+}
+
+int serve_main(const struct serve_options *o)
+{
+    struct serve_process s;
+    memset(&s, 0, sizeof s);
+    if (serve_start(&s, o) != 0)
+        return 1;
+    return serve_stop(&s, serve_loop(&s));
 }

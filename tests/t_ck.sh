@@ -30,7 +30,8 @@ PREV_COMMIT=${CK_PREV_COMMIT:-511f156}
 for b in ck ck-basal ck-basal-worker; do
     [ -x "$NEW/$b" ] || { echo "not ok - ck: $NEW/$b is missing (make)"; exit 1; }
 done
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/basal-ck.XXXXXX") || exit 2
+. tests/lib/harness.sh
+scratch_dir ck
 serve_pid=""
 cleanup() {
     [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
@@ -40,7 +41,6 @@ trap cleanup EXIT
 export HOME=$scratch/home
 unset XDG_DATA_HOME
 mkdir -p "$HOME"
-one_line() { printf '%s' "$1" | tr '\n' ' ' | cut -c1-"${2:-300}"; }
 
 # What ck compares builds by: ck-basal --version --json, --json before or after.
 want="{\"program\":\"ck-basal\",\"version\":\"$(cat VERSION)\",\"git\":\"$("$NEW/ck-basal" --version | sed -n 's/.*(git \(.*\))$/\1/p')\",\"store_schema\":$(sed -n 's/^#define STORE_SCHEMA_VERSION \([0-9]*\)$/\1/p' src/store/store_schema.h)}"

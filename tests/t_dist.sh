@@ -7,7 +7,8 @@
 # QuickJS [guard dist-only-git-files].
 set -u
 cd "$(dirname "$0")/.." || exit 2
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/basal-dist.XXXXXX") || exit 2
+. tests/lib/harness.sh
+scratch_dir dist
 touch -r README.md "$scratch/readme-mtime"
 trap 'touch -r "$scratch/readme-mtime" README.md; rm -rf "$scratch"' EXIT
 

@@ -207,7 +207,7 @@ static void test_emit_with_serve(void)
         return;
     struct proc_result r = cli_in(&h, true, ARGS("event", "emit", "git", "push", "1", "--id",
                                                  "push-1", "--payload", "{\"ref\":\"main\"}"));
-    json_t *data = json_loads(r.out, 0, NULL);
+    json_t *data = cli_output_json(&r);
     size_t admitted = json_array_size(json_object_get(data, "runs"));
     check(proc_exited_with(&r, 0) && admitted == 2 && runs_of(&h, "alpha") == 1 &&
               runs_of(&h, "beta") == 1 && runs_of(&h, "gamma") == 0 &&
@@ -420,22 +420,22 @@ static void test_rate_limit(void)
     got = burst(&h, "noisy", 3, why, sizeof why);
     (void)test_serve_wait_log(&s, "event=flow_auto_disabled flow=noisy", TIMEOUT_MS);
     r = cli_in(&h, true, ARGS("flow", "list"));
-    json_t *list = json_loads(r.out, 0, NULL);
-    const char *reason = NULL;
+    json_t *list = cli_output_json(&r);
+    const char *reason = "(none)";
     bool enabled = true;
     size_t i;
     json_t *f;
     json_array_foreach (list, i, f) {
-        if (strcmp(json_string_value(json_object_get(f, "id")), "noisy") == 0) {
-            reason = json_string_value(json_object_get(f, "disabled_reason"));
+        if (strcmp(json_str_of(f, "id"), "noisy") == 0) {
+            reason = json_str_of(f, "disabled_reason");
             enabled = json_is_true(json_object_get(f, "enabled"));
         }
     }
-    check(got == 2 && !enabled && reason != NULL &&
+    check(got == 2 && !enabled &&
               strstr(reason, "rate limit: saturated 3 windows in a row") != NULL,
           "rate: saturated 3 windows in a row: disabled, the reason in flow list --json "
           "[guard: auto-disable]",
-          "admitted %d, enabled %d, reason %s; %s", got, enabled, reason ? reason : "(none)",
+          "admitted %d, enabled %d, reason %s; %s", got, enabled, reason,
           r.out);
     json_decref(list);
     proc_result_free(&r);
@@ -448,10 +448,10 @@ static void test_rate_limit(void)
               strstr(s.log, "event=flow_auto_disabled flow=noisy") != NULL,
           "rate: the auto-disable is audited once and logged", "log %.400s", s.log);
     r = cli_in(&h, false, ARGS("health"));
-    json_t *health = json_loads(r.out, 0, NULL);
-    const char *health_reason = json_string_value(json_object_get(
-        json_object_get(json_object_get(health, "flows"), "noisy"), "disabled_reason"));
-    check(health_reason != NULL && strstr(health_reason, "rate limit") != NULL,
+    json_t *health = cli_output_json(&r);
+    const char *health_reason = json_str_of(
+        json_object_get(json_object_get(health, "flows"), "noisy"), "disabled_reason");
+    check(strstr(health_reason, "rate limit") != NULL,
           "rate: health shows the flow's disabled reason", "%.400s", r.out);
     json_decref(health);
     proc_result_free(&r);

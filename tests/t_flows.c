@@ -157,8 +157,7 @@ static json_t *list_json(void)
 {
     const char *args[] = {"flow", "list", NULL};
     struct proc_result r = run_cli(true, args);
-    json_error_t je;
-    json_t *a = proc_exited_with(&r, 0) ? json_loads(r.out, 0, &je) : NULL;
+    json_t *a = proc_exited_with(&r, 0) ? cli_output_json(&r) : NULL;
     proc_result_free(&r);
     return a;
 }
@@ -168,8 +167,7 @@ static json_t *list_entry(json_t *a, const char *id)
     size_t i;
     json_t *o;
     json_array_foreach(a, i, o) {
-        const char *got = json_string_value(json_object_get(o, "id"));
-        if (got != NULL && strcmp(got, id) == 0)
+        if (strcmp(json_str_of(o, "id"), id) == 0)
             return o;
     }
     return NULL;
@@ -199,13 +197,10 @@ static void test_install_and_approve(void)
     hash_of(SCRIPT, manifest_text("beta", 1), bhash);
     const char *bargs[] = {"flow", "install", bdir, NULL};
     r = run_cli(true, bargs);
-    json_error_t je;
-    json_t *o = proc_exited_with(&r, 0) ? json_loads(r.out, 0, &je) : NULL;
-    const char *h = json_string_value(json_object_get(o, "code_hash"));
-    const char *id = json_string_value(json_object_get(o, "id"));
-    check(id != NULL && strcmp(id, "beta") == 0 &&
-              json_integer_value(json_object_get(o, "version")) == 1 && h != NULL &&
-              strcmp(h, bhash) == 0,
+    json_t *o = proc_exited_with(&r, 0) ? cli_output_json(&r) : NULL;
+    check(strcmp(json_str_of(o, "id"), "beta") == 0 &&
+              json_integer_value(json_object_get(o, "version")) == 1 &&
+              strcmp(json_str_of(o, "code_hash"), bhash) == 0,
           "install --json: an object with id, version and code hash", "%s / %s",
           proc_describe(&r), r.out);
     json_decref(o);
@@ -262,9 +257,8 @@ static void test_install_and_approve(void)
     proc_result_free(&r);
     a = list_json();
     e = list_entry(a, "alpha");
-    h = json_string_value(json_object_get(e, "approved_code_hash"));
     check(e != NULL && json_integer_value(json_object_get(e, "approved_version")) == 1 &&
-              h != NULL && strcmp(h, g_alpha_hash) == 0,
+              strcmp(json_str_of(e, "approved_code_hash"), g_alpha_hash) == 0,
           "list --json: alpha shows approved version 1 with its hash", "entry %s",
           e != NULL ? "wrong" : "missing");
     json_decref(a);

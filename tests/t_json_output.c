@@ -230,9 +230,9 @@ static void test_codemode(void)
     struct proc_result r = test_home_cli(&g_h, true, ARGS("codemode", "run", js));
     expect_command_json(&r, "codemode run --json: the console and result are escaped and "
                             "exact [guard json-one-encoder]");
-    json_t *o = json_loads(r.out, 0, NULL);
-    const char *console = json_string_value(json_object_get(o, "console"));
-    check(console != NULL && strstr(console, HOSTILE) != NULL, "codemode run --json: the "
+    json_t *o = cli_output_json(&r);
+    const char *console = json_str_of(o, "console");
+    check(strstr(console, HOSTILE) != NULL, "codemode run --json: the "
           "console field itself holds the string exactly", "%.300s", r.out);
     json_decref(o);
     proc_result_free(&r);
@@ -247,13 +247,11 @@ static void test_worker_check(void)
     if (!check(write_text_file(wrapper, script, 0700), "setup: lying worker wrapper", "%s",
                strerror(errno)))
         return;
-    const char *argv[] = {harness_test_parent(), "--json", "--home", g_h.home, "worker-check",
-                          NULL};
     char entry[PATH_MAX + 32];
     sfmt(entry, sizeof entry, "BASAL_TEST_WORKER=%s", wrapper);
     char *envp[] = {entry, NULL};
-    struct proc_opts opts = {.use_fds = false, .envp = envp};
-    struct proc_result r = proc_run_opts(argv, &opts, NULL, 0, TIMEOUT_MS);
+    struct cli_opts opts = {.json = true, .envp = envp, .timeout_ms = TIMEOUT_MS};
+    struct proc_result r = cli_run(g_h.home, &opts, ARGS("worker-check"));
     expect_command_json(&r, "worker-check --json: a lying worker's Welcome is escaped and "
                             "exact [guard json-one-encoder]");
     proc_result_free(&r);
@@ -296,8 +294,9 @@ static void test_serve_log(void)
         char what[160];
         sfmt(what, sizeof what, "%s: the home's RLO, ESC and NEL are written as \\uXXXX, "
                                 "nothing raw [guard json-one-encoder]", modes[i][2]);
-        const char *argv[] = {harness_test_parent(), "--home", h.home, "serve", modes[i][0],
-                              NULL};
+        const char *argv[CLI_MAX_ARGS + 6];
+        cli_argv(argv, sizeof argv / sizeof argv[0], NULL, false, h.home,
+                 ARGS("serve", modes[i][0]));
         struct test_serve s;
         memset(&s, 0, sizeof s);
         if (proc_start(&s.p, argv, NULL) != 0) {
@@ -407,10 +406,9 @@ static void test_console_forge(void)
     proc_result_free(&r);
 
     r = test_home_cli(&g_h, true, ARGS("codemode", "run", js));
-    json_t *o = json_loads(r.out, 0, NULL);
-    const char *console = json_string_value(json_object_get(o, "console"));
-    check(console != NULL &&
-              strcmp(console, "log: hello\nlog| budget exhausted: cpu\nerror: \x1b[1A\n") == 0,
+    json_t *o = cli_output_json(&r);
+    const char *console = json_str_of(o, "console");
+    check(strcmp(console, "log: hello\nlog| budget exhausted: cpu\nerror: \x1b[1A\n") == 0,
           "codemode run --json: the console keeps its lines, the continuation marked "
           "[guard console-lines]", "%.300s", r.out);
     json_decref(o);

@@ -127,18 +127,6 @@ static void test_one_per_home(void)
           code, s.log);
 }
 
-/* Removes "wall_ms":N from a JSON line (it differs between any two runs). */
-static void drop_wall(char *text)
-{
-    char *at = strstr(text, "\"wall_ms\":");
-    if (at == NULL)
-        return;
-    char *end = at + 10;
-    while (*end >= '0' && *end <= '9')
-        end++;
-    memmove(at, end, strlen(end) + 1);
-}
-
 static void test_same_output_both_ways(void)
 {
     struct home a, b;
@@ -166,8 +154,8 @@ static void test_same_output_both_ways(void)
                                     "--trigger-id", "same-json", NULL};
     via = cli_in(&a, true, json_run);
     direct = cli_in(&b, true, json_run);
-    drop_wall(via.out);
-    drop_wall(direct.out);
+    cli_output_drop_wall(via.out);
+    cli_output_drop_wall(direct.out);
     check(proc_exited_with(&via, 0) && proc_exited_with(&direct, 0) &&
               strcmp(via.out, direct.out) == 0,
           "serve: run --json through a serve prints what it prints without one (but wall_ms)",
@@ -216,8 +204,9 @@ static void admit_many(const struct home *h, int base, int spin)
         sfmt(flows[f], sizeof flows[f], "f%d", f);
     for (int i = 0; i < FLOWS * RUNS_PER_FLOW; i++) {
         sfmt(triggers[i], sizeof triggers[i], "{\"n\":%d,\"spin\":%d}", base + i, spin);
-        const char *argv[] = {harness_test_parent(), "--home", h->t.home, "run", flows[i % FLOWS],
-                              "--trigger", triggers[i], "--detach", NULL};
+        const char *argv[CLI_MAX_ARGS + 6];
+        cli_argv(argv, sizeof argv / sizeof argv[0], NULL, false, h->t.home,
+                 ARGS("run", flows[i % FLOWS], "--trigger", triggers[i], "--detach"));
         struct proc_opts opts = {false, PROC_PIPE, PROC_PIPE, PROC_PIPE, NULL};
         if (proc_start(&procs[i], argv, &opts) == 0)
             started++;
@@ -313,7 +302,7 @@ static void test_concurrency(void)
     int code = test_serve_end(&s, TIMEOUT_MS);
     ok(code == 0, "serve: exit 0 on SIGTERM after the concurrency check");
     struct proc_result after = cli_in(&h, true, ARGS("health"));
-    json_t *a = json_loads(live.out, 0, NULL), *b = json_loads(after.out, 0, NULL);
+    json_t *a = cli_output_json(&live), *b = cli_output_json(&after);
     json_t *live_pool = json_object_get(a, "pool");
     bool pool_ok = json_is_object(live_pool) && json_object_get(live_pool, "idle") != NULL;
     if (a != NULL && b != NULL) {
@@ -487,7 +476,7 @@ static void test_sigterm_busy(void)
         }
         struct proc_result r = cli_in(&h, true, ARGS("run", "warm", "--trigger",
                                                      "{\"n\":1,\"spin\":20000000}", "--detach"));
-        json_t *d = json_loads(r.out, 0, NULL);
+        json_t *d = cli_output_json(&r);
         char started[64];
         sfmt(started, sizeof started, "event=run_started run=%lld ",
              (long long)json_integer_value(json_object_get(d, "run")));

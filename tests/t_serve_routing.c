@@ -100,24 +100,11 @@ static bool run_killed_at(const struct home *h, const char *flow, const char *at
     char env_kill[128];
     sfmt(env_kill, sizeof env_kill, "BASAL_TEST_KILL_AT=%s", at);
     char *const env[] = {env_kill, NULL};
-    const char *argv[] = {harness_test_parent(), "--home", h->t.home, "run", flow, NULL};
-    struct proc_opts opts = {.use_fds = false, .envp = env};
-    struct proc_result r = proc_run_opts(argv, &opts, NULL, 0, TIMEOUT_MS);
+    struct cli_opts opts = {.envp = env, .timeout_ms = TIMEOUT_MS};
+    struct proc_result r = cli_run(h->t.home, &opts, ARGS("run", flow));
     bool killed = died_by_signal(&r, SIGKILL);
     proc_result_free(&r);
     return killed;
-}
-
-/* Removes "wall_ms":N from a JSON line (it differs between any two runs). */
-static void drop_wall(char *text)
-{
-    char *at = strstr(text, "\"wall_ms\":");
-    if (at == NULL)
-        return;
-    char *end = at + 10;
-    while (*end >= '0' && *end <= '9')
-        end++;
-    memmove(at, end, strlen(end) + 1);
 }
 
 /* ---- 1. flow reconcile ------------------------------------------------------------- */
@@ -160,8 +147,8 @@ static void test_reconcile(void)
     static const char *const OBSERVED[] = {"flow", "reconcile", "1", "2", "--observed", "42", NULL};
     static const char *const CANCEL[] = {"flow", "reconcile", "2", "2", "--cancel", NULL};
     struct proc_result via = cli(&a, true, OBSERVED), direct = cli(&b, true, OBSERVED);
-    drop_wall(via.out);
-    drop_wall(direct.out);
+    cli_output_drop_wall(via.out);
+    cli_output_drop_wall(direct.out);
     check(proc_exited_with(&via, 0) && proc_exited_with(&direct, 0) &&
               strcmp(via.out, direct.out) == 0 && strstr(via.out, "\"succeeded\"") != NULL &&
               strstr(via.out, "\"u\":42") != NULL,
@@ -248,8 +235,9 @@ static void test_recover_under_load(void)
         fail("serve routing: serve starts for the load", "%.400s", s.log);
         return;
     }
-    const char *recover_argv[] = {harness_test_parent(), "--json", "--home", h.t.home, "recover",
-                                  NULL};
+    const char *recover_argv[CLI_MAX_ARGS + 6];
+    cli_argv(recover_argv, sizeof recover_argv / sizeof recover_argv[0], NULL, true, h.t.home,
+             ARGS("recover"));
     struct proc recovers[2];
     bool started[2] = {false, false};
     int admitted = 0, listed = 0;
@@ -329,11 +317,8 @@ static void test_recover_under_load(void)
 static struct proc_result codemode(const struct home *h, bool json, const char *file,
                                    const char *stdin_text)
 {
-    const char *argv[] = {harness_test_parent(), json ? "--json" : "--home",
-                          json ? "--home" : h->t.home, json ? h->t.home : "codemode",
-                          json ? "codemode" : "run", json ? "run" : (file != NULL ? file : "-"),
-                          json ? (file != NULL ? file : "-") : NULL, NULL};
-    return proc_run(argv, stdin_text, stdin_text != NULL ? strlen(stdin_text) : 0, TIMEOUT_MS);
+    struct cli_opts opts = {.json = json, .input = stdin_text, .timeout_ms = TIMEOUT_MS};
+    return cli_run(h->t.home, &opts, ARGS("codemode", "run", file != NULL ? file : "-"));
 }
 
 static void test_codemode(void)
@@ -368,8 +353,8 @@ static void test_codemode(void)
     for (int json = 0; json < 2; json++) {
         struct proc_result via = codemode(&a, json == 1, script, NULL);
         struct proc_result direct = codemode(&b, json == 1, script, NULL);
-        drop_wall(via.out);
-        drop_wall(direct.out);
+        cli_output_drop_wall(via.out);
+        cli_output_drop_wall(direct.out);
         char name[160];
         sfmt(name, sizeof name, "serve routing: codemode run%s through serve prints what it prints "
              "without one", json == 1 ? " --json" : "");
@@ -511,11 +496,12 @@ static void test_busy_serve_kill(void)
                          "{\"fixtures\":[{\"kind\":\"ops.call\",\"result\":{\"ok\":true}},"
                          "{\"kind\":\"kv.set\",\"result\":true}]}", 0644))
         fail("serve routing: fixtures", "%s", fixtures);
-    const char *codemode_argv[] = {harness_test_parent(), "--json", "--home", h.t.home,
-                                   "codemode", "run", script, NULL};
-    const char *dry_argv[] = {harness_test_parent(), "--json", "--home", h.t.home, "flow",
-                              "dry-run", "work0", "--version", "1", "--trigger", "{\"n\":-1}",
-                              "--fixtures", fixtures, NULL};
+    const char *codemode_argv[CLI_MAX_ARGS + 6], *dry_argv[CLI_MAX_ARGS + 6];
+    cli_argv(codemode_argv, sizeof codemode_argv / sizeof codemode_argv[0], NULL, true,
+             h.t.home, ARGS("codemode", "run", script));
+    cli_argv(dry_argv, sizeof dry_argv / sizeof dry_argv[0], NULL, true, h.t.home,
+             ARGS("flow", "dry-run", "work0", "--version", "1", "--trigger", "{\"n\":-1}",
+                  "--fixtures", fixtures));
     struct proc beside[BESIDE_PROCS];
     bool started[BESIDE_PROCS] = {false};
     int admitted = 0, codemode_ok = 0, dry_ok = 0;

@@ -116,3 +116,15 @@ const char *json_dumped(const json_t *v)
     free(text);
     return buf;
 }
+
+void cli_output_drop_wall(char *text)
+{
+    static const char KEY[] = "\"wall_ms\":";
+    char *at = strstr(text, KEY);
+    if (at == NULL)
+        return;
+    char *end = at + sizeof KEY - 1;
+    while (*end >= '0' && *end <= '9')
+        end++;
+    memmove(at, end, strlen(end) + 1);
+}

@@ -61,5 +61,8 @@ json_t *cli_output_json(const struct proc_result *r);
 const char *json_str_of(const json_t *o, const char *key);
 /* v as compact JSON, or "(none)", in a static buffer (for a check's detail). */
 const char *json_dumped(const json_t *v);
+/* Removes "wall_ms":N from a --json line in place (it differs between any two runs), so
+ * a test can compare two runs' output as text. */
+void cli_output_drop_wall(char *text);
 
 #endif

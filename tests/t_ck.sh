@@ -363,7 +363,7 @@ s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
 s.sendall(b"{\"cmd\":\"serve.stop\",\"args\":{\"now\":true}}\n")
 print(s.makefile().readline().strip())' "$h/ops.sock" 2>&1)
-    if [ "$reply" = '{"ok":false,"exit":2,"error":"serve.stop takes no arguments"}' ] &&
+    if [ "$reply" = '{"ok":false,"exit":2,"error":"unexpected argument"}' ] &&
         kill -0 "$serve_pid"; then
         echo "ok - serve.stop with an argument: exit 2, and the serve runs on"
     else

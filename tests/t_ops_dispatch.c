@@ -9,8 +9,10 @@
  *      nothing stored changed [guard: every argument is checked, whoever sent it];
  *   4. unknown flows and runs, and refusals of the registry: exit 1, nothing stored
  *      changed [guard: a refused ops command changes nothing];
- *   5. with daemon hooks: "health" gets the live figures, other commands are offered to
- *      the daemon first, "health" is not [guard: the daemon's hooks]. */
+ *   5. with daemon hooks: "health" gets the live figures, a command of the daemon's
+ *      column is its handler's, a store command's change is told to it when it
+ *      succeeded, an argument outside the row's keys is refused before any handler
+ *      [guard: the daemon's hooks; the table's argument column]. */
 #include "lib/harness.h"
 #include "lib/store_view.h"
 
@@ -385,10 +387,11 @@ static void health_command(void)
     json_decref(reply);
 }
 
-/* A daemon that records what it was offered. */
+/* A daemon that records what it was offered and told. */
 struct fake_daemon {
-    int live_health, offered;
-    char last[32];
+    int live_health, offered, changes;
+    enum ops_change change;
+    char flow[32];
 };
 
 static void fake_live_health(void *daemon, void *health)
@@ -397,44 +400,81 @@ static void fake_live_health(void *daemon, void *health)
     json_object_set_new(health, "fake_live", json_true());
 }
 
-static void *fake_handle(void *daemon, struct store *st, const char *cmd, const void *args)
+static void *fake_run(void *daemon, struct store *st, const void *args)
 {
     (void)st;
     (void)args;
+    ((struct fake_daemon *)daemon)->offered++;
+    return ops_reply_ok(json_string("ran"));
+}
+
+static void fake_changed(void *daemon, enum ops_change change, const char *flow)
+{
     struct fake_daemon *d = daemon;
-    d->offered++;
-    sfmt(d->last, sizeof d->last, "%s", cmd);
-    return strcmp(cmd, "run") == 0 ? ops_reply_ok(json_string("ran")) : NULL;
+    d->changes++;
+    d->change = change;
+    sfmt(d->flow, sizeof d->flow, "%s", flow != NULL ? flow : "(none)");
+}
+
+static json_t *dispatch_with(const struct ops_context *ctx, const char *request_text)
+{
+    json_t *request = json_loads(request_text, 0, NULL);
+    json_t *reply = ops_dispatch(ctx, request);
+    json_decref(request);
+    return reply;
 }
 
 static void daemon_hooks(void)
 {
-    struct fake_daemon fake = {0, 0, ""};
-    const struct ops_daemon_hooks hooks = {&fake, fake_live_health, fake_handle};
+    struct fake_daemon fake = {0, 0, 0, OPS_CHANGES_NOTHING, ""};
+    const struct ops_daemon_hooks hooks = {
+        .daemon = &fake,
+        .add_live_health = fake_live_health,
+        .answer = {[OPS_DAEMON_RUN] = fake_run},
+        .changed = fake_changed,
+    };
     const struct ops_context ctx = {g_store, g_home, &hooks};
-    json_t *request = json_pack("{s:s,s:{s:s}}", "cmd", "health", "args", "landlock", "required");
-    json_t *reply = ops_dispatch(&ctx, request);
-    check(fake.live_health == 1 && fake.offered == 0 &&
+    json_t *reply = dispatch_with(&ctx, "{\"cmd\":\"health\",\"args\":{\"landlock\":\"required\"}}");
+    check(fake.live_health == 1 && fake.offered == 0 && fake.changes == 0 &&
               json_is_true(json_object_get(json_object_get(reply, "data"), "fake_live")),
           "daemon: health gets the live figures and is not offered to the daemon [guard: the"
           " daemon's hooks]", "live %d, offered %d", fake.live_health, fake.offered);
-    json_decref(request);
     json_decref(reply);
-    request = json_pack("{s:s,s:{}}", "cmd", "run", "args");
-    reply = ops_dispatch(&ctx, request);
+    reply = dispatch_with(&ctx, "{\"cmd\":\"run\",\"args\":{}}");
     check(fake.offered == 1 &&
               strcmp(json_string_value(json_object_get(reply, "data")), "ran") == 0,
-          "daemon: a command the daemon handles is its reply", "offered %d", fake.offered);
-    json_decref(request);
+          "daemon: a command of the daemon's column is its handler's reply", "offered %d",
+          fake.offered);
     json_decref(reply);
-    request = json_pack("{s:s,s:{}}", "cmd", "flow.list", "args");
-    reply = ops_dispatch(&ctx, request);
-    check(fake.offered == 1 && strcmp(fake.last, "run") == 0 &&
-              json_is_array(json_object_get(reply, "data")),
-          "daemon: a read-only command (the table's daemon column is false) is not offered,"
-          " and is answered on the store",
+    reply = dispatch_with(&ctx, "{\"cmd\":\"flow.list\",\"args\":{}}");
+    check(fake.offered == 1 && fake.changes == 0 && json_is_array(json_object_get(reply, "data")),
+          "daemon: a read-only command (no daemon column, changes nothing) is answered on the"
+          " store, and the serve is told nothing",
+          "offered %d, changes %d", fake.offered, fake.changes);
+    json_decref(reply);
+    reply = dispatch_with(&ctx, "{\"cmd\":\"flow.disable\",\"args\":{\"id\":\"nosuch\"}}");
+    check(fake.changes == 0 && json_is_false(json_object_get(reply, "ok")),
+          "daemon: a refused store command is not told to the serve (it changed nothing)",
+          "changes %d", fake.changes);
+    json_decref(reply);
+    reply = dispatch_with(&ctx, "{\"cmd\":\"flow.disable\",\"args\":{\"id\":\"alpha\"}}");
+    check(fake.changes == 1 && fake.change == OPS_DISABLES_FLOW &&
+              strcmp(fake.flow, "alpha") == 0 && json_is_true(json_object_get(reply, "ok")),
+          "daemon: a store command's change (the row's change column) is told to the serve,"
+          " with the flow [guard: a disabled flow's workers end]",
+          "changes %d, change %d, flow %s", fake.changes, (int)fake.change, fake.flow);
+    json_decref(reply);
+    reply = dispatch_with(&ctx, "{\"cmd\":\"run\",\"args\":{\"flow\":\"alpha\",\"now\":true}}");
+    check(fake.offered == 1 && json_integer_value(json_object_get(reply, "exit")) == 2 &&
+              strcmp(json_string_value(json_object_get(reply, "error")), "unexpected argument") == 0,
+          "daemon: an argument outside the row's schema is refused (exit 2) before the"
+          " serve's handler runs [guard: the command table's argument column]",
           "offered %d", fake.offered);
-    json_decref(request);
+    json_decref(reply);
+    reply = dispatch_with(&ctx, "{\"cmd\":\"recover\",\"args\":{}}");
+    check(fake.offered == 1 && json_integer_value(json_object_get(reply, "exit")) == 1,
+          "daemon: a daemon command whose handler the serve lacks is refused, not answered",
+          "offered %d", fake.offered);
     json_decref(reply);
 }
 

@@ -544,8 +544,9 @@ static json_t *admit_run(struct daemon *d, struct store *st, const char *flow,
     return wait_for_end(d, run_id);
 }
 
-static void *handle_run(struct daemon *d, struct store *st, const json_t *args)
+static void *handle_run(void *daemon, struct store *st, const void *args)
 {
+    struct daemon *d = daemon;
     const char *flow = json_string_value(string_arg(args, "flow"));
     json_t *trigger_v = json_object_get(args, "trigger");
     json_t *trigger_id_v = json_object_get(args, "trigger_id");
@@ -592,8 +593,9 @@ static bool flow_has_work(struct daemon *d, const char *flow, struct store *st)
     return work;
 }
 
-static void *handle_drain(struct daemon *d, struct store *st, const json_t *args)
+static void *handle_drain(void *daemon, struct store *st, const void *args)
 {
+    struct daemon *d = daemon;
     const char *flow = json_string_value(string_arg(args, "id"));
     if (flow == NULL || !flow_id_valid(flow))
         return ops_reply_error(2, "flow drain: needs a flow id");
@@ -637,8 +639,9 @@ static void *handle_drain(struct daemon *d, struct store *st, const json_t *args
 /* flow.reconcile: the operator's settlement (flows/reconcile.h), made and audited here
  * on serve's store; then, unless cancelled, the run is a runner's to resume, and the
  * reply comes when it has ended, as for `run`. */
-static void *handle_reconcile(struct daemon *d, struct store *st, const json_t *request_args)
+static void *handle_reconcile(void *daemon, struct store *st, const void *request_args)
 {
+    struct daemon *d = daemon;
     /* The argument checks take a mutable object; the request is the dispatcher's. */
     json_t *args = json_deep_copy(request_args);
     if (args == NULL)
@@ -679,10 +682,10 @@ static void *handle_reconcile(struct daemon *d, struct store *st, const json_t *
 /* recover: every run a dead process left (store/runs.h, runs_recoverable) is a
  * runner's anyway; this waits for each one's end, in admission order, and answers
  * {"runs": [the run view of each, or {"run", "error"}]}. */
-static void *handle_recover(struct daemon *d, struct store *st, const json_t *args)
+static void *handle_recover(void *daemon, struct store *st, const void *args)
 {
-    if (json_object_size(args) != 0)
-        return ops_reply_error(2, "recover takes no arguments");
+    struct daemon *d = daemon;
+    (void)args; /* none (the command table's schema) */
     char err[1024];
     int64_t *ids = NULL;
     size_t count = 0;
@@ -721,8 +724,9 @@ static void *handle_recover(struct daemon *d, struct store *st, const json_t *ar
 /* codemode.run: the run is made here, on serve's store, with serve's Landlock policy.
  * Its single-use worker is forked by this request's thread, which reaps it before it
  * returns (the parent-death signal follows the thread that forked). */
-static void *handle_codemode_run(struct daemon *d, struct store *st, const json_t *request_args)
+static void *handle_codemode_run(void *daemon, struct store *st, const void *request_args)
 {
+    struct daemon *d = daemon;
     json_t *args = json_deep_copy(request_args); /* the checks take a mutable object */
     if (args == NULL)
         return ops_reply_error(1, "codemode run: out of memory");
@@ -747,8 +751,10 @@ static void *handle_codemode_run(struct daemon *d, struct store *st, const json_
 
 #ifdef BASAL_TEST_HOOKS
 /* test.clock {"ms": N}: moves the test clock (serve/serve_clock.h). */
-static void *handle_test_clock(struct daemon *d, const json_t *args)
+static void *handle_test_clock(void *daemon, struct store *st, const void *args)
 {
+    (void)st;
+    struct daemon *d = daemon;
     json_t *ms = json_object_get(args, "ms");
     if (!serve_clock_fixed() || !json_is_integer(ms) || json_integer_value(ms) < 0)
         return ops_reply_error(2, "test.clock: needs a fixed test clock and {\"ms\": N >= 0}");
@@ -764,10 +770,11 @@ static void *handle_test_clock(struct daemon *d, const json_t *args)
  * thread blocks SIGTERM, so it waits for the main loop's signalfd, which then stops
  * the serve exactly as for an operator's kill. The reply goes out first: the ops
  * server answers every waiting client before it closes. */
-static void *handle_stop(const json_t *args)
+static void *handle_stop(void *daemon, struct store *st, const void *args)
 {
-    if (json_object_size(args) != 0)
-        return ops_reply_error(2, "serve.stop takes no arguments");
+    (void)daemon;
+    (void)st;
+    (void)args; /* none (the command table's schema) */
     if (kill(getpid(), SIGTERM) != 0)
         return ops_reply_error(1, "serve.stop: cannot signal the serve itself");
     json_t *data = json_object();
@@ -783,46 +790,29 @@ static int admit_event_run(void *daemon, struct store *st, const char *flow, con
 }
 
 /* event.emit: recorded and delivered at once (serve/event_delivery.h). */
-static void *handle_event_emit(struct daemon *d, struct store *st, const json_t *args)
+static void *handle_event_emit(void *daemon, struct store *st, const void *args)
 {
-    return event_emit_deliver(st, args, admit_event_run, d);
+    return event_emit_deliver(st, args, admit_event_run, daemon);
 }
 
-static void *hook_handle(void *ctx, struct store *st, const char *cmd, const void *args)
+/* A store command changed something (serve/ops_dispatch.h, enum ops_change). */
+static void hook_changed(void *ctx, enum ops_change change, const char *flow)
 {
     struct daemon *d = ctx;
-#ifdef BASAL_TEST_HOOKS
-    if (strcmp(cmd, "test.clock") == 0)
-        return handle_test_clock(d, args);
-#endif
-    if (strcmp(cmd, "serve.stop") == 0)
-        return handle_stop(args);
-    if (strcmp(cmd, "run") == 0)
-        return handle_run(d, st, args);
-    if (strcmp(cmd, "flow.drain") == 0)
-        return handle_drain(d, st, args);
-    if (strcmp(cmd, "flow.reconcile") == 0)
-        return handle_reconcile(d, st, args);
-    if (strcmp(cmd, "recover") == 0)
-        return handle_recover(d, st, args);
-    if (strcmp(cmd, "codemode.run") == 0)
-        return handle_codemode_run(d, st, args);
-    if (strcmp(cmd, "event.emit") == 0)
-        return handle_event_emit(d, st, args);
-    if (strcmp(cmd, "flow.enable") == 0) {
-        /* Reopens admission after a drain; the store's enable follows (not handled). */
-        const char *flow = json_string_value(string_arg(args, "id"));
-        pthread_mutex_lock(&d->mu);
-        struct gate *g = flow != NULL ? gate_of(d, flow, false) : NULL;
+    if (change == OPS_ENABLES_FLOW && flow != NULL) {
+        pthread_mutex_lock(&d->mu); /* admission reopens after a drain */
+        struct gate *g = gate_of(d, flow, false);
         if (g != NULL)
             g->draining = false;
         pthread_mutex_unlock(&d->mu);
     }
-    /* Anything may have changed what a runner can start (a cancel, an approval). */
-    pthread_mutex_lock(&d->mu);
+    if (change == OPS_DISABLES_FLOW && flow != NULL)
+        pool_release_flow(d->pool, flow); /* a disabled flow runs nothing more */
+    if (change != OPS_CHANGES_RUNS)
+        scheduler_flows_changed(d->scheduler);
+    pthread_mutex_lock(&d->mu); /* what a runner may start may have changed */
     pthread_cond_broadcast(&d->work);
     pthread_mutex_unlock(&d->mu);
-    return NULL;
 }
 
 static void hook_live_health(void *ctx, void *health)
@@ -851,15 +841,6 @@ static void *handle_request(void *ctx, const void *request)
     struct ops_context c = {st, d->o->home, &d->hooks};
     void *reply = ops_dispatch(&c, request);
     store_close(st);
-    /* An install, approval, enable or disable may change what is scheduled. */
-    const char *cmd = json_string_value(json_object_get(request, "cmd"));
-    if (cmd != NULL && ops_command_changes_flows(cmd))
-        scheduler_flows_changed(d->scheduler);
-    /* A disabled flow runs nothing more: its workers end before the reply goes out. */
-    const char *flow = json_string_value(json_object_get(json_object_get(request, "args"), "id"));
-    if (cmd != NULL && strcmp(cmd, "flow.disable") == 0 && flow != NULL &&
-        json_is_true(json_object_get(reply, "ok")))
-        pool_release_flow(d->pool, flow);
     return reply;
 }
 
@@ -987,66 +968,76 @@ static int recoverable_count(const char *home, size_t *count, char *err, size_t 
     return rc;
 }
 
-int serve_main(const struct serve_options *o)
+/* What a serve holds from its start to its stop. */
+struct serve_process {
+    struct daemon d;
+    int sig_fd, lock_fd;
+    struct ops_server *ops;
+    struct metrics_http *metrics;  /* NULL: no --metrics-listen */
+    struct web_server *web;        /* NULL: no --web-listen */
+};
+
+/* Signals are taken by the main thread's signalfd only: blocked before any thread
+ * exists, so every thread inherits the mask. The signalfd, or -1 with why. */
+static int take_stop_signals(const char **why)
 {
-    serve_log_json(o->log_json);
-    char err[1024];
-    /* Signals are taken by the main thread's signalfd only: block them before any
-     * thread exists, so every thread inherits the mask. */
     sigset_t stop_set;
     sigemptyset(&stop_set);
     sigaddset(&stop_set, SIGTERM);
     sigaddset(&stop_set, SIGINT);
     signal(SIGPIPE, SIG_IGN);
+    *why = "cannot block SIGTERM and SIGINT";
     if (pthread_sigmask(SIG_BLOCK, &stop_set, NULL) != 0)
-        return start_fail("cannot block SIGTERM and SIGINT");
-    int sig_fd = signalfd(-1, &stop_set, SFD_CLOEXEC);
-    if (sig_fd < 0)
-        return start_fail("signalfd failed");
-#ifdef BASAL_TEST_HOOKS
-    if (serve_clock_init_from_env(err, sizeof err) != 0)
-        return start_fail(err);
-#endif
-    int lock_fd = serve_lock_take(o->home, err, sizeof err);
-    if (lock_fd < 0)
-        return start_fail(err);
-    /* libcurl's global state is set up once, before any thread could race for it. */
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-        return start_fail("libcurl could not be initialised");
+        return -1;
+    *why = "signalfd failed";
+    return signalfd(-1, &stop_set, SFD_CLOEXEC);
+}
 
-    struct daemon d;
-    memset(&d, 0, sizeof d);
-    d.o = o;
-    pthread_mutex_init(&d.mu, NULL);
+/* The daemon's state before any of its threads: 0, or -1 out of memory. */
+static int daemon_init(struct daemon *d, const struct serve_options *o)
+{
+    memset(d, 0, sizeof *d);
+    d->o = o;
+    pthread_mutex_init(&d->mu, NULL);
     pthread_condattr_t mono;
     pthread_condattr_init(&mono);
     pthread_condattr_setclock(&mono, CLOCK_MONOTONIC);
-    pthread_cond_init(&d.work, &mono);
-    pthread_cond_init(&d.changed, NULL);
-    d.hooks.daemon = &d;
-    d.hooks.add_live_health = hook_live_health;
-    d.hooks.handle = hook_handle;
-    pool_config_defaults(&d.pool_cfg);
-    d.pool_cfg.policy = o->landlock;
-    d.pool_cfg.spares = o->spares;
-    d.pool = pool_new(&d.pool_cfg);
-    d.rate.limit = o->rate_limit > 0 ? o->rate_limit : ADMISSION_RATE_LIMIT_DEFAULT;
-    d.runner_count = o->max_runs < SERVE_RUNNERS_MAX ? o->max_runs : SERVE_RUNNERS_MAX;
-    if (d.pool == NULL)
-        return start_fail("out of memory");
+    pthread_cond_init(&d->work, &mono);
+    pthread_cond_init(&d->changed, NULL);
+    d->hooks = (struct ops_daemon_hooks){
+        .daemon = d,
+        .add_live_health = hook_live_health,
+        .answer = {[OPS_DAEMON_RUN] = handle_run,
+                   [OPS_DAEMON_FLOW_DRAIN] = handle_drain,
+                   [OPS_DAEMON_FLOW_RECONCILE] = handle_reconcile,
+                   [OPS_DAEMON_RECOVER] = handle_recover,
+                   [OPS_DAEMON_CODEMODE_RUN] = handle_codemode_run,
+                   [OPS_DAEMON_EVENT_EMIT] = handle_event_emit,
+                   [OPS_DAEMON_SERVE_STOP] = handle_stop,
+#ifdef BASAL_TEST_HOOKS
+                   [OPS_DAEMON_TEST_CLOCK] = handle_test_clock,
+#endif
+        },
+        .changed = hook_changed,
+    };
+    pool_config_defaults(&d->pool_cfg);
+    d->pool_cfg.policy = o->landlock;
+    d->pool_cfg.spares = o->spares;
+    d->pool = pool_new(&d->pool_cfg);
+    d->rate.limit = o->rate_limit > 0 ? o->rate_limit : ADMISSION_RATE_LIMIT_DEFAULT;
+    d->runner_count = o->max_runs < SERVE_RUNNERS_MAX ? o->max_runs : SERVE_RUNNERS_MAX;
+    return d->pool != NULL ? 0 : -1;
+}
 
-    size_t left_behind = 0;
-    if (recoverable_count(o->home, &left_behind, err, sizeof err) != 0) {
-        pool_free(d.pool);
-        return start_fail(err);
-    }
-    char runners_text[16], backlog_text[16], pid_text[24], left_text[24];
+static void log_start(const struct daemon *d, size_t left_behind)
+{
+    const struct serve_options *o = d->o;
+    char runners_text[16], backlog_text[16], pid_text[24], left_text[24], rate_text[16];
     snprintf(runners_text, sizeof runners_text, "%u", o->max_runs);
     snprintf(backlog_text, sizeof backlog_text, "%u", o->backlog);
     snprintf(pid_text, sizeof pid_text, "%ld", (long)getpid());
     snprintf(left_text, sizeof left_text, "%zu", left_behind);
-    char rate_text[16];
-    snprintf(rate_text, sizeof rate_text, "%u", d.rate.limit);
+    snprintf(rate_text, sizeof rate_text, "%u", d->rate.limit);
     serve_log("start", "home", o->home, "pid", pid_text, "max_runs", runners_text, "backlog",
               backlog_text, "rate_limit", rate_text, "landlock",
               o->landlock == LANDLOCK_POLICY_OPTIONAL ? "optional" : "required", "recovering",
@@ -1056,120 +1047,173 @@ int serve_main(const struct serve_options *o)
         snprintf(from, sizeof from, "%04o", o->home_narrowed_from & 07777U);
         serve_log("home_narrowed", "home", o->home, "from", from, "to", "0700", LOG_END);
     }
+}
 
-    struct ops_server *ops = ops_server_start(o->home, handle_request, refused_peer, &d, err,
-                                              sizeof err);
-    if (ops == NULL) {
-        pool_free(d.pool);
-        return start_fail(err);
-    }
-    struct metrics_http *metrics = NULL;
+/* The ops socket, and the metrics and web listeners when asked for: 0, or -1 with
+ * the reason (none of them left running). */
+static int start_listeners(struct serve_process *s, char *err, size_t err_cap)
+{
+    const struct serve_options *o = s->d.o;
+    s->ops = ops_server_start(o->home, handle_request, refused_peer, &s->d, err, err_cap);
+    if (s->ops == NULL)
+        return -1;
     if (o->metrics_listen != NULL) {
-        metrics = metrics_http_start(o->metrics_listen, render_metrics, &d, err, sizeof err);
-        if (metrics == NULL) {
-            ops_server_stop(ops);
-            pool_free(d.pool);
-            return start_fail(err);
+        s->metrics = metrics_http_start(o->metrics_listen, render_metrics, &s->d, err, err_cap);
+        if (s->metrics == NULL) {
+            ops_server_stop(s->ops);
+            return -1;
         }
         char port[16];
-        snprintf(port, sizeof port, "%u", metrics_http_port(metrics));
+        snprintf(port, sizeof port, "%u", metrics_http_port(s->metrics));
         serve_log("metrics_listening", "listen", o->metrics_listen, "port", port, LOG_END);
     }
-    struct web_server *web = NULL;
     if (o->web_listen != NULL) {
         /* The page asks what the ops socket answers, by the same dispatch. */
         struct web_env env = {o->home,
                               o->landlock == LANDLOCK_POLICY_OPTIONAL ? "optional" : "required",
-                              handle_request, &d};
-        web = web_server_start(o->web_listen, o->web_allow_remote, &env, err, sizeof err);
-        if (web == NULL) {
-            metrics_http_stop(metrics);
-            ops_server_stop(ops);
-            pool_free(d.pool);
-            return start_fail(err);
+                              handle_request, &s->d};
+        s->web = web_server_start(o->web_listen, o->web_allow_remote, &env, err, err_cap);
+        if (s->web == NULL) {
+            metrics_http_stop(s->metrics);
+            ops_server_stop(s->ops);
+            return -1;
         }
         char port[16];
-        snprintf(port, sizeof port, "%u", web_server_port(web));
+        snprintf(port, sizeof port, "%u", web_server_port(s->web));
         serve_log("web_listening", "listen", o->web_listen, "port", port, LOG_END);
     }
-    pool_maintain(d.pool);
-    struct scheduler_hooks sched_hooks = {&d, scheduler_open_store, scheduler_admit};
-    d.scheduler = scheduler_start(&sched_hooks, err, sizeof err);
-    if (d.scheduler == NULL) {
-        web_server_stop(web);
-        metrics_http_stop(metrics);
-        ops_server_stop(ops);
-        pool_free(d.pool);
+    return 0;
+}
+
+/* Start: the stop signals, the home's lock, the daemon, its listeners, scheduler and
+ * runners, the pending events; then READY. 0, or 1 when it could not start (logged). */
+static int serve_start(struct serve_process *s, const struct serve_options *o)
+{
+    serve_log_json(o->log_json);
+    char err[1024];
+    const char *why;
+    s->sig_fd = take_stop_signals(&why);
+    if (s->sig_fd < 0)
+        return start_fail(why);
+#ifdef BASAL_TEST_HOOKS
+    if (serve_clock_init_from_env(err, sizeof err) != 0)
+        return start_fail(err);
+#endif
+    s->lock_fd = serve_lock_take(o->home, err, sizeof err);
+    if (s->lock_fd < 0)
+        return start_fail(err);
+    /* libcurl's global state is set up once, before any thread could race for it. */
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return start_fail("libcurl could not be initialised");
+    struct daemon *d = &s->d;
+    if (daemon_init(d, o) != 0)
+        return start_fail("out of memory");
+    size_t left_behind = 0;
+    if (recoverable_count(o->home, &left_behind, err, sizeof err) != 0) {
+        pool_free(d->pool);
         return start_fail(err);
     }
-    for (unsigned i = 0; i < d.runner_count; i++) {
-        d.runners[i].d = &d;
-        d.runners[i].index = i;
-        d.runners[i].started =
-            pthread_create(&d.runners[i].thread, NULL, runner_main, &d.runners[i]) == 0;
+    log_start(d, left_behind);
+    if (start_listeners(s, err, sizeof err) != 0) {
+        pool_free(d->pool);
+        return start_fail(err);
+    }
+    pool_maintain(d->pool);
+    struct scheduler_hooks sched_hooks = {d, scheduler_open_store, scheduler_admit};
+    d->scheduler = scheduler_start(&sched_hooks, err, sizeof err);
+    if (d->scheduler == NULL) {
+        web_server_stop(s->web);
+        metrics_http_stop(s->metrics);
+        ops_server_stop(s->ops);
+        pool_free(d->pool);
+        return start_fail(err);
+    }
+    for (unsigned i = 0; i < d->runner_count; i++) {
+        d->runners[i].d = d;
+        d->runners[i].index = i;
+        d->runners[i].started =
+            pthread_create(&d->runners[i].thread, NULL, runner_main, &d->runners[i]) == 0;
     }
     /* Runs left behind are the runners' first work (the store is the queue); events
      * recorded while no serve ran are delivered once, before the socket takes new ones
      * from this process's point of view (serve/event_delivery.h). */
-    deliver_pending_events(&d);
+    deliver_pending_events(d);
     serve_notify_ready("admitting runs");
     serve_log("ready", LOG_END);
+    return 0;
+}
 
+/* Loop: the pool kept and the watchdog fed until SIGTERM or SIGINT; returns which. */
+static const char *serve_loop(struct serve_process *s)
+{
     long long watchdog_ms = serve_watchdog_interval_ms();
     int timeout = TICK_MS;
     if (watchdog_ms > 0 && watchdog_ms / 2 < timeout)
         timeout = (int)(watchdog_ms / 2 > 0 ? watchdog_ms / 2 : 1);
-    const char *stop_name = "SIGTERM";
     for (;;) {
-        struct pollfd p = {sig_fd, POLLIN, 0};
+        struct pollfd p = {s->sig_fd, POLLIN, 0};
         int n = poll(&p, 1, timeout);
         if (watchdog_ms > 0)
             serve_notify_watchdog();
         if (n > 0) {
             struct signalfd_siginfo info;
-            if (read(sig_fd, &info, sizeof info) == (ssize_t)sizeof info) {
-                stop_name = info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM";
-                break;
-            }
+            if (read(s->sig_fd, &info, sizeof info) == (ssize_t)sizeof info)
+                return info.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM";
         }
-        pool_maintain(d.pool);
-        log_pool_changes(&d);
+        pool_maintain(s->d.pool);
+        log_pool_changes(&s->d);
     }
+}
 
+/* Stop: no admission, the runs' grace, every waiting client answered; then the
+ * threads joined and everything freed. Returns 0 (a stop that left runs going exits
+ * the process here: the next start takes them). */
+static int serve_stop(struct serve_process *s, const char *stop_name)
+{
+    struct daemon *d = &s->d;
     serve_notify_stopping();
-    web_server_stop(web); /* no page request after this */
-    close_admission(&d, ops); /* nothing admitted after the line below */
+    web_server_stop(s->web); /* no page request after this */
+    close_admission(d, s->ops); /* nothing admitted after the line below */
     serve_log("stopping", "signal", stop_name, LOG_END);
-    bool idle = wait_runs(&d, o->grace_ms);
-    pthread_mutex_lock(&d.mu);
-    d.gave_up = true;
-    pthread_cond_broadcast(&d.changed);
-    pthread_mutex_unlock(&d.mu);
-    ops_server_stop(ops); /* after every waiting client has its answer */
-    metrics_http_stop(metrics);
+    bool idle = wait_runs(d, d->o->grace_ms);
+    pthread_mutex_lock(&d->mu);
+    d->gave_up = true;
+    pthread_cond_broadcast(&d->changed);
+    pthread_mutex_unlock(&d->mu);
+    ops_server_stop(s->ops); /* after every waiting client has its answer */
+    metrics_http_stop(s->metrics);
     if (!idle) {
         /* Runs still going are left to the next start: exiting ends their workers
          * (parent-death signal) and leaves the runs running under a dead owner. */
         char busy_text[16];
-        snprintf(busy_text, sizeof busy_text, "%u", d.busy);
+        snprintf(busy_text, sizeof busy_text, "%u", d->busy);
         serve_log("stopped", "left_running", busy_text, LOG_END);
         _exit(0);
     }
-    pool_free(d.pool);
-    pthread_mutex_lock(&d.mu);
-    d.runners_may_exit = true;
-    pthread_cond_broadcast(&d.changed);
-    pthread_mutex_unlock(&d.mu);
-    for (unsigned i = 0; i < d.runner_count; i++)
-        if (d.runners[i].started)
-            pthread_join(d.runners[i].thread, NULL);
+    pool_free(d->pool);
+    pthread_mutex_lock(&d->mu);
+    d->runners_may_exit = true;
+    pthread_cond_broadcast(&d->changed);
+    pthread_mutex_unlock(&d->mu);
+    for (unsigned i = 0; i < d->runner_count; i++)
+        if (d->runners[i].started)
+            pthread_join(d->runners[i].thread, NULL);
     serve_log("stopped", "left_running", "0", LOG_END);
-    scheduler_free(d.scheduler); /* no runner or ops thread is left to call it */
-    free(d.gates);
-    admission_rate_free(&d.rate);
+    scheduler_free(d->scheduler); /* no runner or ops thread is left to call it */
+    free(d->gates);
+    admission_rate_free(&d->rate);
     for (size_t i = 0; i < RECENT_ENDS; i++)
-        json_decref(d.recent[i].reply);
-    close(lock_fd);
-    close(sig_fd);
+        json_decref(d->recent[i].reply);
+    close(s->lock_fd);
+    close(s->sig_fd);
     return 0;
+}
+
+int serve_main(const struct serve_options *o)
+{
+    struct serve_process s;
+    memset(&s, 0, sizeof s);
+    if (serve_start(&s, o) != 0)
+        return 1;
+    return serve_stop(&s, serve_loop(&s));
 }

@@ -17,11 +17,9 @@
 json_t *ops_cmd_codemode_run(struct store *st, const char *home, json_t *args,
                              enum landlock_policy policy)
 {
-    static const char *const NAMES[] = {"script_name", "script", "script_path", "input", NULL};
     const char *name, *script, *path, *input_text;
     json_t *reply;
-    if (ops_args_only(args, NAMES, &reply) != 0 ||
-        ops_arg_string(args, "script_name", true, CODEMODE_SCRIPT_NAME_MAX, &name, &reply) != 0 ||
+    if (ops_arg_string(args, "script_name", true, CODEMODE_SCRIPT_NAME_MAX, &name, &reply) != 0 ||
         ops_arg_string(args, "script", false, PROTO_MAX_SCRIPT_BYTES, &script, &reply) != 0 ||
         ops_arg_string(args, "script_path", false, PATH_MAX - 1, &path, &reply) != 0 ||
         ops_arg_string(args, "input", true, OPS_JSON_VALUE_MAX_BYTES, &input_text, &reply) != 0)

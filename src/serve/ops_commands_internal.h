@@ -65,7 +65,8 @@ json_t *ops_cmd_event_emit(struct store *st, json_t *args);
 /* ops_args.c: each check returns 0 with its result, or -1 with an error reply (exit 2,
  * naming the argument) in *reply. */
 
-/* args holds no key outside names (a NULL-terminated list). */
+/* args holds no key outside names (a NULL-terminated list): the dispatcher checks a
+ * command table row's keys with it, before any handler runs. */
 int ops_args_only(json_t *args, const char *const *names, json_t **reply);
 /* args[name] is a string of 1..max bytes without NUL; *out borrowed from args, NULL
  * when the argument is absent and !required. */

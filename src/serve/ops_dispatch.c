@@ -1,6 +1,6 @@
 /* ops_dispatch: the request's shape, then the command table below (one row per
- * command: its handler on the store, whether a serve answers it, whether it changes
- * what is scheduled). See serve/ops_dispatch.h. */
+ * command: its argument keys, its handler on the store, the serve's own handler, what
+ * it changes for a running serve). See serve/ops_dispatch.h. */
 #include "serve/ops_dispatch.h"
 #include "serve/ops_commands_internal.h"
 #include "serve/ops_reply.h"
@@ -11,11 +11,9 @@
 
 static json_t *health(const struct ops_context *ctx, json_t *args)
 {
-    static const char *const NAMES[] = {"landlock", NULL};
     const char *landlock;
     json_t *reply;
-    if (ops_args_only(args, NAMES, &reply) != 0 ||
-        ops_arg_string(args, "landlock", true, 16, &landlock, &reply) != 0)
+    if (ops_arg_string(args, "landlock", true, 16, &landlock, &reply) != 0)
         return reply;
     enum landlock_policy policy;
     if (strcmp(landlock, "required") == 0)
@@ -33,14 +31,17 @@ static json_t *health(const struct ops_context *ctx, json_t *args)
     return ops_reply_ok(h);
 }
 
-/* The command table: one row per command. store: its answer on the store (NULL: only a
- * running serve can answer it); daemon: whether a serve answers it through its hooks;
- * changes_flows: what is scheduled may change (a running serve looks again). */
+/* The command table: one row per command. args: the argument keys it takes (the
+ * dispatcher refuses any other before a handler runs; each handler checks the values
+ * of its own); store: its answer on the store (NULL: only a running serve can answer
+ * it); daemon: the serve's own answer, which goes first (ops_daemon_hooks.answer);
+ * change: what a running serve looks at again after the store's answer succeeded. */
 struct ops_command {
     const char *name;
+    const char *const *args;
     json_t *(*store)(const struct ops_context *ctx, json_t *args);
-    bool daemon;
-    bool changes_flows;
+    enum ops_daemon_command daemon;
+    enum ops_change change;
 };
 
 static json_t *runs(const struct ops_context *c, json_t *a) { return ops_cmd_runs(c->store, a); }
@@ -82,28 +83,40 @@ static json_t *event_emit(const struct ops_context *c, json_t *a)
     return ops_cmd_event_emit(c->store, a);
 }
 
+/* A row's argument keys (NULL-terminated). */
+#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define NO_ARGS ((const char *const[]){NULL})
+
 static const struct ops_command COMMANDS[] = {
-    {"runs", runs, false, false},
-    {"journal", journal, false, false},
-    {"cancel", cancel, true, false},
-    {"health", health, false, false},
-    {"flow.list", flow_list, false, false},
-    {"flow.schedule", flow_schedule, false, false},
-    {"flow.install", flow_install, true, true},
-    {"flow.approve", flow_approve, true, true},
-    {"flow.disable", flow_disable, true, true},
-    {"flow.enable", flow_enable, true, true},
-    {"event.emit", event_emit, true, false},
-    {"run", NULL, true, false},
-    {"flow.drain", NULL, true, false},
-    {"flow.reconcile", NULL, true, false},
-    {"recover", NULL, true, false},
-    {"codemode.run", NULL, true, false},
-    {"serve.stop", NULL, true, false},
+    {"runs", ARGS("flow"), runs, OPS_DAEMON_NONE, OPS_CHANGES_NOTHING},
+    {"journal", ARGS("run"), journal, OPS_DAEMON_NONE, OPS_CHANGES_NOTHING},
+    {"cancel", ARGS("run", "reason"), cancel, OPS_DAEMON_NONE, OPS_CHANGES_RUNS},
+    {"health", ARGS("landlock"), health, OPS_DAEMON_NONE, OPS_CHANGES_NOTHING},
+    {"flow.list", NO_ARGS, flow_list, OPS_DAEMON_NONE, OPS_CHANGES_NOTHING},
+    {"flow.schedule", ARGS("id", "count"), flow_schedule, OPS_DAEMON_NONE, OPS_CHANGES_NOTHING},
+    {"flow.install", ARGS("dir"), flow_install, OPS_DAEMON_NONE, OPS_CHANGES_FLOWS},
+    {"flow.approve", ARGS("id", "version", "code_hash"), flow_approve, OPS_DAEMON_NONE,
+     OPS_CHANGES_FLOWS},
+    {"flow.disable", ARGS("id"), flow_disable, OPS_DAEMON_NONE, OPS_DISABLES_FLOW},
+    {"flow.enable", ARGS("id"), flow_enable, OPS_DAEMON_NONE, OPS_ENABLES_FLOW},
+    {"event.emit", ARGS("module", "name", "version", "id", "payload"), event_emit,
+     OPS_DAEMON_EVENT_EMIT, OPS_CHANGES_NOTHING},
+    {"run", ARGS("flow", "trigger", "trigger_id", "detach"), NULL, OPS_DAEMON_RUN,
+     OPS_CHANGES_NOTHING},
+    {"flow.drain", ARGS("id"), NULL, OPS_DAEMON_FLOW_DRAIN, OPS_CHANGES_NOTHING},
+    {"flow.reconcile", ARGS("run", "position", "decision", "observed"), NULL,
+     OPS_DAEMON_FLOW_RECONCILE, OPS_CHANGES_NOTHING},
+    {"recover", NO_ARGS, NULL, OPS_DAEMON_RECOVER, OPS_CHANGES_NOTHING},
+    {"codemode.run", ARGS("script_name", "script", "script_path", "input"), NULL,
+     OPS_DAEMON_CODEMODE_RUN, OPS_CHANGES_NOTHING},
+    {"serve.stop", NO_ARGS, NULL, OPS_DAEMON_SERVE_STOP, OPS_CHANGES_NOTHING},
 #ifdef BASAL_TEST_HOOKS
-    {"test.clock", NULL, true, false},
+    {"test.clock", ARGS("ms"), NULL, OPS_DAEMON_TEST_CLOCK, OPS_CHANGES_NOTHING},
 #endif
 };
+
+#undef ARGS
+#undef NO_ARGS
 
 static const struct ops_command *command_of(const char *name)
 {
@@ -113,10 +126,28 @@ static const struct ops_command *command_of(const char *name)
     return NULL;
 }
 
-bool ops_command_changes_flows(const char *name)
+/* The row's answer: its argument keys checked, then the serve's own answer first, else
+ * the store's; then, when it succeeded
+ * and a serve runs, what it changed. */
+static json_t *answer(const struct ops_context *ctx, const struct ops_command *command,
+                      json_t *args)
 {
-    const struct ops_command *command = command_of(name);
-    return command != NULL && command->changes_flows;
+    json_t *refused;
+    if (ops_args_only(args, command->args, &refused) != 0)
+        return refused;
+    const struct ops_daemon_hooks *serve = ctx->daemon;
+    ops_daemon_handler own = serve != NULL ? serve->answer[command->daemon] : NULL;
+    json_t *reply = own != NULL ? own(serve->daemon, ctx->store, args) : NULL;
+    if (reply != NULL)
+        return reply;
+    if (command->store == NULL)
+        return ops_reply_error(1, "this needs a running serve (none on this data home)");
+    reply = command->store(ctx, args);
+    if (serve != NULL && command->change != OPS_CHANGES_NOTHING &&
+        json_is_true(json_object_get(reply, "ok")))
+        serve->changed(serve->daemon, command->change,
+                       json_string_value(json_object_get(args, "id")));
+    return reply;
 }
 
 void *ops_dispatch(const struct ops_context *ctx, const void *request_)
@@ -138,18 +169,8 @@ void *ops_dispatch(const struct ops_context *ctx, const void *request_)
     if (args == NULL)
         return NULL; /* out of memory */
     const struct ops_command *command = command_of(json_string_value(cmd_value));
-    json_t *reply = NULL;
-    if (command == NULL) {
-        reply = ops_reply_error(2, "unknown command");
-    } else {
-        /* A running serve answers its commands first; NULL: it leaves this one to the store. */
-        if (ctx->daemon != NULL && command->daemon)
-            reply = ctx->daemon->handle(ctx->daemon->daemon, ctx->store, command->name, args);
-        if (reply == NULL)
-            reply = command->store != NULL
-                        ? command->store(ctx, args)
-                        : ops_reply_error(1, "this needs a running serve (none on this data home)");
-    }
+    json_t *reply = command != NULL ? answer(ctx, command, args)
+                                    : ops_reply_error(2, "unknown command");
     json_decref(no_args);
     return reply;
 }

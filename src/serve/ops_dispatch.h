@@ -18,18 +18,48 @@
 
 struct store;
 
+/* The commands a running serve answers itself (the table's daemon column): the index
+ * of its handler in ops_daemon_hooks.answer. */
+enum ops_daemon_command {
+    OPS_DAEMON_NONE, /* the store answers, with a serve too */
+    OPS_DAEMON_RUN,
+    OPS_DAEMON_FLOW_DRAIN,
+    OPS_DAEMON_FLOW_RECONCILE,
+    OPS_DAEMON_RECOVER,
+    OPS_DAEMON_CODEMODE_RUN,
+    OPS_DAEMON_EVENT_EMIT,
+    OPS_DAEMON_SERVE_STOP,
+    OPS_DAEMON_TEST_CLOCK, /* test builds only */
+    OPS_DAEMON_COMMANDS
+};
+
+/* What a store command changed when it succeeded (the table's change column): what a
+ * running serve looks at again. */
+enum ops_change {
+    OPS_CHANGES_NOTHING,
+    OPS_CHANGES_RUNS,  /* a cancel: what a runner may start */
+    OPS_CHANGES_FLOWS, /* an install or approval: that, and what is scheduled */
+    OPS_ENABLES_FLOW,  /* that, and a drained flow admits runs again */
+    OPS_DISABLES_FLOW, /* that, and the flow's workers end before the reply goes out */
+};
+
+/* A serve's answer to a command of its own: a reply object (json_t *); st is the
+ * request's one connection, args (a json_t *) its arguments object. May block (a run
+ * the client waits for). */
+typedef void *(*ops_daemon_handler)(void *daemon, struct store *st, const void *args);
+
 /* What only a running serve can do, or knows. */
 struct ops_daemon_hooks {
     void *daemon;
     /* Adds the live figures (pool gauges, per-flow queue depth and last run) to a
      * health object (a json_t *) built from the store. */
     void (*add_live_health)(void *daemon, void *health);
-    /* Commands the table marks as the daemon's ("run", "flow.drain", "flow.reconcile",
-     * "recover", "codemode.run", "event.emit", "serve.stop", and the store commands
-     * that change what a runner may start): a reply object (json_t *), or NULL to let
-     * the command's store handler answer. st is the request's one connection. May
-     * block (a run the client waits for). */
-    void *(*handle)(void *daemon, struct store *st, const char *cmd, const void *args);
+    /* By the row's daemon column; a NULL entry leaves the command to its store
+     * handler. */
+    ops_daemon_handler answer[OPS_DAEMON_COMMANDS];
+    /* After a store command whose row changes something answered ok; flow is its
+     * "id" argument (NULL when it has none). */
+    void (*changed)(void *daemon, enum ops_change change, const char *flow);
 };
 
 struct ops_context {
@@ -40,9 +70,5 @@ struct ops_context {
 
 /* Answers request (a json_t *, borrowed) with a new reply object (a json_t *). */
 void *ops_dispatch(const struct ops_context *ctx, const void *request);
-
-/* Whether command name may change what is scheduled (an install, approval, enable or
- * disable): a running serve's scheduler looks again after it. */
-bool ops_command_changes_flows(const char *name);
 
 #endif

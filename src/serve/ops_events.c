@@ -26,11 +26,9 @@ struct ops_event {
 /* Checks event.emit's args: 0 with *ev, or -1 with an error reply. */
 static int event_args(json_t *args, struct ops_event *ev, json_t **reply)
 {
-    static const char *const NAMES[] = {"module", "name", "version", "id", "payload", NULL};
     memset(ev, 0, sizeof *ev);
     const char *payload_text = NULL;
-    if (ops_args_only(args, NAMES, reply) != 0 ||
-        ops_arg_string(args, "module", true, OBJECT_NAME_MAX, &ev->module, reply) != 0 ||
+    if (ops_arg_string(args, "module", true, OBJECT_NAME_MAX, &ev->module, reply) != 0 ||
         ops_arg_string(args, "name", true, OBJECT_NAME_MAX, &ev->name, reply) != 0 ||
         ops_arg_integer(args, "version", 1, INT32_MAX, &ev->version, reply) != 0 ||
         ops_arg_string(args, "id", true, EVENT_ID_MAX, &ev->id, reply) != 0 ||

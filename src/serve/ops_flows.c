@@ -15,10 +15,7 @@
 
 json_t *ops_cmd_flow_list(struct store *st, json_t *args)
 {
-    static const char *const NAMES[] = {NULL};
-    json_t *reply;
-    if (ops_args_only(args, NAMES, &reply) != 0)
-        return reply;
+    (void)args; /* none (the command table's schema) */
     struct flow_summary *rows;
     size_t n;
     char err[ERR_CAP];
@@ -51,11 +48,9 @@ json_t *ops_cmd_flow_list(struct store *st, json_t *args)
 
 json_t *ops_cmd_flow_install(struct store *st, json_t *args)
 {
-    static const char *const NAMES[] = {"dir", NULL};
     const char *dir;
     json_t *reply;
-    if (ops_args_only(args, NAMES, &reply) != 0 ||
-        ops_arg_string(args, "dir", true, PATH_MAX - 1, &dir, &reply) != 0)
+    if (ops_arg_string(args, "dir", true, PATH_MAX - 1, &dir, &reply) != 0)
         return reply;
     /* The answering process's working directory is not the client's (a serve). */
     if (dir[0] != '/')
@@ -75,12 +70,10 @@ json_t *ops_cmd_flow_install(struct store *st, json_t *args)
 
 json_t *ops_cmd_flow_approve(struct store *st, json_t *args)
 {
-    static const char *const NAMES[] = {"id", "version", "code_hash", NULL};
     const char *id, *hash;
     long long version;
     json_t *reply;
-    if (ops_args_only(args, NAMES, &reply) != 0 ||
-        ops_arg_string(args, "id", true, ARG_TEXT_MAX, &id, &reply) != 0 ||
+    if (ops_arg_string(args, "id", true, ARG_TEXT_MAX, &id, &reply) != 0 ||
         ops_arg_integer(args, "version", 1, INT64_MAX, &version, &reply) != 0 ||
         ops_arg_string(args, "code_hash", true, ARG_TEXT_MAX, &hash, &reply) != 0)
         return reply;
@@ -97,11 +90,9 @@ json_t *ops_cmd_flow_approve(struct store *st, json_t *args)
 
 json_t *ops_cmd_flow_toggle(struct store *st, json_t *args, bool enable)
 {
-    static const char *const NAMES[] = {"id", NULL};
     const char *id;
     json_t *reply;
-    if (ops_args_only(args, NAMES, &reply) != 0 ||
-        ops_arg_string(args, "id", true, ARG_TEXT_MAX, &id, &reply) != 0)
+    if (ops_arg_string(args, "id", true, ARG_TEXT_MAX, &id, &reply) != 0)
         return reply;
     char err[ERR_CAP];
     if (flows_set_enabled(st, id, enable, err, sizeof err) != 0)

@@ -146,11 +146,9 @@ static json_t *refused(const char *err)
 
 json_t *ops_cmd_runs(struct store *st, json_t *args)
 {
-    static const char *const NAMES[] = {"flow", NULL};
     const char *flow;
     json_t *reply;
-    if (ops_args_only(args, NAMES, &reply) != 0 ||
-        ops_arg_string(args, "flow", false, ARG_TEXT_MAX, &flow, &reply) != 0)
+    if (ops_arg_string(args, "flow", false, ARG_TEXT_MAX, &flow, &reply) != 0)
         return reply;
     char err[ERR_CAP];
     if (flow != NULL && !flow_id_valid(flow)) {
@@ -236,11 +234,9 @@ static bool run_id_parse(const char *text, int64_t *out)
 
 json_t *ops_cmd_journal(struct store *st, json_t *args)
 {
-    static const char *const NAMES[] = {"run", NULL};
     const char *text;
     json_t *reply;
-    if (ops_args_only(args, NAMES, &reply) != 0 ||
-        ops_arg_string(args, "run", true, 24, &text, &reply) != 0)
+    if (ops_arg_string(args, "run", true, 24, &text, &reply) != 0)
         return reply;
     int64_t id;
     if (codemode_run_ref_parse(text, &id))
@@ -273,12 +269,10 @@ json_t *ops_cmd_journal(struct store *st, json_t *args)
 
 json_t *ops_cmd_cancel(struct store *st, json_t *args)
 {
-    static const char *const NAMES[] = {"run", "reason", NULL};
     long long id;
     const char *reason;
     json_t *reply;
-    if (ops_args_only(args, NAMES, &reply) != 0 ||
-        ops_arg_integer(args, "run", 1, INT64_MAX, &id, &reply) != 0 ||
+    if (ops_arg_integer(args, "run", 1, INT64_MAX, &id, &reply) != 0 ||
         ops_arg_string(args, "reason", false, RUN_CANCEL_REASON_MAX, &reason, &reply) != 0)
         return reply;
     if (reason != NULL && !ops_cancel_reason_valid(reason))
@@ -302,13 +296,11 @@ json_t *ops_cmd_cancel(struct store *st, json_t *args)
 
 json_t *ops_reconcile_args(json_t *args, struct ops_reconcile *out)
 {
-    static const char *const NAMES[] = {"run", "position", "decision", "observed", NULL};
     long long run, position;
     const char *decision, *observed;
     json_t *reply;
     memset(out, 0, sizeof *out);
-    if (ops_args_only(args, NAMES, &reply) != 0 ||
-        ops_arg_integer(args, "run", 1, INT64_MAX, &run, &reply) != 0 ||
+    if (ops_arg_integer(args, "run", 1, INT64_MAX, &run, &reply) != 0 ||
         ops_arg_integer(args, "position", 0, UINT32_MAX, &position, &reply) != 0 ||
         ops_arg_string(args, "decision", true, 16, &decision, &reply) != 0 ||
         ops_arg_string(args, "observed", false, OPS_JSON_VALUE_MAX_BYTES, &observed, &reply) != 0)

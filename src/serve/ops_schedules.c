@@ -86,12 +86,10 @@ static const char *const MISSED_NAMES[] = {
 
 json_t *ops_cmd_flow_schedule(struct store *st, json_t *args)
 {
-    static const char *const NAMES[] = {"id", "count", NULL};
     const char *id;
     long long count = SCHEDULE_COUNT_DEFAULT;
     json_t *reply;
-    if (ops_args_only(args, NAMES, &reply) != 0 ||
-        ops_arg_string(args, "id", true, 256, &id, &reply) != 0 ||
+    if (ops_arg_string(args, "id", true, 256, &id, &reply) != 0 ||
         (json_object_get(args, "count") != NULL &&
          ops_arg_integer(args, "count", 1, SCHEDULE_COUNT_MAX, &count, &reply) != 0))
         return reply;

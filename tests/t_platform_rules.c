@@ -4,9 +4,12 @@
  * (supervisor/fatal_status.h). */
 #include "supervisor/fatal_status.h"
 #include "supervisor/welcome_rules.h"
+#include "supervisor/worker_check.h"
 #include "supervisor/worker_launch.h"
+#include "proto/message.h"
 #include "lib/harness.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const struct welcome_confinement LINUX_OK = {.os = WORKER_OS_LINUX, .seccomp = true};
@@ -135,10 +138,58 @@ static void test_fatal_status(void)
                 "console kill, a neighbour code) do not count", "%s", "wrong");
 }
 
+/* The macOS worker's Welcome as the parent receives it: encoded, decoded, mapped by
+ * worker_check's welcome_reported_confinement and judged by the macOS rule. Proves the
+ * seatbelt byte on the wire is the one the rule reads. */
+static bool macos_welcome_accepted(bool seatbelt, enum worker_os host, char *why, size_t why_cap)
+{
+    struct proto_msg sent = {.tag = PROTO_WELCOME};
+    sent.welcome.protocol_version = PROTO_VERSION;
+    sent.welcome.engine = proto_text_of("quickjs 2021-03-27");
+    sent.welcome.worker_version = proto_text_of("test");
+    sent.welcome.os = proto_text_of("macos");
+    sent.welcome.landlock_policy = LANDLOCK_POLICY_REQUIRED;
+    sent.welcome.seatbelt = seatbelt;
+    struct wire_buf wire;
+    wire_buf_init(&wire);
+    struct proto_msg got;
+    memset(&got, 0, sizeof got);
+    bool accepted = false;
+    snprintf(why, why_cap, "the Welcome did not encode and decode");
+    if (proto_encode(&sent, &wire) == PROTO_OK &&
+        proto_decode(wire.data, wire.len, &got) == PROTO_OK) {
+        struct welcome_confinement reported = welcome_reported_confinement(&got.welcome);
+        why[0] = '\0';
+        accepted = welcome_rules_accept(host, &reported, why, why_cap);
+        proto_msg_free(&got);
+    }
+    wire_buf_free(&wire);
+    return accepted;
+}
+
+static void test_macos_welcome_from_the_wire(void)
+{
+    char why[256];
+    check(macos_welcome_accepted(true, WORKER_OS_MACOS, why, sizeof why),
+          "welcome rules: a macOS Welcome with seatbelt 1 on the wire is accepted by a macOS parent",
+          "%s", why);
+    check(!macos_welcome_accepted(false, WORKER_OS_MACOS, why, sizeof why) &&
+              strstr(why, "no Seatbelt") != NULL,
+          "welcome rules: a macOS Welcome with seatbelt 0 on the wire is refused by a macOS "
+          "parent [guard macos-seatbelt]",
+          "%s", why[0] != '\0' ? why : "accepted");
+    check(!macos_welcome_accepted(true, WORKER_OS_LINUX, why, sizeof why) &&
+              strstr(why, "os 'macos', this is linux") != NULL,
+          "welcome rules: a macOS Welcome with seatbelt 1 on the wire is refused by a Linux "
+          "parent [guard os-match]",
+          "%s", why[0] != '\0' ? why : "accepted");
+}
+
 int main(void)
 {
     test_each_os_accepts_only_its_own();
     test_required_fields();
+    test_macos_welcome_from_the_wire();
     test_os_names();
     test_fatal_status();
     return harness_finish();

@@ -269,9 +269,23 @@ static void test_round_trips(void)
                   memcmp(w->prelude_hash, digest_a, PROTO_DIGEST_BYTES) == 0 &&
                   text_is(w->worker_version, "0.1.0 (abc123)") && text_is(w->os, "linux") &&
                   w->seccomp && w->landlock_policy == LANDLOCK_POLICY_REQUIRED &&
-                  w->landlock_runtime_abi == 6 && w->landlock_applied_abi == 6,
+                  w->landlock_runtime_abi == 6 && w->landlock_applied_abi == 6 &&
+                  !w->seatbelt,
               "a field differs");
     }
+    proto_msg_free(&out);
+
+    /* The macOS worker's Welcome: os macos, Seatbelt in force, nothing of Linux's. */
+    struct proto_msg macos = sample_welcome();
+    macos.welcome.os = proto_text_of("macos");
+    macos.welcome.seccomp = false;
+    macos.welcome.landlock_runtime_abi = 0;
+    macos.welcome.landlock_applied_abi = 0;
+    macos.welcome.seatbelt = true;
+    if (round_trip("round trip welcome macos", &macos, &out))
+        check("round trip welcome macos: os macos and seatbelt true come back",
+              text_is(out.welcome.os, "macos") && out.welcome.seatbelt && !out.welcome.seccomp,
+              "a field differs");
     proto_msg_free(&out);
 
     welcome.welcome.seccomp = false;
@@ -518,8 +532,15 @@ static void test_decode_errors(void)
     struct proto_msg welcome = sample_welcome();
     struct wire_buf buf = {0};
     if (proto_encode(&welcome, &buf) == PROTO_OK) {
-        size_t seccomp_at = buf.len - 4 - 4 - 1 - 1;
+        size_t seatbelt_at = buf.len - 1;
+        size_t seccomp_at = seatbelt_at - 4 - 4 - 1 - 1;
         size_t policy_at = seccomp_at + 1;
+        buf.data[seatbelt_at] = 2;
+        expect_decode("decode seatbelt byte 2", buf.data, buf.len, PROTO_ERR_BAD_ENUM,
+                      "welcome.seatbelt");
+        buf.data[seatbelt_at] = 1;
+        expect_decode("decode seatbelt byte 1", buf.data, buf.len, PROTO_OK, NULL);
+        buf.data[seatbelt_at] = 0;
         buf.data[seccomp_at] = 2;
         expect_decode("decode seccomp byte 2", buf.data, buf.len, PROTO_ERR_BAD_ENUM,
                       "welcome.seccomp");
@@ -536,6 +557,8 @@ static void test_decode_errors(void)
                       "welcome.landlock_policy");
         buf.data[policy_at] = LANDLOCK_POLICY_OPTIONAL;
         expect_decode("decode welcome truncated by one", buf.data, buf.len - 1,
+                      PROTO_ERR_TRUNCATED, "welcome.seatbelt");
+        expect_decode("decode welcome truncated by two", buf.data, buf.len - 2,
                       PROTO_ERR_TRUNCATED, "welcome.landlock_applied_abi");
         /* Every proper prefix of a valid message is truncated, never anything else. */
         int all_truncated = 1;

@@ -252,6 +252,20 @@ static void pure_rules(void)
     w.landlock_policy = LANDLOCK_POLICY_OPTIONAL;
     check(!welcome_acceptable(&w, LANDLOCK_POLICY_REQUIRED, 7, why, sizeof why),
           "welcome rule: a Welcome naming another policy is refused", "accepted");
+    /* A macOS Welcome is accepted only by a macOS parent: Seatbelt and even seccomp
+     * reported do not make it one of Linux's. */
+    w = good_welcome(7);
+    w.os = proto_text_of("macos");
+    w.seatbelt = true;
+    check(!welcome_acceptable(&w, LANDLOCK_POLICY_REQUIRED, 7, why, sizeof why) &&
+              strstr(why, "os 'macos', this is linux") != NULL,
+          "welcome rule: a Linux parent refuses a macOS Welcome with Seatbelt (and seccomp)",
+          "%s", why);
+    w = good_welcome(7);
+    w.seatbelt = true;
+    check(welcome_acceptable(&w, LANDLOCK_POLICY_REQUIRED, 7, why, sizeof why),
+          "welcome rule: control: a Linux Welcome that also says seatbelt is judged as Linux's",
+          "%s", why);
     struct proc_status s = {2, 1, 1, 1};
     check(status_acceptable(&s, 0, why, sizeof why),
           "status rule: Seccomp 2, NoNewPrivs 1, Threads 1, one own filter accepted", "%s", why);
@@ -289,6 +303,8 @@ int main(void)
                      "Welcome must report seccomp");
         refuses_fake("a Welcome with another protocol version", "--version=9",
                      "protocol version", "protocol version");
+        refuses_fake("a Welcome claiming os macos with Seatbelt and seccomp", "--os=macos --seatbelt=1",
+                     "os 'macos', this is linux", "a Linux parent accepts only os linux");
         refuses_fake("a truthful-looking Welcome from an unconfined process", "",
                      "Seccomp 0", "kernel view /proc/<pid>/status");
         optional_policy_without_landlock();

@@ -272,6 +272,7 @@ static void encode_welcome(struct encoder *enc, const struct proto_welcome *m)
     put_enum(enc, "welcome.landlock_policy", m->landlock_policy, LANDLOCK_POLICY_MAX);
     put_u32(enc, "welcome.landlock_runtime_abi", m->landlock_runtime_abi);
     put_u32(enc, "welcome.landlock_applied_abi", m->landlock_applied_abi);
+    put_u8(enc, "welcome.seatbelt", m->seatbelt ? 1 : 0);
 }
 
 static void encode_finished(struct encoder *enc, const struct proto_finished *m)
@@ -588,6 +589,7 @@ static void decode_welcome(struct decoder *dec, struct proto_welcome *m)
         (enum landlock_policy)get_enum(dec, "welcome.landlock_policy", LANDLOCK_POLICY_MAX);
     m->landlock_runtime_abi = get_u32(dec, "welcome.landlock_runtime_abi");
     m->landlock_applied_abi = get_u32(dec, "welcome.landlock_applied_abi");
+    m->seatbelt = get_bool(dec, "welcome.seatbelt");
 }
 
 static void decode_finished(struct decoder *dec, struct proto_finished *m)

@@ -14,6 +14,7 @@
 #define BASAL_SUPERVISOR_WORKER_CHECK_H
 
 #include "supervisor/proc_status.h"
+#include "supervisor/welcome_rules.h"
 #include "supervisor/worker_proc.h"
 #include "proto/message.h"
 
@@ -42,6 +43,10 @@ struct worker_report {
     int parent_seccomp_filters; /* the parent's own, from /proc/self/status */
     char worker_log[512];      /* what the worker said on stderr (e.g. its refusal) */
 };
+
+/* The confinement a decoded Welcome reports, as welcome_rules.h judges it (the os
+ * parsed from its name; seccomp, seatbelt copied). */
+struct welcome_confinement welcome_reported_confinement(const struct proto_welcome *welcome);
 
 /* Pure check of a Welcome against the policy and the kernel's Landlock ABI.
  * Returns true, or false with a one-line reason. */

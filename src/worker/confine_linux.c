@@ -43,7 +43,8 @@ static void install_seccomp(void)
 
 struct confinement confine(const struct confine_options *options)
 {
-    struct confinement state = {.seccomp = false, .landlock_policy = options->landlock_policy};
+    struct confinement state = {
+        .os = "linux", .seccomp = false, .landlock_policy = options->landlock_policy};
     confine_preload();
     startup_checks_or_refuse();
     close_descriptors_or_refuse();

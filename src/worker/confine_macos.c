@@ -96,7 +96,7 @@ static void apply_seatbelt_or_refuse(void)
 
 struct confinement confine(const struct confine_options *options)
 {
-    struct confinement state = {.landlock_policy = options->landlock_policy};
+    struct confinement state = {.os = "macos", .landlock_policy = options->landlock_policy};
     confine_preload();
     close_descriptors_or_refuse();
     if (options->cpu_timer)

@@ -136,11 +136,12 @@ static void send_welcome(const struct confinement *state)
     msg.welcome.engine = proto_text_of(WORKER_ENGINE_IDENTITY);
     memcpy(msg.welcome.prelude_hash, ENGINE_PRELUDE_SHA256, PROTO_DIGEST_BYTES);
     msg.welcome.worker_version = proto_text_of(BASAL_VERSION " (git " BASAL_GIT_REV ")");
-    msg.welcome.os = proto_text_of("linux");
+    msg.welcome.os = proto_text_of(state->os);
     msg.welcome.seccomp = state->seccomp;
     msg.welcome.landlock_policy = state->landlock_policy;
     msg.welcome.landlock_runtime_abi = state->landlock_runtime_abi;
     msg.welcome.landlock_applied_abi = state->landlock_applied_abi;
+    msg.welcome.seatbelt = state->seatbelt;
     send_msg(&msg);
 }
 

@@ -2,7 +2,7 @@
  * parent's acceptance check. It is never confined: a parent that trusted a truthful
  * looking Welcome without asking the kernel would accept it.
  *
- *   fake_worker [--seccomp=0|1] [--applied=N] [--runtime=N] [--os=NAME]
+ *   fake_worker [--seccomp=0|1] [--seatbelt=0|1] [--applied=N] [--runtime=N] [--os=NAME]
  *               [--version=N] [--say=TEXT] --landlock=required|optional
  * It first writes "fake-worker pid <pid>" on stderr (the parent shows a refused
  * worker's stderr; RLIMIT_FSIZE 0 forbids a pid file), then TEXT if given.
@@ -74,6 +74,7 @@ int main(int argc, char **argv)
                                       : LANDLOCK_POLICY_REQUIRED;
     out.welcome.landlock_runtime_abi = (uint32_t)option(argc, argv, "--runtime", kernel);
     out.welcome.landlock_applied_abi = (uint32_t)option(argc, argv, "--applied", expected);
+    out.welcome.seatbelt = option(argc, argv, "--seatbelt", 0) != 0;
     enum frame_result sent = FRAME_OK;
     if (proto_send(1, &out, &scratch, &sent) != PROTO_OK || sent != FRAME_OK)
         return 1;

@@ -209,6 +209,7 @@ build/test/tools/export_filter: build/test/obj/tests/tools/export_filter.o $(cal
 
 include mk/aarch64.mk
 include mk/macos.mk
+include mk/windows.mk
 
 # The arm64 cross build is part of the test build: t_syscall_table checks its filter,
 # t_aarch64.sh its binaries.
@@ -330,4 +331,4 @@ dist:
 	cd build/dist && sha256sum $(DIST_NAME).tar.gz > $(DIST_NAME).tar.gz.sha256
 
 clean:
-	rm -rf build/bin build/release build/test build/asan build/lib build/bench build/dist build/aarch64
+	rm -rf build/bin build/release build/test build/asan build/lib build/bench build/dist build/aarch64 build/windows

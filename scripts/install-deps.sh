@@ -24,8 +24,12 @@ cross_pkgs="gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cro
 libseccomp-dev:arm64 libssl-dev:arm64 libsqlite3-dev:arm64 libjansson-dev:arm64
 libcurl4-openssl-dev:arm64 libsystemd-dev:arm64 libmicrohttpd-dev:arm64"
 
+# The Windows cross build and its Wine tests (mk/windows.mk, tests/t_windows.sh):
+# Debian's mingw-w64 C compiler and Wine (64-bit).
+windows_pkgs="gcc-mingw-w64-x86-64 wine wine64"
+
 pkgs="$build_pkgs"
-[ "${1:-}" = "--test" ] && pkgs="$pkgs $test_pkgs $cross_pkgs"
+[ "${1:-}" = "--test" ] && pkgs="$pkgs $test_pkgs $cross_pkgs $windows_pkgs"
 # npm fetches QuickJS from the registry; a machine with Node.js from elsewhere keeps it.
 command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
 

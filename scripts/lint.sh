@@ -12,6 +12,7 @@ srcs=""
 for f in src/*/*.c tests/*.c tests/lib/*.c tests/tools/*.c bench/*.c bench/lib/*.c bench/contenders/*.c; do
   case $f in
   *_macos.c) ;; # need macOS's headers: make macos-check lints them for macOS
+  *_windows.c) ;; # need mingw-w64's headers: make windows-lint lints them for Windows
   *) [ -f "$f" ] && srcs="$srcs $f" ;;
   esac
 done

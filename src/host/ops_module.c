@@ -2,6 +2,7 @@
  * a module program per ops.call (see ops_module.h for the contract). */
 #include "host/ops_module.h"
 #include "base/user_ns_map.h"
+#include "host/module_endpoint.h"
 
 #include "base/clock.h"
 #include "base/json_fields.h"
@@ -68,6 +69,17 @@ static int parse_program(struct field_check *c, json_t *v, const char *path, cha
     return *out != NULL ? 0 : -1;
 }
 
+static int parse_endpoint(struct field_check *c, json_t *v, const char *path, char **out)
+{
+    if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+        return field_fail(c, path, "must be a string");
+    char why[256];
+    if (module_endpoint_check(json_string_value(v), why, sizeof why) != 0)
+        return field_fail(c, path, "%s", why);
+    *out = field_dup(c, path, json_string_value(v));
+    return *out != NULL ? 0 : -1;
+}
+
 static int parse_args(struct field_check *c, json_t *v, const char *path, struct ops_module *m)
 {
     if (!json_is_array(v))
@@ -125,8 +137,8 @@ static int parse_op(struct field_check *c, const char *name, json_t *v, const ch
 static int parse_module(struct field_check *c, const char *name, json_t *v, const char *path,
                         struct ops_module *m)
 {
-    static const char *const keys[] = {"program", "args", "timeout_ms", "max_reply_bytes", "ops",
-                                       NULL};
+    static const char *const keys[] = {"program", "endpoint", "args", "timeout_ms",
+                                       "max_reply_bytes", "ops", NULL};
     char sub[FIELD_PATH_CAP];
     json_t *f;
     m->timeout_ms = OPS_TIMEOUT_DEFAULT_MS;
@@ -135,13 +147,22 @@ static int parse_module(struct field_check *c, const char *name, json_t *v, cons
         return -1;
     if ((m->name = field_dup(c, path, name)) == NULL)
         return -1;
-    field_key_path(sub, sizeof sub, path, "program");
-    if ((f = json_object_get(v, "program")) == NULL)
-        return field_fail(c, sub, "missing");
-    if (parse_program(c, f, sub, &m->program) != 0)
-        return -1;
+    json_t *program = json_object_get(v, "program"), *endpoint = json_object_get(v, "endpoint");
+    if ((program == NULL) == (endpoint == NULL))
+        return field_fail(c, path, "needs exactly one of \"program\" and \"endpoint\"");
+    if (endpoint != NULL) {
+        field_key_path(sub, sizeof sub, path, "endpoint");
+        if (parse_endpoint(c, endpoint, sub, &m->endpoint) != 0)
+            return -1;
+    } else {
+        field_key_path(sub, sizeof sub, path, "program");
+        if (parse_program(c, program, sub, &m->program) != 0)
+            return -1;
+    }
     field_key_path(sub, sizeof sub, path, "args");
-    if ((f = json_object_get(v, "args")) != NULL) {
+    if ((f = json_object_get(v, "args")) != NULL && endpoint != NULL) {
+        return field_fail(c, sub, "only a program module takes args");
+    } else if (f != NULL) {
         if (parse_args(c, f, sub, m) != 0)
             return -1;
     } else if ((m->args = calloc(1, sizeof *m->args)) == NULL) {
@@ -301,6 +322,7 @@ void ops_catalog_free(struct ops_catalog *c)
         struct ops_module *m = &c->modules[i];
         free(m->name);
         free(m->program);
+        free(m->endpoint);
         for (size_t j = 0; m->args != NULL && j < m->arg_count; j++)
             free(m->args[j]);
         free(m->args);
@@ -855,6 +877,9 @@ static int reject_module(struct host_settlement *out, json_t *code, json_t *mess
     return reject_with(out, code, s, len);
 }
 
+static int settle_reply(const char *reply, size_t reply_len, const struct run *r,
+                        const char *who, struct host_settlement *out);
+
 /* Settles from a finished run. */
 static int settle(const struct run *r, const char *who, uint32_t timeout_ms,
                   struct host_settlement *out)
@@ -871,27 +896,35 @@ static int settle(const struct run *r, const char *who, uint32_t timeout_ms,
     if (!WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0)
         return reject_run(out, HOST_CODE_MODULE_ERROR, r, who, "exit status %d",
                           WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1);
+    return settle_reply(r->reply, r->reply_len, r, who, out);
+}
+
+/* Settles from a module's whole reply, a program's stdout or an endpoint's body (r,
+ * for the stderr tail, is NULL for an endpoint). */
+static int settle_reply(const char *reply, size_t reply_len, const struct run *r,
+                        const char *who, struct host_settlement *out)
+{
     /* Held to the grammar a worker's value is (any JSON text), never converted: the
      * result goes on as the module wrote it, a number beyond 64 bits or a double with
      * its digits. */
-    if (r->reply_len == 0 || !utf8_valid((const uint8_t *)r->reply, r->reply_len) ||
-        !json_text_valid(r->reply, r->reply_len))
+    if (reply_len == 0 || !utf8_valid((const uint8_t *)reply, reply_len) ||
+        !json_text_valid(reply, reply_len))
         return reject_run(out, HOST_CODE_MODULE_ERROR, r, who, "the reply is not JSON");
     size_t key_at, key_len, value_at, value_len;
     json_t *key = NULL;
-    if (json_js_sole_member(r->reply, r->reply_len, &key_at, &key_len, &value_at, &value_len))
-        key = json_loadb(r->reply + key_at, key_len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    if (json_js_sole_member(reply, reply_len, &key_at, &key_len, &value_at, &value_len))
+        key = json_loadb(reply + key_at, key_len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
     const char *name = json_string_value(key);
     bool is_result = name != NULL && json_string_length(key) == 6 && strcmp(name, "result") == 0;
     bool is_error = name != NULL && json_string_length(key) == 5 && strcmp(name, "error") == 0;
     json_decref(key);
     if (is_result) {
-        char *text = json_js_compact(r->reply + value_at, value_len);
+        char *text = json_js_compact(reply + value_at, value_len);
         int rc = text != NULL ? host_fulfil_text(out, text) : -1;
         free(text);
         return rc;
     }
-    json_t *error = is_error ? json_loadb(r->reply + value_at, value_len,
+    json_t *error = is_error ? json_loadb(reply + value_at, value_len,
                                           JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, NULL)
                              : NULL;
     json_t *code = json_object_get(error, "code"), *message = json_object_get(error, "message");
@@ -943,6 +976,28 @@ static char *build_request(const struct ops_module *m, const char *op, json_t *a
     return line;
 }
 
+/* One POST to the module's endpoint; settles like a program's stdout. */
+static int invoke_endpoint(const struct ops_module *m, const char *who, const char *request,
+                           size_t request_len, const char *key, struct host_settlement *out)
+{
+    char *reply = NULL, why[768];
+    size_t reply_len = 0;
+    switch (module_endpoint_post(m->endpoint, request, request_len, key, m->timeout_ms,
+                                 m->max_reply_bytes, &reply, &reply_len, why, sizeof why)) {
+    case MODULE_ENDPOINT_REPLY:
+        break;
+    case MODULE_ENDPOINT_TIMEOUT:
+        return reject_run(out, HOST_CODE_TIMEOUT, NULL, who, "%s", why);
+    case MODULE_ENDPOINT_TOO_LARGE:
+        return reject_run(out, HOST_CODE_TOO_LARGE, NULL, who, "%s", why);
+    default:
+        return reject_run(out, HOST_CODE_MODULE_ERROR, NULL, who, "%s", why);
+    }
+    int rc = settle_reply(reply, reply_len, NULL, who, out);
+    free(reply);
+    return rc;
+}
+
 int ops_module_invoke(const struct ops_module *m, const char *op, const char *args_json,
                       const char *idempotency_key, const struct ops_process_hook *hook,
                       struct host_settlement *out)
@@ -961,6 +1016,11 @@ int ops_module_invoke(const struct ops_module *m, const char *op, const char *ar
     json_decref(args);
     if (request == NULL)
         return -1;
+    if (m->endpoint != NULL) {
+        int rc = invoke_endpoint(m, who, request, request_len, idempotency_key, out);
+        free(request);
+        return rc;
+    }
 
     struct run r;
     memset(&r, 0, sizeof r);

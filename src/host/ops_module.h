@@ -16,6 +16,10 @@
  *          "notify": {"kind": "mutate"}
  *        }}}}
  *
+ * A module may have "endpoint": a loopback HTTP endpoint (host/module_endpoint.h)
+ * instead of "program" (exactly one of them; "args" only with "program"): each call
+ * is then one POST of the request below, whose 2xx body is read as the reply is.
+ *
  * Module and op names follow the manifest's name form (object_name_valid in
  * flows/manifest.h); unknown fields and duplicate keys are refused like the
  * manifest's; "idempotent" (default false) says the op honours the idempotency key.
@@ -78,7 +82,8 @@ struct ops_op {
 
 struct ops_module {
     char *name;
-    char *program;
+    char *program;  /* exactly one of program and endpoint; the other is NULL */
+    char *endpoint; /* a loopback HTTP endpoint (host/module_endpoint.h) */
     char **args; /* args[arg_count] is NULL */
     size_t arg_count;
     uint32_t timeout_ms;

@@ -30,6 +30,12 @@ struct confinement {
     unsigned landlock_runtime_abi;
     unsigned landlock_applied_abi;
     bool seatbelt; /* macOS (confine_macos.c): the Seatbelt profile is in force */
+    /* Windows (confine_windows.c), each set only once the whole sequence passed */
+    bool windows_lpac_token;          /* the LPAC token attested */
+    bool windows_untrusted_integrity; /* the primary lowered to Untrusted */
+    bool windows_no_thread_token;     /* no impersonation token left on the thread */
+    bool windows_mitigations;         /* every required mitigation in force */
+    bool windows_handle_inventory;    /* the handle table fits one image profile */
 };
 
 struct confine_options {

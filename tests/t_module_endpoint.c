@@ -64,8 +64,10 @@ static bool server_start(struct server *s, const char *unix_path)
         return strncmp(line, "unix ", 5) == 0;
     if (strncmp(line, "port ", 5) != 0)
         return false;
-    port = atoi(line + 5);
-    return port > 0 && port < 65536;
+    char *end = NULL;
+    long parsed = strtol(line + 5, &end, 10);
+    port = (int)parsed;
+    return end != line + 5 && parsed > 0 && parsed < 65536;
 }
 
 static void server_stop(struct server *s)
@@ -178,13 +180,14 @@ static void test_catalog(void)
 
 /* ---- calls ------------------------------------------------------------------------------ */
 
-static struct ops_module endpoint_module(const char *endpoint, uint32_t timeout_ms,
-                                         uint32_t max_reply)
+static char module_name[] = "e";
+
+static struct ops_module endpoint_module(char *endpoint, uint32_t timeout_ms, uint32_t max_reply)
 {
     struct ops_module m;
     memset(&m, 0, sizeof m);
-    m.name = (char *)(uintptr_t)"e";
-    m.endpoint = (char *)(uintptr_t)endpoint;
+    m.name = module_name;
+    m.endpoint = endpoint;
     m.timeout_ms = timeout_ms;
     m.max_reply_bytes = max_reply;
     return m;
@@ -284,7 +287,8 @@ static void test_calls(void)
     setenv("http_proxy", proxy, 1);
     setenv("HTTP_PROXY", proxy, 1);
     setenv("ALL_PROXY", proxy, 1);
-    struct ops_module closed = endpoint_module("http://127.0.0.1:1/via-proxy", 3000, 65536);
+    char nothing_listens[] = "http://127.0.0.1:1/via-proxy";
+    struct ops_module closed = endpoint_module(nothing_listens, 3000, 65536);
     int rc = ops_module_invoke(&closed, "go", "null", "k-proxy", NULL, &out);
     char code[64];
     host_settlement_code(&out, code, sizeof code);

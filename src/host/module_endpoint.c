@@ -201,10 +201,10 @@ static CURLcode set_options(CURL *c, const struct target *t, const char *request
 
 static struct curl_slist *request_headers(const char *key)
 {
-    char line[160];
     struct curl_slist *list = curl_slist_append(NULL, "Content-Type: application/json");
     struct curl_slist *grown = list != NULL ? curl_slist_append(list, "Expect:") : NULL;
     if (grown != NULL && key != NULL) {
+        char line[160];
         snprintf(line, sizeof line, "Idempotency-Key: %.128s", key);
         grown = curl_slist_append(grown, line);
     }

@@ -66,7 +66,15 @@ static void observer_delivered(void *self, const struct host_call *call,
         inner.ops->delivered(inner.self, call, seen, delivery_order);
 }
 
-static const struct host_ops OBSERVER_OPS = {observer_call, observer_delivered};
+static bool observer_is_sync(void *self, const char *kind)
+{
+    struct observer *o = self;
+    struct host inner = test_host_interface(o->inner);
+    return inner.ops->is_sync(inner.self, kind);
+}
+
+static const struct host_ops OBSERVER_OPS = {
+    .call = observer_call, .delivered = observer_delivered, .is_sync = observer_is_sync};
 
 static void observer_reset(struct observer *o, pid_t worker)
 {

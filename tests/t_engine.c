@@ -455,7 +455,9 @@ static void test_protocol(void)
                "%s", strerror(errno)))
         return;
     send_hello(&w, PROTO_VERSION + 1);
-    expect_refused(&w, PROTO_REFUSAL_VERSION_MISMATCH, "version 2",
+    char speaks[64];
+    (void)snprintf(speaks, sizeof speaks, "speaks version %u", PROTO_VERSION);
+    expect_refused(&w, PROTO_REFUSAL_VERSION_MISMATCH, speaks,
                    "protocol: Hello with another version is refused (version_mismatch)");
     send_activate(&w, "return 1");
     expect_refused(&w, PROTO_REFUSAL_UNEXPECTED_FRAME, "activate in state awaiting-hello",

@@ -1,11 +1,15 @@
 /* The parent's table of host-call kinds (flows/host_kinds.h) against the worker's own
  * list of the script's host calls (worker/host_apis.h, linked as the worker links it):
  * every kind a worker can send has exactly one row with the same sync flag, every
- * row is a kind a worker sends, and the activation driver's sync check
- * (host_kind_is_sync, below the table's layer) agrees with the rows. A kind added to
- * one list and not the other turns this red. */
+ * row is a kind a worker sends, and every host's sync answer (struct host_ops's
+ * is_sync, what the activation driver asks) agrees with the rows. A kind added to
+ * one list and not the other, or a host without the table's answer, turns this red. */
+#include "flows/codemode_host.h"
+#include "flows/dry_run_host.h"
+#include "flows/flow_host.h"
 #include "flows/host_kinds.h"
 #include "host/host.h"
+#include "host/test_host.h"
 #include "lib/harness.h"
 #include "worker/host_apis.h"
 
@@ -64,22 +68,34 @@ static void test_rows_are_worker_kinds(void)
           count, HOST_API_COUNT, strays, duplicates, malformed, first);
 }
 
+static bool host_says_sync(struct host h, const char *kind)
+{
+    return h.ops->is_sync != NULL && h.ops->is_sync(h.self, kind);
+}
+
 static void test_driver_sync_agrees(void)
 {
     size_t count = 0;
     const struct host_kind *rows = host_kinds_all(&count);
+    const struct host hosts[] = {flow_host_interface(NULL), dry_run_host_interface(NULL),
+                                 codemode_host_interface(NULL)};
     unsigned differ = 0, sync_rows = 0;
     for (size_t i = 0; i < count; i++) {
-        differ += host_kind_is_sync(rows[i].name) != rows[i].sync;
+        for (size_t h = 0; h < sizeof hosts / sizeof hosts[0]; h++)
+            differ += host_says_sync(hosts[h], rows[i].name) != rows[i].sync;
         differ += host_kinds_is_sync(rows[i].name) != rows[i].sync;
         sync_rows += rows[i].sync;
     }
     check(differ == 0 && sync_rows == 2,
-          "the activation driver's sync check agrees with every row (now and random)",
+          "the flow, dry-run and codemode hosts' sync answers agree with every row (now and"
+          " random)",
           "%u disagreements, %u sync rows", differ, sync_rows);
-    check(!host_kind_is_sync("test.echo") && !host_kinds_is_sync("test.echo") &&
-              host_kind_find("test.echo") == NULL,
-          "a kind without a row (the test host's test.echo) is not sync", "it is");
+    struct host test = test_host_interface(NULL);
+    check(!host_says_sync(hosts[0], "test.echo") && !host_kinds_is_sync("test.echo") &&
+              host_kind_find("test.echo") == NULL && host_says_sync(test, "now") &&
+              host_says_sync(test, "random") && !host_says_sync(test, "test.echo"),
+          "a kind without a row (test.echo) is not sync; exec's test host answers now and"
+          " random as sync, its own kinds not", "it differs");
 }
 
 /* Each row's columns are coherent: a sync row has no grant, a row a flow can use has

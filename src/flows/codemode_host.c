@@ -372,6 +372,7 @@ static void codemode_host_delivered(void *self, const struct host_call *call,
 static const struct host_ops CODEMODE_HOST_OPS = {
     .call = codemode_host_call,
     .delivered = codemode_host_delivered,
+    .is_sync = host_kinds_is_sync_op,
 };
 
 struct host codemode_host_interface(struct codemode_host *h)

@@ -337,6 +337,7 @@ static void dry_run_delivered(void *self, const struct host_call *call,
 static const struct host_ops DRY_RUN_HOST_OPS = {
     .call = dry_run_call,
     .delivered = dry_run_delivered,
+    .is_sync = host_kinds_is_sync_op,
 };
 
 struct host dry_run_host_interface(struct dry_run_host *h)

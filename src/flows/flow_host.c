@@ -633,6 +633,7 @@ bool flow_run_usage_admit(struct flow_run_usage *u, uint64_t bytes, const struct
 static const struct host_ops FLOW_HOST_OPS = {
     .call = flow_host_call,
     .delivered = flow_host_delivered,
+    .is_sync = host_kinds_is_sync_op,
 };
 
 struct host flow_host_interface(struct flow_host *fh)

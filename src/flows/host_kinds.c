@@ -403,6 +403,12 @@ bool host_kinds_is_sync(const char *kind)
     return k != NULL && k->sync;
 }
 
+bool host_kinds_is_sync_op(void *self, const char *kind)
+{
+    (void)self;
+    return host_kinds_is_sync(kind);
+}
+
 void host_kind_decide(const struct host_kind_site *site, struct host_kind_call *call)
 {
     const char *name = call->name;

@@ -129,6 +129,9 @@ enum journal_class host_kind_class(const char *kind);
 
 /* True for the kinds the engine waits for synchronously (a row marked sync). */
 bool host_kinds_is_sync(const char *kind);
+/* host_kinds_is_sync in the shape of struct host_ops's is_sync (self unused): the flow,
+ * dry-run and codemode hosts all answer from the table. */
+bool host_kinds_is_sync_op(void *self, const char *kind);
 
 /* Decides a new call: fills call->kind, cls and the refusal, after running the row's
  * parse and grant (once; what they read stays in call for the effect). call's name,

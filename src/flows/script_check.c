@@ -17,7 +17,7 @@ static int refuse_call(void *self, const struct host_call *call, struct host_set
     return host_reject(out, HOST_CODE_DENIED, "no host call while a script is compiled");
 }
 
-static const struct host_ops REFUSING = {refuse_call, NULL};
+static const struct host_ops REFUSING = {.call = refuse_call};
 
 int script_check_compiles(const char *script, size_t len, const char *name, char *err,
                           size_t err_cap)

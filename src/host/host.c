@@ -6,11 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool host_kind_is_sync(const char *kind)
-{
-    return strcmp(kind, "now") == 0 || strcmp(kind, "random") == 0;
-}
-
 bool host_kind_valid(const char *kind, size_t len)
 {
     if (kind == NULL || len == 0 || len > HOST_KIND_MAX_BYTES || kind[0] < 'a' || kind[0] > 'z')

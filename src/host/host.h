@@ -58,15 +58,17 @@ struct host_ops {
      * a call the host may never have been asked (then call() was not called for it). */
     void (*delivered)(void *self, const struct host_call *call,
                       const struct host_settlement *seen, uint32_t delivery_order);
+    /* Optional (NULL: no kind is). True for a kind the engine waits for
+     * synchronously (now, random): the driver answers it at once, outside the
+     * outstanding-call bounds. Each host answers from its own kinds (the flow hosts
+     * from flows/host_kinds.h's table), so no list of kinds lives in this layer. */
+    bool (*is_sync)(void *self, const char *kind);
 };
 
 struct host {
     const struct host_ops *ops;
     void *self;
 };
-
-/* True for the kinds the engine waits for synchronously (now, random). */
-bool host_kind_is_sync(const char *kind);
 
 /* The longest host-call kind the parent accepts from a worker. */
 #define HOST_KIND_MAX_BYTES 64u

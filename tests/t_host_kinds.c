@@ -68,11 +68,6 @@ static void test_rows_are_worker_kinds(void)
           count, HOST_API_COUNT, strays, duplicates, malformed, first);
 }
 
-static bool host_says_sync(struct host h, const char *kind)
-{
-    return h.ops->is_sync != NULL && h.ops->is_sync(h.self, kind);
-}
-
 static void test_driver_sync_agrees(void)
 {
     size_t count = 0;
@@ -82,7 +77,7 @@ static void test_driver_sync_agrees(void)
     unsigned differ = 0, sync_rows = 0;
     for (size_t i = 0; i < count; i++) {
         for (size_t h = 0; h < sizeof hosts / sizeof hosts[0]; h++)
-            differ += host_says_sync(hosts[h], rows[i].name) != rows[i].sync;
+            differ += host_is_sync(&hosts[h], rows[i].name) != rows[i].sync;
         differ += host_kinds_is_sync(rows[i].name) != rows[i].sync;
         sync_rows += rows[i].sync;
     }
@@ -91,9 +86,9 @@ static void test_driver_sync_agrees(void)
           " random)",
           "%u disagreements, %u sync rows", differ, sync_rows);
     struct host test = test_host_interface(NULL);
-    check(!host_says_sync(hosts[0], "test.echo") && !host_kinds_is_sync("test.echo") &&
-              host_kind_find("test.echo") == NULL && host_says_sync(test, "now") &&
-              host_says_sync(test, "random") && !host_says_sync(test, "test.echo"),
+    check(!host_is_sync(&hosts[0], "test.echo") && !host_kinds_is_sync("test.echo") &&
+              host_kind_find("test.echo") == NULL && host_is_sync(&test, "now") &&
+              host_is_sync(&test, "random") && !host_is_sync(&test, "test.echo"),
           "a kind without a row (test.echo) is not sync; exec's test host answers now and"
           " random as sync, its own kinds not", "it differs");
 }

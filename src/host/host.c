@@ -6,6 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+bool host_is_sync(const struct host *h, const char *kind)
+{
+    return h->ops->is_sync != NULL && h->ops->is_sync(h->self, kind);
+}
+
 bool host_kind_valid(const char *kind, size_t len)
 {
     if (kind == NULL || len == 0 || len > HOST_KIND_MAX_BYTES || kind[0] < 'a' || kind[0] > 'z')

@@ -79,6 +79,9 @@ struct host {
  * (or the store, or an audit line) sees it. */
 bool host_kind_valid(const char *kind, size_t len);
 
+/* The host's is_sync answer for kind; false for a host that has none. */
+bool host_is_sync(const struct host *h, const char *kind);
+
 /* Settlement helpers: each returns 0, or -1 (out of memory; *out untouched). */
 int host_fulfil_text(struct host_settlement *out, const char *json);
 /* Takes a reference-free copy of value's serialisation (jansson json_t *). */

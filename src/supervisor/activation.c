@@ -750,7 +750,7 @@ static bool on_host_call(struct run *r, struct proto_host_call *hc)
                        HOST_KIND_MAX_BYTES);
         return false;
     }
-    bool sync = r->host->ops->is_sync != NULL && r->host->ops->is_sync(r->host->self, hc->kind.str);
+    bool sync = host_is_sync(r->host, hc->kind.str);
     /* The parent's memory for one activation is bounded: refuse the call that would
      * pass the cap, before any host performs it. */
     if (!sync && r->pending_count >= ACTIVATION_MAX_OUTSTANDING_CALLS) {

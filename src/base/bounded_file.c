@@ -9,6 +9,32 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+int read_fd_bounded(int fd, size_t cap, char **buf, size_t *len)
+{
+    *buf = NULL;
+    *len = 0;
+    char *bytes = malloc(cap + 2);
+    if (bytes == NULL)
+        return ENOMEM;
+    size_t got = 0;
+    while (got < cap + 1) {
+        ssize_t r = read(fd, bytes + got, cap + 1 - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno != 0 ? errno : EIO;
+            free(bytes);
+            return e;
+        }
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    *buf = bytes;
+    *len = got;
+    return 0;
+}
+
 int read_bounded_file(const char *path, const char *label, size_t cap, char **bytes,
                       size_t *len_out, char *err, size_t err_cap)
 {
@@ -22,27 +48,14 @@ int read_bounded_file(const char *path, const char *label, size_t cap, char **by
         close(fd);
         return error_line(err, err_cap, "%s: %s is not a regular file", label, path);
     }
-    char *buf = malloc(cap + 2);
-    if (buf == NULL) {
-        close(fd);
-        return error_line(err, err_cap, "%s: out of memory", label);
-    }
+    char *buf = NULL;
     size_t len = 0;
-    while (len < cap + 1) {
-        ssize_t r = read(fd, buf + len, cap + 1 - len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int e = errno;
-            free(buf);
-            close(fd);
-            return error_line(err, err_cap, "%s: cannot read %s: %s", label, path, strerror(e));
-        }
-        if (r == 0)
-            break;
-        len += (size_t)r;
-    }
+    int e = read_fd_bounded(fd, cap, &buf, &len);
     close(fd);
+    if (e == ENOMEM)
+        return error_line(err, err_cap, "%s: out of memory", label);
+    if (e != 0 || buf == NULL)
+        return error_line(err, err_cap, "%s: cannot read %s: %s", label, path, strerror(e));
     if (len > cap) {
         free(buf);
         return error_line(err, err_cap, "%s: more than the %zu bytes allowed", label, cap);

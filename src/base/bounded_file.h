@@ -11,4 +11,10 @@
 int read_bounded_file(const char *path, const char *label, size_t cap, char **bytes,
                       size_t *len, char *err, size_t err_cap);
 
+/* Reads fd to its end or to cap + 1 bytes, whichever comes first, into a malloc'd
+ * *buf (cap + 2 bytes, room for a NUL) of *len bytes: *len > cap tells the caller the
+ * file is over its bound. Returns 0, or an errno value (ENOMEM, or read's) with *buf
+ * NULL. fd stays open. */
+int read_fd_bounded(int fd, size_t cap, char **buf, size_t *len);
+
 #endif

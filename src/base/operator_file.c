@@ -1,5 +1,6 @@
 #include "base/operator_file.h"
 
+#include "base/bounded_file.h"
 #include "base/error_line.h"
 
 #include <errno.h>
@@ -46,27 +47,14 @@ int operator_file_read(const char *path, size_t cap, char **bytes, size_t *len, 
         close(fd);
         return -1;
     }
-    char *buf = malloc(cap + 2);
-    if (buf == NULL) {
-        close(fd);
-        return error_line(err, err_cap, "out of memory");
-    }
+    char *buf = NULL;
     size_t got = 0;
-    while (got < cap + 1) {
-        ssize_t r = read(fd, buf + got, cap + 1 - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int e = errno;
-            free(buf);
-            close(fd);
-            return error_line(err, err_cap, "cannot read: %s", strerror(e));
-        }
-        if (r == 0)
-            break;
-        got += (size_t)r;
-    }
+    int e = read_fd_bounded(fd, cap, &buf, &got);
     close(fd);
+    if (e == ENOMEM)
+        return error_line(err, err_cap, "out of memory");
+    if (e != 0 || buf == NULL)
+        return error_line(err, err_cap, "cannot read: %s", strerror(e));
     if (got > cap) {
         free(buf);
         return error_line(err, err_cap, "more than the %zu bytes allowed", cap);

@@ -4,6 +4,7 @@
 
 #include "base/clock.h"
 #include "host/git_sandbox.h"
+#include "host/refusal.h"
 #include "base/thread_affinity.h"
 #include "proto/utf8.h"
 
@@ -28,7 +29,6 @@
 
 #define HOST_CODE_NOT_TEXT_GIT "not_text"
 #define STDERR_TAIL 512
-#define REASON_MAX 512
 #define GIT_PATH_MAX 4096u
 
 /* Every configuration that could make git run a program, read more than the
@@ -80,24 +80,6 @@ static int kind_of(const char *name, enum git_kind *out)
     return -1;
 }
 
-
-/* ---- refusals ----------------------------------------------------------------------- */
-
-struct refusal {
-    const char *code;
-    char reason[REASON_MAX];
-};
-
-__attribute__((format(printf, 3, 4))) static int refuse(struct refusal *r, const char *code,
-                                                         const char *fmt, ...)
-{
-    r->code = code;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(r->reason, sizeof r->reason, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* ---- arguments -------------------------------------------------------------------------- */
 
@@ -1274,7 +1256,7 @@ int git_builtin_run(struct git_request *req, long long deadline_at_ms,
     memset(&r, 0, sizeof r);
     r.pidfd = r.out_fd = r.err_fd = -1;
     int rc;
-    char why_start[REASON_MAX];
+    char why_start[REFUSAL_REASON_MAX];
     if (spawn(program, a->argv, &c, &r, deadline, why_start, sizeof why_start) != 0) {
         rc = host_reject(out, HOST_CODE_GIT_ERROR, "%s: %s", kind, why_start);
     } else {

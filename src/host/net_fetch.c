@@ -4,6 +4,7 @@
 
 #include "base/clock.h"
 #include "host/address_policy.h"
+#include "host/refusal.h"
 #include "proto/utf8.h"
 
 #include <arpa/inet.h>
@@ -16,7 +17,6 @@
 #include <openssl/evp.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +26,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define REASON_MAX 512
 /* getaddrinfo answers beyond this many are refused outright. */
 #define RESOLVED_MAX 64u
 
@@ -77,24 +76,6 @@ static void settings_load(struct settings *t)
         t->total_ms = total;
     }
 #endif
-}
-
-/* ---- refusals ----------------------------------------------------------------------- */
-
-struct refusal {
-    const char *code;
-    char reason[REASON_MAX];
-};
-
-__attribute__((format(printf, 3, 4))) static int refuse(struct refusal *r, const char *code,
-                                                         const char *fmt, ...)
-{
-    r->code = code;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(r->reason, sizeof r->reason, fmt, ap);
-    va_end(ap);
-    return -1;
 }
 
 /* ---- the request ---------------------------------------------------------------------- */

@@ -5,6 +5,7 @@
  * thread of its own, with a bounded number of connections that each time out. */
 #include "serve/metrics_http.h"
 #include "base/error_line.h"
+#include "base/listen_address.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -32,102 +33,12 @@ struct metrics_http {
     unsigned port;
 };
 
-/* The parsed address; addr is a sockaddr_in or sockaddr_in6. */
-struct listen_address {
-    struct sockaddr_storage addr;
-    bool ipv6;
-};
-
-static bool parse_port(const char *text, in_port_t *port)
-{
-    size_t n = strlen(text);
-    if (n == 0 || n > 5 || strspn(text, "0123456789") != n)
-        return false;
-    unsigned long v = strtoul(text, NULL, 10);
-    if (v > 65535)
-        return false;
-    *port = htons((uint16_t)v);
-    return true;
-}
-
-static int parse_listen(const char *listen, struct listen_address *out, char *err,
-                        size_t err_cap)
-{
-    char host[64];
-    const char *port_text;
-    memset(out, 0, sizeof *out);
-    if (listen[0] == '[') {
-        const char *close = strchr(listen, ']');
-        if (close == NULL || close[1] != ':')
-            return error_line(err, err_cap, "metrics address '%s' is malformed (expected "
-                              "127.0.0.1:PORT or [::1]:PORT)", listen);
-        size_t n = (size_t)(close - listen - 1);
-        if (n >= sizeof host)
-            return error_line(err, err_cap, "metrics address '%s' is malformed", listen);
-        memcpy(host, listen + 1, n);
-        host[n] = '\0';
-        port_text = close + 2;
-        out->ipv6 = true;
-    } else {
-        const char *colon = strchr(listen, ':');
-        if (colon == NULL || strchr(colon + 1, ':') != NULL)
-            return error_line(err, err_cap, "metrics address '%s' is malformed (expected "
-                              "127.0.0.1:PORT or [::1]:PORT; an IPv6 address goes in "
-                              "brackets)", listen);
-        size_t n = (size_t)(colon - listen);
-        if (n >= sizeof host)
-            return error_line(err, err_cap, "metrics address '%s' is malformed", listen);
-        memcpy(host, listen, n);
-        host[n] = '\0';
-        port_text = colon + 1;
-    }
-    in_port_t port;
-    if (!parse_port(port_text, &port))
-        return error_line(err, err_cap, "metrics address '%s': the port must be a number "
-                          "from 0 to 65535", listen);
-
-    if (out->ipv6) {
-        struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&out->addr;
-        a6->sin6_family = AF_INET6;
-        a6->sin6_port = port;
-        if (inet_pton(AF_INET6, host, &a6->sin6_addr) != 1)
-            return error_line(err, err_cap, "metrics address '%s': '%s' is not an IPv6 "
-                              "address", listen, host);
-        if (memcmp(&a6->sin6_addr, &in6addr_loopback, sizeof in6addr_loopback) != 0)
-            return error_line(err, err_cap, "metrics address '%s' is not loopback: only "
-                              "127.0.0.0/8 or [::1] may serve /metrics", listen);
-    } else {
-        struct sockaddr_in *a4 = (struct sockaddr_in *)&out->addr;
-        a4->sin_family = AF_INET;
-        a4->sin_port = port;
-        /* inet_pton takes only the four-part dotted decimal form: no names, no
-         * "127.1" or hexadecimal shorthand a resolver would expand. */
-        if (inet_pton(AF_INET, host, &a4->sin_addr) != 1)
-            return error_line(err, err_cap, "metrics address '%s': '%s' is not an IPv4 "
-                              "address (names are not resolved)", listen, host);
-        if ((ntohl(a4->sin_addr.s_addr) >> 24) != 127)
-            return error_line(err, err_cap, "metrics address '%s' is not loopback: only "
-                              "127.0.0.0/8 or [::1] may serve /metrics", listen);
-    }
-    return 0;
-}
-
 /* Defence in depth behind the loopback bind: a peer that is not loopback is dropped. */
 static enum MHD_Result accept_loopback_peer(void *cls, const struct sockaddr *addr,
                                             socklen_t addrlen)
 {
     (void)cls;
-    if (addr->sa_family == AF_INET && addrlen >= sizeof(struct sockaddr_in)) {
-        const struct sockaddr_in *a4 = (const struct sockaddr_in *)(const void *)addr;
-        return (ntohl(a4->sin_addr.s_addr) >> 24) == 127 ? MHD_YES : MHD_NO;
-    }
-    if (addr->sa_family == AF_INET6 && addrlen >= sizeof(struct sockaddr_in6)) {
-        const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)(const void *)addr;
-        return memcmp(&a6->sin6_addr, &in6addr_loopback, sizeof in6addr_loopback) == 0
-                   ? MHD_YES
-                   : MHD_NO;
-    }
-    return MHD_NO;
+    return peer_is_loopback(addr, addrlen) ? MHD_YES : MHD_NO;
 }
 
 /* A fixed short answer (404, 405, 500). */
@@ -203,7 +114,9 @@ struct metrics_http *metrics_http_start(const char *listen, metrics_render_fn re
         return NULL;
     }
     struct listen_address address;
-    if (parse_listen(listen, &address, err, err_cap) != 0)
+    if (listen_address_parse("metrics", listen, false,
+                             "only 127.0.0.0/8 or [::1] may serve /metrics", &address, err,
+                             err_cap) != 0)
         return NULL;
     struct metrics_http *server = calloc(1, sizeof *server);
     if (server == NULL) {

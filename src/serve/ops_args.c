@@ -1,7 +1,7 @@
 /* The argument checks the ops commands share, and text as a JSON string
- * (serve/ops_commands_internal.h). */
+ * (serve/ops_args.h, serve/ops_commands.h). */
+#include "serve/ops_args.h"
 #include "serve/ops_commands.h"
-#include "serve/ops_commands_internal.h"
 #include "serve/ops_reply.h"
 #include "proto/utf8.h"
 #include "store/runs.h"

@@ -1,6 +1,7 @@
 /* "codemode.run" (docs/ops-protocol.md): `ck-basal codemode run` asked of a running
  * serve, which makes the run on its own store (flows/codemode_run.h). */
 #include "serve/ops_commands.h"
+#include "serve/ops_args.h"
 #include "serve/ops_commands_internal.h"
 #include "serve/ops_reply.h"
 #include "base/bounded_file.h"

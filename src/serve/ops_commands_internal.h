@@ -1,8 +1,9 @@
 /* The commands ops_dispatch answers on the store (docs/ops-protocol.md, "Commands"),
- * one handler each, and the argument checks they share. A handler gets the request's
+ * one handler each, and the reconcile arguments they share. A handler gets the request's
  * args (a JSON object, borrowed) and returns a new reply object (serve/ops_reply.h);
  * NULL only when out of memory. Handlers keep no state of their own: they run on any
- * thread, each with the request's one store connection (serve/ops_dispatch.h). */
+ * thread, each with the request's one store connection (serve/ops_dispatch.h); the
+ * argument checks they share are serve/ops_args.h. */
 #ifndef BASAL_SERVE_OPS_COMMANDS_INTERNAL_H
 #define BASAL_SERVE_OPS_COMMANDS_INTERNAL_H
 
@@ -61,19 +62,5 @@ json_t *ops_event_record(struct store *st, json_t *args, struct event_row *row, 
 /* Without a serve: records the event pending for the next serve; data {"event", "delivered":
  * false}. */
 json_t *ops_cmd_event_emit(struct store *st, json_t *args);
-
-/* ops_args.c: each check returns 0 with its result, or -1 with an error reply (exit 2,
- * naming the argument) in *reply. */
-
-/* args holds no key outside names (a NULL-terminated list): the dispatcher checks a
- * command table row's keys with it, before any handler runs. */
-int ops_args_only(json_t *args, const char *const *names, json_t **reply);
-/* args[name] is a string of 1..max bytes without NUL; *out borrowed from args, NULL
- * when the argument is absent and !required. */
-int ops_arg_string(json_t *args, const char *name, bool required, size_t max,
-                   const char **out, json_t **reply);
-/* args[name] is a JSON integer within [min, max]. */
-int ops_arg_integer(json_t *args, const char *name, long long min, long long max,
-                    long long *out, json_t **reply);
 
 #endif

@@ -2,6 +2,7 @@
  * command: its argument keys, its handler on the store, the serve's own handler, what
  * it changes for a running serve). See serve/ops_dispatch.h. */
 #include "serve/ops_dispatch.h"
+#include "serve/ops_args.h"
 #include "serve/ops_commands_internal.h"
 #include "serve/ops_reply.h"
 #include "store/health_store.h"

@@ -2,6 +2,7 @@
  * "Events"): its arguments, and its answer when no serve runs (the event is recorded
  * pending; the next serve delivers it). A running serve answers it itself
  * (serve/event_delivery.h). */
+#include "serve/ops_args.h"
 #include "serve/ops_commands_internal.h"
 #include "serve/ops_commands.h"
 #include "serve/ops_reply.h"

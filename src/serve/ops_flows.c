@@ -2,6 +2,7 @@
  * "flow.list", "flow.install", "flow.approve", "flow.disable" and "flow.enable" on
  * flows/flows.h, which checks and writes each in one transaction (a refusal stores
  * nothing). Their data is what `ck-basal flow ... --json` prints. */
+#include "serve/ops_args.h"
 #include "serve/ops_commands_internal.h"
 #include "serve/ops_reply.h"
 #include "flows/flows.h"

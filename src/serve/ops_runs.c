@@ -2,6 +2,7 @@
  * and "cancel". Their data is what `ck-basal runs|journal|cancel --json` prints
  * (docs/operations.md); the CLI renders its human tables from that same data. */
 #include "serve/ops_commands.h"
+#include "serve/ops_args.h"
 #include "serve/ops_commands_internal.h"
 #include "serve/ops_reply.h"
 #include "base/error_line.h"

@@ -2,6 +2,7 @@
  * the flow's approved schedule and the row serve keeps, by the rule the scheduler
  * itself applies (scheduled_flow_row), so what is shown is what fires; both start
  * from one first fire (first_shown). */
+#include "serve/ops_args.h"
 #include "serve/ops_commands_internal.h"
 #include "serve/ops_reply.h"
 

@@ -2,11 +2,11 @@
  * security headers every answer carries, and the two actions. */
 #include "web/web_server.h"
 #include "base/error_line.h"
+#include "base/listen_address.h"
 #include "flows/reconcile.h"
 #include "store/store.h"
 #include "web/html_text.h"
 #include "web/web_auth.h"
-#include "web/web_listen.h"
 #include "web/web_live.h"
 #include "web/web_pages.h"
 
@@ -519,7 +519,7 @@ static enum MHD_Result accept_peer(void *cls, const struct sockaddr *addr, sockl
 {
     const struct web_server *s = cls;
     /* Defence in depth behind the loopback bind. */
-    return s->allow_remote || web_peer_is_loopback(addr, len) ? MHD_YES : MHD_NO;
+    return s->allow_remote || peer_is_loopback(addr, len) ? MHD_YES : MHD_NO;
 }
 
 /* ---------------------------------------------------------------- start, stop */
@@ -531,8 +531,11 @@ struct web_server *web_server_start(const char *listen, bool allow_remote,
         error_line(err, err_cap, "web: no address or no data home");
         return NULL;
     }
-    struct web_listen address;
-    if (web_listen_parse(listen, allow_remote, &address, err, err_cap) != 0)
+    struct listen_address address;
+    if (listen_address_parse("web", listen, allow_remote,
+                             "the page is for the operator alone (127.0.0.0/8 or [::1]; "
+                             "--web-allow-remote to serve it elsewhere)",
+                             &address, err, err_cap) != 0)
         return NULL;
     struct web_server *s = calloc(1, sizeof *s);
     if (s == NULL) {

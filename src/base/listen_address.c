@@ -1,5 +1,6 @@
-/* Parsing the page's address (web/web_listen.h). */
-#include "web/web_listen.h"
+/* Parsing a listening address (base/listen_address.h). */
+#include "base/listen_address.h"
+
 #include "base/error_line.h"
 
 #include <arpa/inet.h>
@@ -32,8 +33,9 @@ static bool loopback6(const struct in6_addr *a)
     return memcmp(a, &in6addr_loopback, sizeof in6addr_loopback) == 0;
 }
 
-int web_listen_parse(const char *text, bool allow_remote, struct web_listen *out, char *err,
-                     size_t err_cap)
+int listen_address_parse(const char *label, const char *text, bool allow_remote,
+                         const char *not_loopback_why, struct listen_address *out, char *err,
+                         size_t err_cap)
 {
     const char *port_text;
     size_t host_len;
@@ -42,7 +44,8 @@ int web_listen_parse(const char *text, bool allow_remote, struct web_listen *out
     if (text[0] == '[') {
         const char *close = strchr(text, ']');
         if (close == NULL || close[1] != ':')
-            return error_line(err, err_cap, "web address '%s' is malformed (" EXPECTED ")", text);
+            return error_line(err, err_cap, "%s address '%s' is malformed (" EXPECTED ")", label,
+                              text);
         host = text + 1;
         host_len = (size_t)(close - host);
         port_text = close + 2;
@@ -50,28 +53,29 @@ int web_listen_parse(const char *text, bool allow_remote, struct web_listen *out
     } else {
         const char *colon = strchr(text, ':');
         if (colon == NULL || strchr(colon + 1, ':') != NULL)
-            return error_line(err, err_cap, "web address '%s' is malformed (" EXPECTED "; an "
-                              "IPv6 address goes in brackets)", text);
+            return error_line(err, err_cap, "%s address '%s' is malformed (" EXPECTED "; an "
+                              "IPv6 address goes in brackets)", label, text);
         host = text;
         host_len = (size_t)(colon - text);
         port_text = colon + 1;
     }
     if (host_len == 0 || host_len >= sizeof out->host)
-        return error_line(err, err_cap, "web address '%s' is malformed (" EXPECTED ")", text);
+        return error_line(err, err_cap, "%s address '%s' is malformed (" EXPECTED ")", label,
+                          text);
     memcpy(out->host, host, host_len);
     out->host[host_len] = '\0';
     in_port_t port;
     if (!parse_port(port_text, &port))
-        return error_line(err, err_cap, "web address '%s': the port must be a number from 0 "
-                          "to 65535", text);
+        return error_line(err, err_cap, "%s address '%s': the port must be a number from 0 "
+                          "to 65535", label, text);
     bool loopback;
     if (out->ipv6) {
         struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&out->addr;
         a6->sin6_family = AF_INET6;
         a6->sin6_port = port;
         if (inet_pton(AF_INET6, out->host, &a6->sin6_addr) != 1)
-            return error_line(err, err_cap, "web address '%s': '%s' is not an IPv6 address",
-                              text, out->host);
+            return error_line(err, err_cap, "%s address '%s': '%s' is not an IPv6 address",
+                              label, text, out->host);
         loopback = loopback6(&a6->sin6_addr);
     } else {
         struct sockaddr_in *a4 = (struct sockaddr_in *)&out->addr;
@@ -79,18 +83,17 @@ int web_listen_parse(const char *text, bool allow_remote, struct web_listen *out
         a4->sin_port = port;
         /* Only the four-part dotted form: no names, no "127.1" a resolver would expand. */
         if (inet_pton(AF_INET, out->host, &a4->sin_addr) != 1)
-            return error_line(err, err_cap, "web address '%s': '%s' is not an IPv4 address "
-                              "(names are not resolved)", text, out->host);
+            return error_line(err, err_cap, "%s address '%s': '%s' is not an IPv4 address "
+                              "(names are not resolved)", label, text, out->host);
         loopback = loopback4(&a4->sin_addr);
     }
     if (!loopback && !allow_remote)
-        return error_line(err, err_cap, "web address '%s' is not loopback: the page is for the "
-                          "operator alone (127.0.0.0/8 or [::1]; --web-allow-remote to serve "
-                          "it elsewhere)", text);
+        return error_line(err, err_cap, "%s address '%s' is not loopback: %s", label, text,
+                          not_loopback_why);
     return 0;
 }
 
-bool web_peer_is_loopback(const struct sockaddr *addr, socklen_t len)
+bool peer_is_loopback(const struct sockaddr *addr, socklen_t len)
 {
     if (addr->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in))
         return loopback4(&((const struct sockaddr_in *)(const void *)addr)->sin_addr);

@@ -32,7 +32,6 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +40,6 @@
 #include <unistd.h>
 
 
-#define ok(cond, name) check((cond), (name), "%s", "expected it to hold")
 
 static char g_root[256];
 
@@ -500,14 +498,11 @@ static void test_exits(void)
     free(name);
 
     /* A run a dead process left running is ended by the next run. */
-    sqlite3 *db = NULL;
-    bool planted = sqlite3_open_v2(S.db, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
-                   sqlite3_exec(db, "INSERT INTO codemode_runs (script_name, script, script_sha256,"
-                                    " input, state, owner, created_at, updated_at) VALUES ('x',"
-                                    " x'00', printf('%064d', 0), '{}', 'running',"
-                                    " 'pid:999999999:5', 1, 1)", NULL, NULL, NULL) == SQLITE_OK;
-    long long planted_id = planted ? sqlite3_last_insert_rowid(db) : -1;
-    sqlite3_close(db);
+    bool planted = store_exec_changes(S.db, "INSERT INTO codemode_runs (script_name, script,"
+                                            " script_sha256, input, state, owner, created_at,"
+                                            " updated_at) VALUES ('x', x'00', printf('%064d', 0),"
+                                            " '{}', 'running', 'pid:999999999:5', 1, 1)") == 1;
+    long long planted_id = planted ? sql_number("SELECT max(id) FROM codemode_runs") : -1;
     r = cli_in(false, ARGS("codemode", "run", "-"), "return 1;\n");
     proc_result_free(&r);
     char sql[160];
@@ -559,16 +554,11 @@ static void test_migration(void)
         fail("migration: directories", "%s", strerror(errno));
         return;
     }
-    sqlite3 *db = NULL;
-    bool made = sqlite3_open(S.db, &db) == SQLITE_OK &&
-                sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK &&
-                sqlite3_exec(db, store_schema_migration(1), NULL, NULL, NULL) == SQLITE_OK &&
-                sqlite3_exec(db, "INSERT INTO flows (id, created_at) VALUES ('old', 1);"
-                                 "INSERT INTO kv (flow_id, key, value) VALUES ('old', 'k', '7');"
-                                 "INSERT INTO audit (at, kind, decision) VALUES (1, 'x', 'allowed');"
-                                 "PRAGMA user_version = 1; COMMIT", NULL, NULL, NULL) == SQLITE_OK;
-    sqlite3_close(db);
-    chmod(S.db, 0600);
+    bool made = store_create(S.db, store_schema_migration(1),
+                             "INSERT INTO flows (id, created_at) VALUES ('old', 1);"
+                             "INSERT INTO kv (flow_id, key, value) VALUES ('old', 'k', '7');"
+                             "INSERT INTO audit (at, kind, decision) VALUES (1, 'x', 'allowed');"
+                             "PRAGMA user_version = 1;");
     if (!ok(made, "migration: a store at schema version 1 made"))
         return;
     struct proc_result r = cli(true, ARGS("setup"));

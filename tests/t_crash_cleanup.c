@@ -39,7 +39,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +53,6 @@
 /* The safety net for a process that must end at once: generous for a loaded machine. */
 #define GONE_WITHIN_MS 20000
 
-#define ok(cond, name) check((cond), (name), "%s", "expected it to hold")
 
 static char g_root[PATH_MAX];
 
@@ -451,14 +449,9 @@ static void test_migration(void)
     sfmt(S.home, sizeof S.home, "%s/old-home", S.dir);
     sfmt(S.db, sizeof S.db, "%s/basal.db", S.home);
     bool made = mkdir(S.home, 0700) == 0;
-    sqlite3 *db = NULL;
-    made = made && sqlite3_open_v2(S.db, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) ==
-                       SQLITE_OK &&
-           sqlite3_exec(db, store_schema_migration(1), NULL, NULL, NULL) == SQLITE_OK &&
-           sqlite3_exec(db, "INSERT INTO flows (id, created_at) VALUES ('old', 1);"
-                            "PRAGMA user_version = 1;", NULL, NULL, NULL) == SQLITE_OK;
-    sqlite3_close(db);
-    made = made && chmod(S.db, 0600) == 0;
+    made = made && store_create(S.db, store_schema_migration(1),
+                                "INSERT INTO flows (id, created_at) VALUES ('old', 1);"
+                                "PRAGMA user_version = 1;");
     if (!ok(made, "migration: a version-1 store is made"))
         return;
     struct proc_result r = cli(true, ARGS("setup"));
@@ -584,11 +577,11 @@ static int names_with_prefix(const char *dir, const char *prefix, int *regular)
 /* Runs flow under launch, killed by seccomp at its first rename. */
 static bool run_killed_at_rename(const char *flow)
 {
-    const char *argv[] = {harness_launcher(), "--inject=renameat:KILL", "--inject=renameat2:KILL",
-                          "--inject=rename:KILL", "--", harness_test_parent(), "--home", S.home,
-                          "run", flow, NULL};
-    struct proc_opts opts = {.use_fds = false, .envp = NO_ENV};
-    struct proc_result r = proc_run_opts(argv, &opts, NULL, 0, TIMEOUT_MS);
+    const struct cli_opts opts = {
+        .envp = NO_ENV, .timeout_ms = TIMEOUT_MS,
+        .prefix = ARGS(harness_launcher(), "--inject=renameat:KILL", "--inject=renameat2:KILL",
+                       "--inject=rename:KILL", "--")};
+    struct proc_result r = cli_run(S.home, &opts, ARGS("run", flow));
     bool killed = died_by_signal(&r, SIGSYS);
     if (!killed)
         fprintf(stderr, "  %s: %s\n", proc_describe(&r), r.err);

@@ -30,7 +30,6 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +38,6 @@
 #include <unistd.h>
 
 
-#define ok(cond, name) check((cond), (name), "%s", "expected it to hold")
 
 static char g_root[256];
 static char g_home[PATH_MAX], g_db[PATH_MAX], g_log[PATH_MAX], g_data[PATH_MAX],
@@ -112,23 +110,6 @@ static void add_tree(struct text *t, const char *dir)
     free(names);
 }
 
-static void add_rows(struct text *t, sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        add(t, "%s: %s\n", sql, sqlite3_errmsg(db));
-        return;
-    }
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        for (int c = 0; c < sqlite3_column_count(st); c++) {
-            const unsigned char *v = sqlite3_column_text(st, c);
-            add(t, "%s|", v != NULL ? (const char *)v : "NULL");
-        }
-        add(t, "\n");
-    }
-    sqlite3_finalize(st);
-}
-
 /* The world a flow could change: the roots, the data home's files (sinks, catalogs),
  * the module's log and every table of the store but the audit log. */
 static char *snapshot(void)
@@ -141,22 +122,20 @@ static char *snapshot(void)
     char *log = read_text_file(g_log);
     add(&t, "log: %s\n", log != NULL ? log : "(none)");
     free(log);
-    sqlite3 *db = NULL;
-    if (sqlite3_open_v2(g_db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-        static const char *const TABLES[] = {
-            "flows", "flow_versions", "approvals", "runs", "journal", "mailbox", "activations",
-            "kv", "health_counters", "codemode_runs", "codemode_calls",
-        };
-        for (size_t i = 0; i < sizeof TABLES / sizeof TABLES[0]; i++) {
-            char sql[128];
-            sfmt(sql, sizeof sql, "SELECT * FROM %s ORDER BY 1, 2", TABLES[i]);
-            add(&t, "[%s]\n", TABLES[i]);
-            add_rows(&t, db, sql);
-        }
-    } else {
-        add(&t, "store: cannot open\n");
+    static const char *const TABLES[] = {
+        "flows", "flow_versions", "approvals", "runs", "journal", "mailbox", "activations",
+        "kv", "health_counters", "codemode_runs", "codemode_calls",
+    };
+    enum { TABLE_COUNT = sizeof TABLES / sizeof TABLES[0] };
+    char queries[TABLE_COUNT][128];
+    const char *query_list[TABLE_COUNT];
+    for (size_t i = 0; i < TABLE_COUNT; i++) {
+        sfmt(queries[i], sizeof queries[i], "SELECT * FROM %s ORDER BY 1, 2", TABLES[i]);
+        query_list[i] = queries[i];
     }
-    sqlite3_close(db);
+    char *rows = store_dump(g_db, query_list, TABLE_COUNT);
+    add(&t, "store:\n%s", rows != NULL ? rows : "(cannot open)\n");
+    free(rows);
     return t.buf;
 }
 

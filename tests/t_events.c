@@ -38,8 +38,6 @@
 #include <unistd.h>
 
 #define TIMEOUT_MS 120000
-#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
-#define ok(cond, name) check((cond), (name), "%s", "expected it to hold")
 /* A window start of the test clock (a multiple of 60 s). */
 #define CLOCK_T0 1800000000000LL
 #define MINUTE 60000LL

@@ -54,7 +54,6 @@
 #define TIMEOUT_MS 60000
 
 /* check() with a fixed detail: the name says what was expected. */
-#define ok(cond, name) check((cond), (name), "%s", "expected it to hold")
 
 static char g_root[PATH_MAX];
 
@@ -752,10 +751,10 @@ static void test_hook_absent_from_release(void)
     scenario_begin("release-hook");
     if (!flow_add("crash", CRASH_FLOW, grants_all()))
         return;
-    const char *argv[] = {harness_release_parent(), "--json", "--home", S.home, "run", "crash", NULL};
     char *const env[] = {"BASAL_TEST_KILL_AT=after_journal_commit:1", NULL};
-    struct proc_opts opts = {.use_fds = false, .envp = env};
-    struct proc_result r = proc_run_opts(argv, &opts, NULL, 0, TIMEOUT_MS);
+    const struct cli_opts opts = {.json = true, .envp = env, .parent = harness_release_parent(),
+                                  .timeout_ms = TIMEOUT_MS};
+    struct proc_result r = cli_run(S.home, &opts, ARGS("run", "crash"));
     ok(proc_exited_with(&r, 0) && strstr(r.out, "\"succeeded\"") != NULL,
           "kill hook: the release build ignores BASAL_TEST_KILL_AT");
     proc_result_free(&r);
@@ -910,9 +909,9 @@ static void test_two_processes(void)
         return;
     /* One process drives a long run while others open the store, run and close. */
     struct proc p;
-    const char *argv[] = {harness_test_parent(), "--home", S.home, "run", "long", NULL};
-    struct proc_opts opts = {.use_fds = false, .envp = NO_ENV};
-    if (!ok(proc_start(&p, argv, &opts) == 0, "two processes: start the long run"))
+    const struct cli_opts opts = {.envp = NO_ENV};
+    if (!ok(cli_start(&p, S.home, &opts, ARGS("run", "long")) == 0,
+            "two processes: start the long run"))
         return;
     int short_ok = 0;
     for (int i = 0; i < 8; i++) {
@@ -938,10 +937,9 @@ static void test_two_processes(void)
  * commit. Returns false if it did not stop there. */
 static bool start_stopped(struct proc *p)
 {
-    const char *argv[] = {harness_test_parent(), "--home", S.home, "run", "long", NULL};
     char *const env[] = {"BASAL_TEST_STOP_AT=after_outcome_commit:5", NULL};
-    struct proc_opts opts = {.use_fds = false, .envp = env};
-    if (proc_start(p, argv, &opts) != 0)
+    const struct cli_opts opts = {.envp = env};
+    if (cli_start(p, S.home, &opts, ARGS("run", "long")) != 0)
         return false;
     int status = 0;
     if (waitpid(p->pid, &status, WUNTRACED) != p->pid || !WIFSTOPPED(status)) {

@@ -28,7 +28,6 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,13 +121,10 @@ static char *dump_rows(void)
     return store_dump(g_db, SQL, sizeof SQL / sizeof SQL[0]);
 }
 
+/* True if sql changed exactly one row. */
 static bool sql_exec(const char *sql)
 {
-    sqlite3 *db = NULL;
-    bool ok = sqlite3_open_v2(g_db, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
-              sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK && sqlite3_changes(db) == 1;
-    sqlite3_close(db);
-    return ok;
+    return store_exec_changes(g_db, sql) == 1;
 }
 
 /* Runs args, expects exit code and a single stderr line containing want, and that the

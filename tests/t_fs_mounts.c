@@ -116,8 +116,8 @@ static char *run_without_openat2(const struct test_home *h, const char *trigger)
             _exit(97);
         if (dup2(fd, 1) < 0)
             _exit(98);
-        const char *argv[] = {harness_test_parent(), "--json", "--home", h->home, "run", "mounts",
-                              "--trigger", trigger, NULL};
+        const char *argv[CLI_MAX_ARGS];
+        cli_argv(argv, CLI_MAX_ARGS, NULL, true, h->home, ARGS("run", "mounts", "--trigger", trigger));
         execv(argv[0], (char *const *)(void *)argv);
         _exit(99);
     }

@@ -31,7 +31,6 @@
 #include <unistd.h>
 
 #define TIMEOUT_MS 60000
-#define ok(cond, name) check((cond), (name), "%s", "expected it to hold")
 
 static char g_root[PATH_MAX];
 static char *const NO_ENV[] = {NULL};
@@ -229,12 +228,11 @@ static void test_sink_on_full_disk(void)
     if (!ok(write_text_file(file, FIRST, 0600) && fill_disk(sinks, filler, sizeof filler),
             "sink full: the sink holds a line and the disk is full"))
         return;
-    const char *argv[] = {harness_test_parent(), "--json", "--home", home, "run", "emit", NULL};
     char *const env[] = {"BASAL_TEST_STOP_AT=after_outcome_commit:0", NULL};
-    struct proc_opts opts = {.use_fds = false, .envp = env};
+    const struct cli_opts opts = {.json = true, .envp = env};
     struct proc p;
     int status = 0;
-    if (!ok(proc_start(&p, argv, &opts) == 0 && waitpid(p.pid, &status, WUNTRACED) == p.pid &&
+    if (!ok(cli_start(&p, home, &opts, ARGS("run", "emit")) == 0 && waitpid(p.pid, &status, WUNTRACED) == p.pid &&
                 WIFSTOPPED(status),
             "sink full: the run stops after the failed emit's outcome")) {
         proc_kill(&p);

@@ -43,7 +43,6 @@
 #include <unistd.h>
 
 #define TIMEOUT_MS 120000
-#define ok(cond, name) check((cond), (name), "%s", "expected it to hold")
 
 static char g_root[PATH_MAX];
 static char g_home[PATH_MAX + 32];
@@ -658,11 +657,9 @@ static void test_fake(void)
     fifo = open(g_fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     vars[1][0] = '\0';
     sfmt(vars[1], PATH_MAX + 64, "BASAL_TEST_GIT_TIMEOUT_MS=60000");
-    const char *argv[] = {harness_test_parent(), "--json", "--home", g_home, "run", "fake",
-                          "--trigger", trigger_json(), NULL};
     struct proc p;
-    struct proc_opts opts = {.use_fds = false, .envp = env};
-    if (fifo < 0 || proc_start(&p, argv, &opts) != 0) {
+    const struct cli_opts opts = {.json = true, .envp = env};
+    if (fifo < 0 || cli_start(&p, g_home, &opts, ARGS("run", "fake", "--trigger", trigger_json())) != 0) {
         fail("git stand-in: parent death", "cannot start: %s", strerror(errno));
         return;
     }

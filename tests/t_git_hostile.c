@@ -155,22 +155,9 @@ static void reset_witnesses(void)
 static struct proc_result cli(char *const *envp, const char *const *args, bool launched,
                               const char *inject)
 {
-    const char *argv[32];
-    int n = 0;
-    if (launched) {
-        argv[n++] = harness_launcher();
-        argv[n++] = inject;
-        argv[n++] = "--";
-    }
-    argv[n++] = harness_test_parent();
-    argv[n++] = "--json";
-    argv[n++] = "--home";
-    argv[n++] = g_home;
-    for (int i = 0; args[i] != NULL && n < 31; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    struct proc_opts opts = {.use_fds = false, .envp = envp};
-    return proc_run_opts(argv, &opts, NULL, 0, TIMEOUT_MS);
+    const struct cli_opts opts = {.json = true, .envp = envp, .timeout_ms = TIMEOUT_MS,
+                                  .prefix = launched ? ARGS(harness_launcher(), inject, "--") : NULL};
+    return cli_run(g_home, &opts, args);
 }
 
 static char *const NO_ENV[] = {NULL};

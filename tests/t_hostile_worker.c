@@ -43,7 +43,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +56,6 @@
 
 #define TIMEOUT_MS 120000
 
-#define ok(cond, name) check((cond), (name), "%s", "expected it to hold")
 
 static char g_root[PATH_MAX];
 static char g_home[PATH_MAX];
@@ -104,15 +102,7 @@ static struct cli_out cli(const char *worker, bool json, const char *const *args
 {
     struct cli_out o = {false, -1, NULL, 0};
     const char *argv[32];
-    int n = 0;
-    argv[n++] = harness_test_parent();
-    if (json)
-        argv[n++] = "--json";
-    argv[n++] = "--home";
-    argv[n++] = g_home;
-    for (int i = 0; args[i] != NULL && n < 31; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
+    cli_argv(argv, 32, NULL, json, g_home, args);
     char entry[PATH_MAX + 32];
     sfmt(entry, sizeof entry, "BASAL_TEST_WORKER=%s", worker != NULL ? worker : "");
     int out[2];
@@ -125,11 +115,8 @@ static struct cli_out cli(const char *worker, bool json, const char *const *args
         if (dup2(out[1], 1) < 0 || null < 0 || dup2(null, 2) < 0)
             _exit(127);
         signal(SIGPIPE, SIG_DFL);
-        char *copy[32];
-        for (int i = 0; i <= n; i++)
-            copy[i] = argv[i] != NULL ? strdup(argv[i]) : NULL;
         char *envp[] = {worker != NULL ? entry : NULL, NULL};
-        execve(copy[0], copy, envp);
+        execve(argv[0], (char *const *)(void *)argv, envp);
         _exit(127);
     }
     close(out[1]);
@@ -491,18 +478,8 @@ static void test_cancel(void)
         sfmt(idtext, sizeof idtext, "%lld", id);
         json_decref(r);
     }
-    char *error = NULL;
-    {
-        sqlite3 *db = NULL;
-        sqlite3_stmt *st = NULL;
-        if (sqlite3_open_v2(g_db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-            sqlite3_prepare_v2(db, "SELECT error FROM runs WHERE state = 'cancelled' ORDER BY id"
-                               " LIMIT 1", -1, &st, NULL) == SQLITE_OK &&
-            sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) != NULL)
-            error = strdup((const char *)sqlite3_column_text(st, 0));
-        sqlite3_finalize(st);
-        sqlite3_close(db);
-    }
+    char *error =
+        store_text(g_db, "SELECT error FROM runs WHERE state = 'cancelled' ORDER BY id LIMIT 1");
     check_str_eq(error, "cancelled by the operator (was suspended): forged suspension",
                  "cancel: the run's error names the operator, the state and the reason");
     free(error);

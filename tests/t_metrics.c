@@ -44,7 +44,6 @@
 #define CURL "/usr/bin/curl"
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
-#define ok(cond, name) check((cond), (name), "%s", "expected it to hold")
 
 static char g_dir[PATH_MAX];
 static char g_home[PATH_MAX];

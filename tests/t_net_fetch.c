@@ -51,7 +51,6 @@
 #include <unistd.h>
 
 #define TIMEOUT_MS 120000
-#define ok(cond, name) check((cond), (name), "%s", "expected it to hold")
 
 static char g_root[PATH_MAX];
 static char g_ca[PATH_MAX + 16], g_cert[PATH_MAX + 16], g_key[PATH_MAX + 16];

@@ -163,10 +163,12 @@ static void flow_commands(void)
                  "{\"cmd\":\"flow.install\",\"args\":{\"dir\":5}}");
     expect_error("flow.install: dir relative", 2, "absolute",
                  "{\"cmd\":\"flow.install\",\"args\":{\"dir\":\"alpha\"}}");
-    expect_error("flow.install: dir with a NUL", 2, "NUL",
-                 "{\"cmd\":\"flow.install\",\"args\":{\"dir\":\"/tmp\\u0000/x\"}}");
-    expect_error("flow.install: an extra argument", 2, "unexpected argument",
-                 "{\"cmd\":\"flow.install\",\"args\":{\"dir\":\"/tmp\",\"force\":true}}");
+    sfmt(request, sizeof request,
+         "{\"cmd\":\"flow.install\",\"args\":{\"dir\":\"%s\\u0000/x\"}}", g_root);
+    expect_error("flow.install: dir with a NUL", 2, "NUL", request);
+    sfmt(request, sizeof request,
+         "{\"cmd\":\"flow.install\",\"args\":{\"dir\":\"%s\",\"force\":true}}", g_root);
+    expect_error("flow.install: an extra argument", 2, "unexpected argument", request);
     sfmt(request, sizeof request, "{\"cmd\":\"flow.install\",\"args\":{\"dir\":\"%s/none\"}}",
          g_root);
     expect_error("flow.install: a directory that does not exist", 1, "No such file", request);

@@ -186,8 +186,10 @@ static void test_catalog_refusals(char *scratch_file)
     refuse("{\"modules\": {\"t\": {\"program\": \"/nonexistent/prog\", \"ops\": {}}}}",
            "modules.t.program: cannot use the program",
            "catalog: missing program refused [guard program-exists]");
-    refuse("{\"modules\": {\"t\": {\"program\": \"/tmp\", \"ops\": {}}}}",
-           "modules.t.program: the program is not a regular file",
+    char as_program[PATH_MAX + 64];
+    sfmt(as_program, sizeof as_program, "{\"modules\": {\"t\": {\"program\": \"%s\", \"ops\": {}}}}",
+         home);
+    refuse(as_program, "modules.t.program: the program is not a regular file",
            "catalog: directory as program refused [guard program-regular]");
     /* guard: module and op names have the manifest's name form. */
     sfmt(buf, sizeof buf, "{\"modules\": {\"Tickets\": {\"program\": \"%s\", \"ops\": {}}}}",
@@ -777,7 +779,8 @@ static void test_invoke_unprivileged(void)
 {
     const uid_t nobody = 65534;
     /* Outside the test's own 0700 directory: uid 65534 must reach its log. */
-    char dir[] = "/tmp/basal-ops-nobody-XXXXXX", log[PATH_MAX];
+    char dir[PATH_MAX], log[PATH_MAX];
+    sfmt(dir, sizeof dir, "%s/basal-ops-nobody-XXXXXX", harness_tmp_root());
     if (!check(mkdtemp(dir) != NULL && chown(dir, nobody, nobody) == 0,
                "invoke unprivileged: a directory for uid 65534", "%s: %s", dir, strerror(errno)))
         return;

@@ -18,12 +18,12 @@
  * first fire, never one already passed. */
 #include "lib/harness.h"
 #include "lib/serve_home.h"
+#include "lib/store_view.h"
 
 #include "flows/schedule.h"
 #include "flows/zoneinfo.h"
 
 #include <jansson.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -425,11 +425,8 @@ static void check_listing(const char *root) {
                  LISTED[i].cron, LISTED[i].zone);
         made = made && test_home_flow(&h, LISTED[i].id, 1, trigger, FLOW_SCRIPT);
     }
-    sqlite3 *db = NULL;
-    made = made && sqlite3_open_v2(h.db, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
-           sqlite3_exec(db, "UPDATE approvals SET approved_at = approved_at - 2 * 86400000"
-                            " WHERE flow_id = 'hourly'", NULL, NULL, NULL) == SQLITE_OK;
-    sqlite3_close(db);
+    made = made && store_exec_changes(h.db, "UPDATE approvals SET approved_at = approved_at -"
+                                            " 2 * 86400000 WHERE flow_id = 'hourly'") == 1;
     if (!check(made, "listing: four scheduled flows approved (one two days ago)", "%s", "no"))
         return;
     int64_t before = (int64_t)time(NULL);

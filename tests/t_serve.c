@@ -44,8 +44,6 @@
 #include <unistd.h>
 
 #define TIMEOUT_MS 120000
-#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
-#define ok(cond, name) check((cond), (name), "%s", "expected it to hold")
 
 static char g_root[PATH_MAX];
 

@@ -16,6 +16,7 @@
  *   - setup --json parses and names the kernel's Landlock ABI and seccomp answer. */
 #include "lib/cli_home.h"
 #include "lib/harness.h"
+#include "lib/store_view.h"
 
 #include "store/datahome.h"
 #include "store/flow_registry.h"
@@ -26,7 +27,6 @@
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,27 +72,7 @@ static bool one_line(const char *text)
 
 static int user_version_of(const char *db_path)
 {
-    sqlite3 *db = NULL;
-    int v = -1;
-    if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-        sqlite3_stmt *st = NULL;
-        if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
-            sqlite3_step(st) == SQLITE_ROW)
-            v = sqlite3_column_int(st, 0);
-        sqlite3_finalize(st);
-    }
-    sqlite3_close(db);
-    return v;
-}
-
-static const char *pragma_text(sqlite3 *db, const char *sql, char *out, size_t cap)
-{
-    sqlite3_stmt *st = NULL;
-    snprintf(out, cap, "(error)");
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        snprintf(out, cap, "%s", (const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    return out;
+    return (int)store_number(db_path, "PRAGMA user_version");
 }
 
 static void check_files_owner_only(const char *home, const char *label)
@@ -274,14 +254,9 @@ static void test_store_api(void)
     /* The trigger is in the schema: a connection of its own meets it too. */
     char db_file[PATH_MAX];
     snprintf(db_file, sizeof db_file, "%s/basal.db", home);
-    sqlite3 *raw = NULL;
-    check(sqlite3_open_v2(db_file, &raw, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
-              sqlite3_exec(raw,
-                           "INSERT INTO audit(at, kind, decision) VALUES (1, 'kv.get', 'allowed');"
-                           "DELETE FROM audit",
-                           NULL, NULL, NULL) != SQLITE_OK,
-          "store: audit is append-only", "delete succeeded");
-    sqlite3_close(raw);
+    check(store_exec(db_file, "INSERT INTO audit(at, kind, decision) VALUES (1, 'kv.get', 'allowed')") &&
+              !store_exec(db_file, "DELETE FROM audit"),
+          "store: audit is append-only", "delete succeeded (or the insert failed)");
     check_files_owner_only(home, "store API after writes");
     char wal[PATH_MAX + 8];
     snprintf(wal, sizeof wal, "%s/basal.db-wal", home);
@@ -292,18 +267,13 @@ static void test_store_api(void)
     /* A fresh connection sees the persistent settings and the counter. */
     char db_path[PATH_MAX];
     snprintf(db_path, sizeof db_path, "%s/basal.db", home);
-    sqlite3 *db = NULL;
-    if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-        char buf[64];
-        check_str_eq(pragma_text(db, "PRAGMA journal_mode", buf, sizeof buf), "wal",
-                     "store: WAL persists (fresh connection)");
-        check_str_eq(pragma_text(db, "SELECT value FROM health_counters WHERE name='spawned'",
-                                 buf, sizeof buf),
-                     "5", "store: health counter persists across open");
-    } else {
-        fail("store: fresh connection", "%s", sqlite3_errmsg(db));
-    }
-    sqlite3_close(db);
+    char *mode = store_text(db_path, "PRAGMA journal_mode");
+    char *spawned = store_text(db_path, "SELECT value FROM health_counters WHERE name='spawned'");
+    check_str_eq(mode != NULL ? mode : "(error)", "wal", "store: WAL persists (fresh connection)");
+    check_str_eq(spawned != NULL ? spawned : "(error)", "5",
+                 "store: health counter persists across open");
+    free(mode);
+    free(spawned);
 
     if (check(store_open(home, &s, err, sizeof err) == 0, "store_open: reopen", "%s", err)) {
         check_int_eq(store_schema_version_at_open(s), STORE_SCHEMA_VERSION,
@@ -322,13 +292,10 @@ static void test_newer_store(void)
         return;
     char db_path[PATH_MAX];
     snprintf(db_path, sizeof db_path, "%s/basal.db", home);
-    sqlite3 *db = NULL;
     int future = STORE_SCHEMA_VERSION + 98;
     char sql[64];
     snprintf(sql, sizeof sql, "PRAGMA user_version = %d", future);
-    ok = sqlite3_open(db_path, &db) == SQLITE_OK &&
-         sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK;
-    sqlite3_close(db);
+    ok = store_exec(db_path, sql);
     if (!check(ok, "newer store: bump user_version", "sqlite failed"))
         return;
 

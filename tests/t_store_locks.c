@@ -20,6 +20,7 @@
  * Every wait is on an event (serve's log, a reply, the disturber's stdout), never a sleep. */
 #include "lib/harness.h"
 #include "lib/serve_home.h"
+#include "lib/store_view.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -251,40 +252,12 @@ static bool rounds_reached(struct proc *d, int *seen, int want)
     return true;
 }
 
-static long long sql_in(const char *db_path, const char *sql)
-{
-    sqlite3 *db = NULL;
-    long long v = -1;
-    if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-        sqlite3_busy_timeout(db, 10000);
-        sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
-            if (sqlite3_step(st) == SQLITE_ROW)
-                v = sqlite3_column_int64(st, 0);
-            sqlite3_finalize(st);
-        }
-    }
-    sqlite3_close(db);
-    return v;
-}
-
 static bool integrity_ok(const char *db_path, char *got, size_t cap)
 {
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
-    bool good = false;
-    sfmt(got, cap, "cannot open");
-    if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW) {
-        const char *v = (const char *)sqlite3_column_text(st, 0);
-        sfmt(got, cap, "%s", v != NULL ? v : "(null)");
-        good = v != NULL && strcmp(v, "ok") == 0;
-    } else if (db != NULL) {
-        sfmt(got, cap, "%s", sqlite3_errmsg(db));
-    }
-    sqlite3_finalize(st);
-    sqlite3_close(db);
+    char *v = store_text(db_path, "PRAGMA integrity_check");
+    sfmt(got, cap, "%s", v != NULL ? v : "cannot open or read");
+    bool good = v != NULL && strcmp(v, "ok") == 0;
+    free(v);
     return good;
 }
 
@@ -296,19 +269,19 @@ static bool acknowledged_present(const char *db_path, const long long *runs, int
         char sql[256];
         sfmt(sql, sizeof sql, "SELECT count(*) FROM runs WHERE id = %lld AND state = 'succeeded'",
              runs[i]);
-        if (sql_in(db_path, sql) != 1) {
+        if (store_number(db_path, sql) != 1) {
             sfmt(why, cap, "run %lld (n=%d) is not succeeded", runs[i], i + 1);
             return false;
         }
         sfmt(sql, sizeof sql, "SELECT count(*) FROM kv WHERE flow_id = 'w' AND key = 'k%d' AND "
                               "value = '%d'", i + 1, i + 1);
-        if (sql_in(db_path, sql) != 1) {
+        if (store_number(db_path, sql) != 1) {
             sfmt(why, cap, "kv k%d of run %lld is missing", i + 1, runs[i]);
             return false;
         }
         sfmt(sql, sizeof sql, "SELECT count(*) FROM activations WHERE run_id = %lld", runs[i]);
-        if (sql_in(db_path, sql) != 1) {
-            sfmt(why, cap, "run %lld has %lld activations", runs[i], sql_in(db_path, sql));
+        if (store_number(db_path, sql) != 1) {
+            sfmt(why, cap, "run %lld has %lld activations", runs[i], store_number(db_path, sql));
             return false;
         }
     }
@@ -439,8 +412,8 @@ static void test_under_load(void)
           "store locks: after the SIGKILL every acknowledged run is succeeded with its kv write, "
           "driven once [guard: serve keeps its lock on basal.db]",
           "%s", why);
-    long long tick_runs = sql_in(h.db, "SELECT count(*) FROM runs WHERE flow_id = 'tick'");
-    long long tick_kv = sql_in(h.db, "SELECT count(*) FROM kv WHERE flow_id = 'tick'");
+    long long tick_runs = store_number(h.db, "SELECT count(*) FROM runs WHERE flow_id = 'tick'");
+    long long tick_kv = store_number(h.db, "SELECT count(*) FROM kv WHERE flow_id = 'tick'");
     int refired = test_serve_log_count(&s2, "event=schedule_fired") -
                   test_serve_log_count(&s2, "fire=admitted_before");
     check(tick_runs == TICKS && tick_kv == TICKS && refired == 0 &&

@@ -22,6 +22,7 @@ struct cli_opts {
     const char *input;  /* stdin text, or NULL for none */
     const char *parent; /* the ck-basal to run; NULL: harness_test_parent() */
     int timeout_ms;     /* 0: CLI_TIMEOUT_MS */
+    const char *const *prefix; /* words before the parent (a launcher and its flags) or NULL */
 };
 
 #define CLI_MAX_ARGS 32
@@ -35,6 +36,11 @@ void cli_argv(const char **argv, size_t cap, const char *parent, bool json, cons
 /* Runs the CLI on home (NULL: no --home) with args (NULL-ended, at most CLI_MAX_ARGS). */
 struct proc_result cli_run(const char *home, const struct cli_opts *opts,
                            const char *const *args);
+/* Starts the same command without waiting (stdin, stdout and stderr piped, as
+ * proc_start does): for a test that signals or watches the CLI while it runs.
+ * opts->input and opts->timeout_ms are not used; proc_finish collects the result. */
+int cli_start(struct proc *p, const char *home, const struct cli_opts *opts,
+              const char *const *args);
 /* cli_run with an empty environment and no stdin: how most tests call it. */
 struct proc_result cli_home(const char *home, bool json, const char *const *args);
 

@@ -75,6 +75,8 @@ __attribute__((format(printf, 3, 4))) bool check(bool cond, const char *name,
 /* check() for the common comparisons; the detail names both values. */
 bool check_int_eq(long long got, long long want, const char *name);
 bool check_str_eq(const char *got, const char *want, const char *name);
+/* check() where the condition speaks for itself. */
+#define ok(cond, name) check((cond), (name), "%s", "expected it to hold")
 
 /* An unconditional failure (a setup step that broke): "not ok - name: detail". */
 __attribute__((format(printf, 2, 3))) void fail(const char *name, const char *fmt, ...);

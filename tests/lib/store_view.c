@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define STORE_VIEW_BUSY_MS 10000
 
@@ -47,16 +49,35 @@ char *store_text(const char *db, const char *sql)
     return v;
 }
 
-bool store_exec(const char *db, const char *sql)
+long long store_exec_changes(const char *db, const char *sql)
 {
     sqlite3 *h = NULL;
-    bool good = sqlite3_open_v2(db, &h, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK;
-    if (good) {
+    long long changed = -1;
+    if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
         sqlite3_busy_timeout(h, STORE_VIEW_BUSY_MS);
-        good = sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK;
+        if (sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK)
+            changed = sqlite3_total_changes64(h);
     }
     sqlite3_close(h);
-    return good;
+    return changed;
+}
+
+bool store_exec(const char *db, const char *sql)
+{
+    return store_exec_changes(db, sql) >= 0;
+}
+
+bool store_create(const char *db, const char *schema_sql, const char *rows_sql)
+{
+    sqlite3 *h = NULL;
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_EXCLUSIVE;
+    bool good = access(db, F_OK) != 0 && sqlite3_open_v2(db, &h, flags, NULL) == SQLITE_OK &&
+                sqlite3_exec(h, "BEGIN", NULL, NULL, NULL) == SQLITE_OK &&
+                sqlite3_exec(h, schema_sql, NULL, NULL, NULL) == SQLITE_OK &&
+                sqlite3_exec(h, rows_sql, NULL, NULL, NULL) == SQLITE_OK &&
+                sqlite3_exec(h, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
+    sqlite3_close(h);
+    return good && chmod(db, 0600) == 0;
 }
 
 /* Appends n bytes of text to the growing string *s of *len bytes (always NUL-ended). */

@@ -14,6 +14,14 @@ char *store_text(const char *db, const char *sql);
 /* Runs sql (any statements) read-write, as a test that alters the store on purpose
  * does; true if all of it ran. */
 bool store_exec(const char *db, const char *sql);
+/* store_exec, then how many rows the statements changed (-1 if any failed): a test
+ * that alters one row checks it found that row. */
+long long store_exec_changes(const char *db, const char *sql);
+
+/* Makes a new store file db (0600; it must not exist) holding schema_sql, then
+ * rows_sql, in one transaction: a store as an older build left it, for a migration
+ * test. True if all of it ran. */
+bool store_create(const char *db, const char *schema_sql, const char *rows_sql);
 
 /* Every row of each of count queries, every column in hex ("|" after each column,
  * "\n" after each row, "--\n" after each query), as one malloc'd string: a test

@@ -395,7 +395,7 @@ static void listed_fires(const struct test_home *h, size_t i, char *out, size_t 
     snprintf(count, sizeof count, "%d", LISTED[i].count);
     struct proc_result r =
         test_home_cli(h, true, ARGS("flow", "schedule", LISTED[i].id, "--count", count));
-    json_t *o = json_loads(r.out, 0, NULL);
+    json_t *o = cli_output_json(&r);
     size_t k;
     json_t *f;
     size_t len = 0;
@@ -439,7 +439,7 @@ static void check_listing(const char *root) {
     /* The hourly flow's next fire moves with the clock: the answer from either end. */
     char *want_before = oracle_from(before);
     char *want_after = after != before ? oracle_from(after) : NULL;
-    json_t *flows = json_loads(list.out, 0, NULL);
+    json_t *flows = cli_output_json(&list);
     for (size_t i = 0; i < LISTED_COUNT; i++) {
         char want[1024];
         snprintf(want, sizeof want, "%s", line_of(want_before, i));

@@ -146,8 +146,7 @@ static void test_narrow(void)
         return;
     }
     r = setup(home2, true);
-    json_error_t je;
-    json_t *o = proc_exited_with(&r, 0) ? json_loads(r.out, 0, &je) : NULL;
+    json_t *o = proc_exited_with(&r, 0) ? cli_output_json(&r) : NULL;
     json_t *h = json_object_get(o, "data_home");
     check(json_is_true(json_object_get(h, "narrowed")) &&
               strcmp(json_string_value(json_object_get(h, "narrowed_from")) != NULL
@@ -324,8 +323,7 @@ static void test_json(void)
 {
     const char *home = tmp_path("json");
     struct proc_result r = setup(home, true);
-    json_error_t je;
-    json_t *o = proc_exited_with(&r, 0) ? json_loads(r.out, 0, &je) : NULL;
+    json_t *o = proc_exited_with(&r, 0) ? cli_output_json(&r) : NULL;
     if (check(json_is_object(o), "setup --json: output is one JSON object", "%s / %s",
               proc_describe(&r), r.out)) {
         json_t *k = json_object_get(o, "kernel");

@@ -332,7 +332,7 @@ static void test_under_load(void)
         char trig[32];
         sfmt(trig, sizeof trig, "{\"n\":%d}", i);
         struct proc_result r = test_home_cli(&h, true, ARGS("run", "w", "--trigger", trig));
-        json_t *o = json_loads(r.out, 0, NULL);
+        json_t *o = cli_output_json(&r);
         json_t *run = json_object_get(o, "run");
         if (proc_exited_with(&r, 0) && json_is_integer(run))
             acked[acked_count++] = json_integer_value(run);

@@ -316,7 +316,7 @@ static void test_schedule_listing(void)
         return;
     struct proc_result r =
         test_home_cli(&h, true, ARGS("flow", "schedule", "berlin", "--count", "4"));
-    json_t *o = json_loads(r.out, 0, NULL);
+    json_t *o = cli_output_json(&r);
     json_t *fires = json_object_get(o, "fires");
     bool shape = proc_exited_with(&r, 0) && json_array_size(fires) == 4;
     bool all_right = shape;
@@ -343,7 +343,7 @@ static void test_schedule_listing(void)
     proc_result_free(&r);
 
     r = test_home_cli(&h, true, ARGS("flow", "schedule", "ticker", "--count", "2"));
-    o = json_loads(r.out, 0, NULL);
+    o = cli_output_json(&r);
     fires = json_object_get(o, "fires");
     long long first = json_integer_value(json_object_get(json_array_get(fires, 0), "unix"));
     long long second = json_integer_value(json_object_get(json_array_get(fires, 1), "unix"));
@@ -360,7 +360,7 @@ static void test_schedule_listing(void)
           "triggers: flow list shows the next fire in the flow's zone and in UTC", "%s", r.out);
     proc_result_free(&r);
     r = test_home_cli(&h, true, ARGS("flow", "list"));
-    o = json_loads(r.out, 0, NULL);
+    o = cli_output_json(&r);
     bool manual_null = false, berlin_set = false;
     json_array_foreach (o, i, f) {
         const char *id = json_string_value(json_object_get(f, "id"));

@@ -6,6 +6,7 @@
  * welcome_acceptable() is also checked directly for every rule. */
 #include "supervisor/kernel_facts.h"
 #include "supervisor/worker_check.h"
+#include "lib/cli_home.h"
 #include "lib/harness.h"
 
 #include <errno.h>
@@ -71,8 +72,7 @@ static void real_worker_applies_min_abi(void)
     /* Guard: Welcome's applied ABI equals min(kernel ABI, worker's highest). */
     const char *args[] = {"--json", "worker-check", NULL};
     struct proc_result r = run_parent(NULL, args);
-    json_error_t err;
-    json_t *root = json_loads(r.out, 0, &err);
+    json_t *root = cli_output_json(&r);
     int kernel = kernel_landlock_abi();
     long want = kernel > 0 ? (long)expected_landlock_abi((unsigned)kernel) : 0;
     check(proc_exited_with(&r, 0) && root != NULL, "welcome: real worker accepted by worker-check",
@@ -138,8 +138,7 @@ static void optional_policy_without_landlock(void)
     const char *argv_opt[] = {launch, "--inject=landlock_create_ruleset:ENOSYS", "--", parent,
                               "--json", "worker-check", "--landlock=optional", NULL};
     struct proc_result r = proc_run(argv_opt, NULL, 0, 20000);
-    json_error_t err;
-    json_t *root = json_loads(r.out, 0, &err);
+    json_t *root = cli_output_json(&r);
     check(proc_exited_with(&r, 0) && root != NULL &&
               json_int(root, "welcome", "landlock_applied_abi") == 0,
           "welcome: optional policy accepts a worker without Landlock on a kernel without it",

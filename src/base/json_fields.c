@@ -177,3 +177,22 @@ int field_want_shown_text(struct field_check *c, const char *path, const char *s
                       kind != NULL ? kind : "a byte that is not UTF-8", (unsigned)cp, at,
                       lines_ok ? "" : " (one line of text)");
 }
+
+json_t *field_load_document(struct field_check *c, const char *path, const char *bytes,
+                            size_t len, size_t flags)
+{
+    json_error_t je;
+    json_t *root = json_loadb(bytes, len, JSON_REJECT_DUPLICATES | flags, &je);
+    if (root != NULL)
+        return root;
+    /* jansson checks every byte's UTF-8 as it reads (overlongs, surrogates, beyond
+     * U+10FFFF), and names that failure by its code. */
+    if (json_error_code(&je) == json_error_invalid_utf8)
+        field_fail_msg(c, path, "not valid UTF-8");
+    else {
+        char shown[FIELD_SHOW_CAP];
+        field_fail_msg(c, path, "invalid JSON at line %d column %d: %s", je.line, je.column,
+                       field_show(je.text, false, shown, sizeof shown));
+    }
+    return NULL;
+}

@@ -59,6 +59,12 @@ int field_want_object(struct field_check *c, json_t *v, const char *path,
 int field_want_shown_text(struct field_check *c, const char *path, const char *s, size_t len,
                           bool lines_ok);
 
+/* The JSON document bytes[0..len) (duplicate keys refused, flags added to jansson's),
+ * or NULL after writing the refusal for path: "not valid UTF-8", or "invalid JSON at
+ * line L column C: <jansson's reason, shown as above>". The caller owns the value. */
+json_t *field_load_document(struct field_check *c, const char *path, const char *bytes,
+                            size_t len, size_t flags);
+
 /* An integer in [lo, hi] into *out: 0, or -1 refused. */
 int field_want_int(struct field_check *c, const json_t *v, const char *path, long long lo,
                    long long hi, long long *out);

@@ -3,7 +3,6 @@
 
 #include "base/bounded_file.h"
 #include "base/json_fields.h"
-#include "proto/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,22 +95,10 @@ int dry_run_fixtures_load(const char *path, struct dry_run_fixtures *out, char *
     if (read_bounded_file(path, FIXTURES_LABEL, DRY_RUN_FIXTURES_MAX_BYTES, &buf, &len, err,
                           err_cap) != 0)
         return -1;
-    if (!utf8_valid((const uint8_t *)buf, len)) {
-        free(buf);
-        return field_fail(&c, "", "not valid UTF-8");
-    }
-    json_error_t je;
-    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = field_load_document(&c, "", buf, len, 0);
     free(buf);
-    if (root == NULL) {
-        char text[sizeof je.text];
-        snprintf(text, sizeof text, "%s", je.text);
-        for (char *p = text; *p != '\0'; p++)
-            if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
-                *p = '?';
-        return field_fail(&c, "", "invalid JSON at line %d column %d: %s", je.line, je.column,
-                          text);
-    }
+    if (root == NULL)
+        return -1;
     static const char *const keys[] = {"fixtures", NULL};
     int rc = field_want_object(&c, root, "", keys);
     json_t *list = json_object_get(root, "fixtures");

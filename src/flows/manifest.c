@@ -11,7 +11,6 @@
 
 #include "supervisor/activation.h"
 #include "host/address_policy.h"
-#include "proto/utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -632,15 +631,9 @@ int manifest_parse(const char *json, size_t len, struct manifest *out, char *err
                     MANIFEST_MAX_BYTES);
     if (len == 0)
         return field_fail(&c, "manifest", "empty");
-    if (!utf8_valid((const uint8_t *)json, len))
-        return field_fail(&c, "manifest", "not valid UTF-8");
-    json_error_t je;
-    json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
-    if (root == NULL) {
-        char shown[FIELD_SHOW_CAP];
-        return field_fail(&c, "manifest", "invalid JSON at line %d column %d: %s", je.line, je.column,
-                    field_show(je.text, false, shown, sizeof shown));
-    }
+    json_t *root = field_load_document(&c, "manifest", json, len, JSON_DECODE_ANY);
+    if (root == NULL)
+        return -1;
     if (!json_is_object(root)) {
         json_decref(root);
         return field_fail(&c, "manifest", "must be a JSON object");

@@ -292,21 +292,10 @@ int ops_catalog_load(const char *home, struct ops_catalog *out, char *err, size_
     close(fd);
     if (rc != 0)
         return -1;
-    if (!utf8_valid((const uint8_t *)buf, len)) {
-        free(buf);
-        return field_fail(&c, "", "not valid UTF-8");
-    }
-    json_error_t je;
-    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = field_load_document(&c, "", buf, len, 0);
     free(buf);
-    if (root == NULL) {
-        char text[sizeof je.text];
-        snprintf(text, sizeof text, "%s", je.text);
-        for (char *p = text; *p != '\0'; p++)
-            if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
-                *p = '?';
-        return field_fail(&c, "", "invalid JSON at line %d column %d: %s", je.line, je.column, text);
-    }
+    if (root == NULL)
+        return -1;
     rc = parse_catalog(&c, root, out);
     json_decref(root);
     if (rc != 0)

@@ -5,7 +5,6 @@
 #include "base/names.h"
 #include "base/operator_file.h"
 #include "host/tool_schema.h"
-#include "proto/utf8.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -157,22 +156,10 @@ int tools_catalog_load(const char *home, const struct ops_catalog *ops,
         return field_fail(&c, "", "%s", why);
     if (found == 0)
         return 0; /* no catalog: no tools */
-    if (!utf8_valid((const uint8_t *)buf, len)) {
-        free(buf);
-        return field_fail(&c, "", "not valid UTF-8");
-    }
-    json_error_t je;
-    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = field_load_document(&c, "", buf, len, 0);
     free(buf);
-    if (root == NULL) {
-        char text[sizeof je.text];
-        snprintf(text, sizeof text, "%s", je.text);
-        for (char *p = text; *p != '\0'; p++)
-            if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
-                *p = '?';
-        return field_fail(&c, "", "invalid JSON at line %d column %d: %s", je.line, je.column,
-                          text);
-    }
+    if (root == NULL)
+        return -1;
     int rc = parse_catalog(&c, root, ops, out);
     json_decref(root);
     if (rc != 0)

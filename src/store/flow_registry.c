@@ -40,16 +40,9 @@ int flow_registry_lookup(struct store *s, const char *id, bool *enabled, char *e
     if (sql_prepare(store_db(s), "SELECT enabled FROM flows WHERE id = ?1", &st, err, err_cap) != 0)
         return -1;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st), found = -1;
-    if (rc == SQLITE_ROW) {
-        if (enabled != NULL)
-            *enabled = sqlite3_column_int(st, 0) != 0;
-        found = 1;
-    } else if (rc == SQLITE_DONE) {
-        found = 0;
-    } else {
-        sql_fail(store_db(s), err, err_cap);
-    }
+    int found = sql_step_row(store_db(s), st, err, err_cap);
+    if (found == 1 && enabled != NULL)
+        *enabled = sqlite3_column_int(st, 0) != 0;
     sql_release(st);
     return found;
 }
@@ -86,21 +79,15 @@ int flow_registry_version(struct store *s, const char *id, int64_t version,
         return -1;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, version);
-    int rc = sqlite3_step(st), found = -1;
-    if (rc == SQLITE_ROW) {
+    int found = sql_step_row(store_db(s), st, err, err_cap);
+    if (found == 1) {
         const char *state = (const char *)sqlite3_column_text(st, 3);
         sql_column_copy(st, 2, out->code_hash, sizeof out->code_hash);
         out->approved = state != NULL && strcmp(state, "approved") == 0;
         if (column_blob(st, 0, &out->script) != 0 || column_blob(st, 1, &out->manifest) != 0) {
             flow_version_row_free(out);
-            error_line(err, err_cap, "out of memory");
-        } else {
-            found = 1;
+            found = error_line(err, err_cap, "out of memory");
         }
-    } else if (rc == SQLITE_DONE) {
-        found = 0;
-    } else {
-        sql_fail(store_db(s), err, err_cap);
     }
     sql_release(st);
     return found;
@@ -176,15 +163,13 @@ int flow_registry_approval(struct store *s, const char *id, int64_t want, int64_
         return -1;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, want);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
+    int found = sql_step_row(store_db(s), st, err, err_cap);
+    if (found == 1) {
         *version = sqlite3_column_int64(st, 0);
         sql_column_copy(st, 1, code_hash, FLOW_HASH_HEX_LEN + 1);
     }
     sql_release(st);
-    if (rc == SQLITE_ROW)
-        return 1;
-    return rc == SQLITE_DONE ? 0 : sql_fail(store_db(s), err, err_cap);
+    return found;
 }
 
 int flow_registry_set_enabled(struct store *s, const char *id, bool enabled, char *err,
@@ -312,13 +297,9 @@ int flow_registry_approved_of(struct store *s, const char *id, approved_visit vi
     if (sql_prepare(store_db(s), SELECT_APPROVED " WHERE f.id = ?1", &st, err, err_cap) != 0)
         return -1;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st), got;
-    if (rc == SQLITE_ROW)
-        got = visit_row(st, visit, ctx, err, err_cap) != 0 ? -1 : 1;
-    else if (rc == SQLITE_DONE)
-        got = 0;
-    else
-        got = sql_fail(store_db(s), err, err_cap);
+    int got = sql_step_row(store_db(s), st, err, err_cap);
+    if (got == 1 && visit_row(st, visit, ctx, err, err_cap) != 0)
+        got = -1;
     sql_release(st);
     return got;
 }

@@ -123,12 +123,9 @@ int runs_get(struct store *s, int64_t id, struct run_row *out, char *err, size_t
     if (sql_prepare(db, "SELECT " RUN_COLUMNS " FROM runs WHERE id = ?1", &st, err, err_cap) != 0)
         return -1;
     sqlite3_bind_int64(st, 1, id);
-    int rc = sqlite3_step(st);
-    int ret = 0;
-    if (rc == SQLITE_ROW)
-        ret = row_read(st, out) == 0 ? 1 : error_line(err, err_cap, "out of memory");
-    else if (rc != SQLITE_DONE)
-        ret = sql_fail(db, err, err_cap);
+    int ret = sql_step_row(db, st, err, err_cap);
+    if (ret == 1 && row_read(st, out) != 0)
+        ret = error_line(err, err_cap, "out of memory");
     sql_release(st);
     return ret;
 }
@@ -203,12 +200,12 @@ static int unfinished_run(sqlite3 *db, const char *flow, char *what, size_t cap,
                     &st, err, err_cap) != 0)
         return -1;
     sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
+    int found = sql_step_row(db, st, err, err_cap);
+    if (found == 1)
         snprintf(what, cap, "run %" PRId64 " is %s", (int64_t)sqlite3_column_int64(st, 0),
                  (const char *)sqlite3_column_text(st, 1));
     sql_release(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : sql_fail(db, err, err_cap);
+    return found < 0 ? -1 : 0;
 }
 
 int runs_unfinished(struct store *s, const char *flow, char *what, size_t what_cap, char *err,
@@ -243,13 +240,11 @@ static int admitted_before(sqlite3 *db, const char *flow, const char *trigger_id
         return -1;
     sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, trigger_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
+    int found = sql_step_row(db, st, err, err_cap);
+    if (found == 1)
         *run_id = sqlite3_column_int64(st, 0);
     sql_release(st);
-    if (rc == SQLITE_ROW)
-        return 1;
-    return rc == SQLITE_DONE ? 0 : sql_fail(db, err, err_cap);
+    return found;
 }
 
 /* A duplicate trigger id is reported before the backlog: a trigger that fires again
@@ -445,11 +440,11 @@ int runs_fence(struct store *s, int64_t id, int64_t generation, char *err, size_
     if (sql_prepare(db, "SELECT generation FROM runs WHERE id = ?1", &st, err, err_cap) != 0)
         return -1;
     sqlite3_bind_int64(st, 1, id);
-    int rc = sqlite3_step(st);
-    int64_t now = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    int found = sql_step_row(db, st, err, err_cap);
+    int64_t now = found == 1 ? sqlite3_column_int64(st, 0) : -1;
     sql_release(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        return sql_fail(db, err, err_cap);
+    if (found < 0)
+        return -1;
     if (now != generation)
         return error_line(err, err_cap, "run %" PRId64 " was taken over by another process", id);
     return 0;

@@ -112,6 +112,14 @@ int sql_run(sqlite3 *db, sqlite3_stmt *st, char *err, size_t err_cap)
     return ret;
 }
 
+int sql_step_row(sqlite3 *db, sqlite3_stmt *st, char *err, size_t err_cap)
+{
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        return 1;
+    return rc == SQLITE_DONE ? 0 : sql_fail(db, err, err_cap);
+}
+
 int sql_collect(sqlite3 *db, sqlite3_stmt *st, size_t elem_size,
                 int (*read)(sqlite3_stmt *st, void *elem), void (*drop)(void *elem), void **rows,
                 size_t *count, char *err, size_t err_cap)

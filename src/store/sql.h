@@ -38,6 +38,11 @@ int sql_fail(sqlite3 *db, char *err, size_t err_cap);
  * Returns 0, or -1 with the reason in err. */
 int sql_run(sqlite3 *db, sqlite3_stmt *st, char *err, size_t err_cap);
 
+/* Steps a statement from sql_prepare that returns at most one row: 1 when it stands on
+ * the row (read its columns, then sql_release), 0 when there is none, -1 with the
+ * reason in err. The caller releases the statement in every case. */
+int sql_step_row(sqlite3 *db, sqlite3_stmt *st, char *err, size_t err_cap);
+
 /* Column i as a malloc'd NUL-terminated copy (NULL for SQL NULL); *len (if not NULL)
  * gets its byte length. Returns -1 on no memory, else 0. */
 int sql_column_dup(sqlite3_stmt *st, int i, char **out, size_t *len);

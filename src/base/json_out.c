@@ -93,3 +93,20 @@ int json_out_line(FILE *f, const json_t *value, size_t flags)
     free(text);
     return ok ? 0 : -1;
 }
+
+char *json_text_as_line(char *text, size_t *len)
+{
+    if (text == NULL)
+        return NULL;
+    size_t n = strlen(text);
+    char *line = realloc(text, n + 2);
+    if (line == NULL) {
+        free(text);
+        return NULL;
+    }
+    line[n] = '\n';
+    line[n + 1] = '\0';
+    if (len != NULL)
+        *len = n + 1;
+    return line;
+}

@@ -27,6 +27,11 @@ char *json_out_dumps(const json_t *value, size_t flags);
 /* A JSON text that jansson wrote, re-escaped (a new string; NULL without memory). */
 char *json_out_escape(const char *text, size_t len);
 
+/* text (malloc'd, from json_out_dumps or json_dumps) with a line feed after it, for a
+ * line-delimited peer: the new string (*len, if not NULL, its length with the line
+ * feed), or NULL without memory. text is taken over either way. */
+char *json_text_as_line(char *text, size_t *len);
+
 /* json_out_dumps and a line feed, written to f. 0, or -1 if it could not be encoded or
  * written (nothing is written when it could not be encoded). */
 int json_out_line(FILE *f, const json_t *value, size_t flags);

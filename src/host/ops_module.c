@@ -7,6 +7,7 @@
 #include "base/clock.h"
 #include "base/json_fields.h"
 #include "base/json_js.h"
+#include "base/json_out.h"
 #include "base/json_text.h"
 
 #include "base/names.h"
@@ -521,12 +522,7 @@ static int spawn(const struct ops_module *m, const struct ops_process_hook *hook
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 ||
         pipe2(go, O_CLOEXEC) != 0 || pipe2(ready, O_CLOEXEC) != 0) {
         snprintf(why, why_cap, "cannot start the program: pipe: %s", strerror(errno));
-        close_pair(in);
-        close_pair(out);
-        close_pair(err);
-        close_pair(go);
-        close_pair(ready);
-        return -1;
+        goto fail;
     }
     struct spawn_plan plan;
     memset(&plan, 0, sizeof plan);
@@ -540,14 +536,8 @@ static int spawn(const struct ops_module *m, const struct ops_process_hook *hook
     pid_t pid = clone_module(m, &plan, in[0], out[1], err[1], why, why_cap);
     close_fd(&go[0]);
     close_fd(&ready[1]);
-    if (pid < 0) {
-        close_pair(in);
-        close_pair(out);
-        close_pair(err);
-        close_pair(go);
-        close_pair(ready);
-        return -1;
-    }
+    if (pid < 0)
+        goto fail;
     /* Both sides set the group, so a kill of -pid works whichever runs first (this
      * one fails harmlessly once the child has exec'd). */
     (void)setpgid(pid, pid);
@@ -596,6 +586,13 @@ static int spawn(const struct ops_module *m, const struct ops_process_hook *hook
         close_fd(&r->err_fd);
     }
     return rc;
+fail: /* nothing was started: every pipe end still open is closed */
+    close_pair(in);
+    close_pair(out);
+    close_pair(err);
+    close_pair(go);
+    close_pair(ready);
+    return -1;
 }
 
 static void kill_group(const struct run *r)
@@ -951,18 +948,7 @@ static char *build_request(const struct ops_module *m, const char *op, json_t *a
     json_decref(k);
     json_decref(mod);
     json_decref(o);
-    if (text == NULL)
-        return NULL;
-    size_t n = strlen(text);
-    char *line = realloc(text, n + 2); /* newline-terminated, then EOF */
-    if (line == NULL) {
-        free(text);
-        return NULL;
-    }
-    line[n] = '\n';
-    line[n + 1] = '\0';
-    *len = n + 1;
-    return line;
+    return json_text_as_line(text, len); /* newline-terminated, then EOF */
 }
 
 /* One POST to the module's endpoint; settles like a program's stdout. */

@@ -84,17 +84,7 @@ static char *error_reply_line(int exit_status, const char *error)
                           "request refused");
     char *text = reply != NULL ? json_out_dumps(reply, JSON_COMPACT) : NULL;
     json_decref(reply);
-    if (text == NULL)
-        return NULL;
-    size_t n = strlen(text);
-    char *line = realloc(text, n + 2);
-    if (line == NULL) {
-        free(text);
-        return NULL;
-    }
-    line[n] = '\n';
-    line[n + 1] = '\0';
-    return line;
+    return json_text_as_line(text, NULL);
 }
 
 /* Best effort, never blocking: an error reply to a peer about to be closed. It is small
@@ -152,17 +142,7 @@ static void *handler_main(void *arg)
     if (reply != NULL && json_is_object(reply))
         text = json_out_dumps(reply, JSON_COMPACT);
     json_decref(reply);
-    char *line = NULL;
-    if (text != NULL) {
-        size_t n = strlen(text);
-        line = realloc(text, n + 2);
-        if (line == NULL) {
-            free(text);
-        } else {
-            line[n] = '\n';
-            line[n + 1] = '\0';
-        }
-    }
+    char *line = json_text_as_line(text, NULL);
     if (line == NULL) /* compact JSON holds no raw newline, so the line is one line */
         line = error_reply_line(1, "internal error: the request got no reply");
     if (line != NULL)

@@ -71,24 +71,12 @@ int worker_launch(const char *path, char *const argv[], const struct worker_limi
                   struct worker_proc *out)
 {
     int in[2] = {-1, -1}, outp[2] = {-1, -1}, err[2] = {-1, -1};
-    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(outp, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
-        int saved = errno;
-        close_pair(in);
-        close_pair(outp);
-        close_pair(err);
-        errno = saved;
-        return -1;
-    }
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(outp, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
+        goto fail;
     pid_t parent = getpid();
     pid_t pid = fork();
-    if (pid < 0) {
-        int saved = errno;
-        close_pair(in);
-        close_pair(outp);
-        close_pair(err);
-        errno = saved;
-        return -1;
-    }
+    if (pid < 0)
+        goto fail;
     if (pid == 0)
         exec_worker_child(path, argv, in[0], outp[1], err[1], limits, parent);
     close(in[0]);
@@ -101,4 +89,11 @@ int worker_launch(const char *path, char *const argv[], const struct worker_limi
     out->from_worker = outp[0];
     out->worker_log = err[0];
     return 0;
+fail:; /* no worker was started: the pipes made so far are closed, errno kept */
+    int saved = errno;
+    close_pair(in);
+    close_pair(outp);
+    close_pair(err);
+    errno = saved;
+    return -1;
 }

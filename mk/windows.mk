@@ -33,7 +33,7 @@ win_objs    = $(patsubst %.c,$(WIN)/obj/%.o,$(1))
 # Windows counterparts are the *_windows.c files platform_src picks).
 WIN_LINUX_ONLY := src/worker/descriptors.c src/worker/landlock.c src/worker/probes.c \
                   src/worker/seccomp_policy.c src/worker/startup_checks.c \
-                  src/worker/stdin_spin.c src/worker/engine_sha256.c src/worker/cpu_timer.c
+                  src/worker/engine_sha256.c src/worker/cpu_timer.c
 WIN_WORKER_SRC := $(filter-out $(WIN_LINUX_ONLY),$(call platform_src,$(WORKER_ALL_SRC),windows))
 WIN_WORKER_LIBS := -Wl,--subsystem,windows -lbcrypt -lntdll -ladvapi32 -lssp -lwinpthread
 

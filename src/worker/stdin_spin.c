@@ -1,8 +1,9 @@
+/* The spin before a blocking read of stdin, the same on every system; the one question
+ * it asks the system is stdin_ready.h's, answered per system (stdin_ready_linux.c,
+ * stdin_ready_windows.c). */
 #include "worker/stdin_spin.h"
 
-#include <errno.h>
-#include <poll.h>
-#include <time.h>
+#include "worker/stdin_ready.h"
 
 static struct spin_wait spin;
 static bool spin_ready;
@@ -11,17 +12,6 @@ static bool gave_up; /* a spin gave up and its blocking read has not ended yet *
 const struct spin_wait *stdin_spin_state(void)
 {
     return &spin;
-}
-
-/* True if a read of stdin would not block now (bytes, end of stream or an error). */
-static bool stdin_ready_now(void)
-{
-    struct pollfd p = {0, POLLIN, 0};
-    static const struct timespec zero = {0, 0};
-    int rc = ppoll(&p, 1, &zero, NULL);
-    if (rc < 0)
-        return errno != EINTR; /* an error: let the read report it */
-    return rc > 0;
 }
 
 bool stdin_spin_until_readable(void)

@@ -23,26 +23,30 @@ void cli_argv(const char **argv, size_t cap, const char *parent, bool json, cons
     argv[n] = NULL;
 }
 
-/* prefix, then cli_argv's words, into argv (cap entries, NULL-ended). */
-static void cli_full_argv(const char **argv, size_t cap, const char *home,
-                          const struct cli_opts *opts, const char *const *args)
+static const struct cli_opts cli_plain = {0};
+
+/* prefix, then cli_argv's words, into argv (cap entries, NULL-ended), and the process
+ * options of opts (NULL: plain). Returns the options in force. */
+static const struct cli_opts *cli_prepare(const char **argv, size_t cap, const char *home,
+                                          const struct cli_opts *opts,
+                                          const char *const *args, struct proc_opts *popts)
 {
+    if (opts == NULL)
+        opts = &cli_plain;
     size_t n = 0;
     for (size_t i = 0; opts->prefix != NULL && opts->prefix[i] != NULL && n + 8 < cap; i++)
         argv[n++] = opts->prefix[i];
     cli_argv(argv + n, cap - n, opts->parent, opts->json, home, args);
+    *popts = (struct proc_opts){.use_fds = false, .envp = opts->envp};
+    return opts;
 }
-
-static const struct cli_opts cli_plain = {0};
 
 struct proc_result cli_run(const char *home, const struct cli_opts *opts,
                            const char *const *args)
 {
-    if (opts == NULL)
-        opts = &cli_plain;
     const char *argv[2 * CLI_MAX_ARGS];
-    cli_full_argv(argv, sizeof argv / sizeof argv[0], home, opts, args);
-    struct proc_opts popts = {.use_fds = false, .envp = opts->envp};
+    struct proc_opts popts;
+    opts = cli_prepare(argv, sizeof argv / sizeof argv[0], home, opts, args, &popts);
     size_t input_len = opts->input != NULL ? strlen(opts->input) : 0;
     return proc_run_opts(argv, &popts, opts->input, input_len,
                          opts->timeout_ms > 0 ? opts->timeout_ms : CLI_TIMEOUT_MS);
@@ -51,11 +55,9 @@ struct proc_result cli_run(const char *home, const struct cli_opts *opts,
 int cli_start(struct proc *p, const char *home, const struct cli_opts *opts,
               const char *const *args)
 {
-    if (opts == NULL)
-        opts = &cli_plain;
     const char *argv[2 * CLI_MAX_ARGS];
-    cli_full_argv(argv, sizeof argv / sizeof argv[0], home, opts, args);
-    struct proc_opts popts = {.use_fds = false, .envp = opts->envp};
+    struct proc_opts popts;
+    cli_prepare(argv, sizeof argv / sizeof argv[0], home, opts, args, &popts);
     return proc_start(p, argv, &popts);
 }
 

@@ -203,12 +203,6 @@ static void test_home_mode_and_doc_lines(void)
 
 /* ---- 4. stopping ------------------------------------------------------------------ */
 
-static bool read_hold_line(int fd)
-{
-    char line[128];
-    return fd_read_line(fd, line, sizeof line, TIMEOUT_MS) && strncmp(line, "hold ", 5) == 0;
-}
-
 /* A connection to the ops socket that sends nothing (yet). */
 static int connect_silent(const struct test_home *h)
 {
@@ -262,7 +256,7 @@ static void test_stopping(void)
                "refusals: a held flow and a serve with a long grace", "%.300s", s.log))
         return;
     struct proc_result r = test_home_cli(&h, false, ARGS("run", "busy", "--detach"));
-    bool held = proc_exited_with(&r, 0) && read_hold_line(fifo_fd);
+    bool held = proc_exited_with(&r, 0) && hold_line_read(fifo_fd, TIMEOUT_MS);
     proc_result_free(&r);
     check(held, "refusals: the run in flight holds (serve will stay in its grace)", "%.300s",
           s.log);

@@ -10,9 +10,11 @@
  *      serve's log shows the decision (event=run_reconciled) and serve driving the run
  *      again (its second run_started and run_ended), the audit has one reconcile row
  *      per decision, and the unkeyed mutation ran once [guard: reconcile is routed].
- *   2. recover under load: runs admitted with --detach to a serve that drives two at a
- *      time, while two `recover` commands run at once: both exit 0 and print a
- *      succeeded end for every run they list; serve's log shows recover_requested
+ *   2. recover under load: a gate run holds the one runner of a --max-runs 1 serve (a
+ *      module call blocked on a FIFO) while runs are admitted with --detach and two
+ *      `recover` commands start; once both have asked, the gate opens. Both exit 0 and
+ *      print a succeeded end for every run they list, which is at least every run
+ *      admitted before each started; serve's log shows recover_requested
  *      twice and exactly one run_started per run (serve drove every run, once); the
  *      keyed module saw each run's call exactly once; one activation per run; the
  *      store's integrity_check is ok [guard: recover is routed]. With nothing left,
@@ -31,11 +33,14 @@
 #include "lib/harness.h"
 #include "lib/serve_home.h"
 
+#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define TIMEOUT_MS SERVE_HOME_TIMEOUT_MS
 #define FLOWS 4
@@ -64,8 +69,10 @@ static void home_begin(struct home *h, const char *name)
          " \"keyed\": {\"program\": \"%s\", \"args\": [\"--log\", \"%s\"],"
          "   \"ops\": {\"echo\": {\"kind\": \"mutate\", \"idempotent\": true}}},"
          " \"plain\": {\"program\": \"%s\", \"args\": [\"--log\", \"%s\"],"
-         "   \"ops\": {\"add\": {\"kind\": \"mutate\"}}}}}",
-         module, h->keyed_log, module, h->plain_log);
+         "   \"ops\": {\"add\": {\"kind\": \"mutate\"}}},"
+         " \"hold\": {\"program\": \"%s\", \"args\": [\"--log\", \"%s\"],"
+         "   \"timeout_ms\": 120000, \"ops\": {\"hold_query\": {\"kind\": \"query\"}}}}}",
+         module, h->keyed_log, module, h->plain_log, module, h->plain_log);
     sfmt(path, sizeof path, "%s/modules.json", h->t.home);
     if (!write_text_file(path, catalog, 0600))
         fail("serve routing: catalog", "%s", path);
@@ -217,11 +224,22 @@ static int succeeded_lines(const char *out)
     return n;
 }
 
+/* The gate: the one run that holds serve's only runner (test_module's hold op) until the
+ * test closes the FIFO's read end, so that runs are certainly waiting when the recovers
+ * ask, however fast the machine. */
+#define GATE_GRANTS "{\"manual\":true},\"ops\":[{\"module\":\"hold\",\"op\":\"hold_query\"}]"
+
 static void test_recover_under_load(void)
 {
     struct home h;
     home_begin(&h, "recover");
-    bool flows = true;
+    char fifo[PATH_MAX + 16], gate[PATH_MAX + 96];
+    sfmt(fifo, sizeof fifo, "%s/gate.fifo", h.t.dir);
+    sfmt(gate, sizeof gate, "await ops.call('hold', 'hold_query', {fifo: '%s'});\nreturn 0;\n",
+         fifo);
+    bool flows = mkfifo(fifo, 0600) == 0 && test_home_flow(&h.t, "gate", 1, GATE_GRANTS, gate);
+    int fifo_fd = flows ? open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC) : -1;
+    flows = flows && fifo_fd >= 0;
     for (int f = 0; f < FLOWS && flows; f++) {
         char id[16];
         sfmt(id, sizeof id, "work%d", f);
@@ -241,6 +259,11 @@ static void test_recover_under_load(void)
     struct proc recovers[2];
     bool started[2] = {false, false};
     int admitted = 0, listed = 0;
+    struct proc_result gated = cli(&h, false, ARGS("run", "gate", "--detach"));
+    check(proc_exited_with(&gated, 0) && hold_line_read(fifo_fd, TIMEOUT_MS),
+          "serve routing: the gate run holds serve's one runner", "%s: %s",
+          proc_describe(&gated), gated.err);
+    proc_result_free(&gated);
     for (int i = 0; i < TOTAL_RUNS; i++) {
         char id[16], trigger[32];
         sfmt(id, sizeof id, "work%d", i % FLOWS);
@@ -254,6 +277,9 @@ static void test_recover_under_load(void)
             started[which] = proc_start(&recovers[which], recover_argv, NULL) == 0;
     }
     check_int_eq(admitted, TOTAL_RUNS, "serve routing: every run admitted (--detach)");
+    check(test_serve_wait_log_count(&s, "event=recover_requested", 2, TIMEOUT_MS),
+          "serve routing: both recovers asked serve while the gate held", "%.800s", s.log);
+    close(fifo_fd); /* the gate opens: the held call returns and the runs go on */
     for (int k = 0; k < 2; k++) {
         if (!started[k]) {
             fail("serve routing: a recover starts", "%d", k);
@@ -269,16 +295,19 @@ static void test_recover_under_load(void)
         listed += n > 0 ? n : 0;
         proc_result_free(&r);
     }
-    check(listed > 0, "serve routing: the recovers found runs to wait for", "%d", listed);
+    /* Each recover listed at least the runs admitted before it started (the gate is
+     * running under serve, a live owner, so it is not recover's to list). */
+    check(listed >= (2 * FLOWS + 1) + (3 * FLOWS + 1),
+          "serve routing: the recovers found the waiting runs", "%d", listed);
     bool all_ended = true;
-    for (int run = 1; run <= TOTAL_RUNS && all_ended; run++) {
+    for (int run = 1; run <= TOTAL_RUNS + 1 && all_ended; run++) { /* + 1: the gate */
         char needle[64];
         sfmt(needle, sizeof needle, "event=run_ended run=%d ", run);
         all_ended = test_serve_wait_log(&s, needle, TIMEOUT_MS);
     }
     check(all_ended, "serve routing: serve ended every run", "%.800s", s.log);
     bool once = test_serve_log_count(&s, "event=recover_requested") == 2;
-    for (int run = 1; run <= TOTAL_RUNS && once; run++) {
+    for (int run = 1; run <= TOTAL_RUNS + 1 && once; run++) {
         char needle[64];
         sfmt(needle, sizeof needle, "event=run_started run=%d ", run);
         once = test_serve_log_count(&s, needle) == 1;
@@ -291,8 +320,8 @@ static void test_recover_under_load(void)
     check_int_eq(test_home_sql(&h.t, "SELECT count(DISTINCT json_extract(trigger, '$.n')) FROM runs"
                                      " WHERE state = 'succeeded'"),
                  TOTAL_RUNS, "serve routing: every run succeeded, none lost");
-    check_int_eq(test_home_sql(&h.t, "SELECT count(*) FROM activations"), TOTAL_RUNS,
-                 "serve routing: one activation per run, none repeated");
+    check_int_eq(test_home_sql(&h.t, "SELECT count(*) FROM activations"), TOTAL_RUNS + 1,
+                 "serve routing: one activation per run (the gate's too), none repeated");
     check_int_eq(test_home_sql(&h.t, "SELECT count(*) FROM pragma_integrity_check"
                                      " WHERE integrity_check = 'ok'"),
                  1, "serve routing: the store's integrity_check is ok");

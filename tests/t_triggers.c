@@ -237,12 +237,6 @@ static void test_downtime(void)
 /* ---- a busy flow ---------------------------------------------------------------------- */
 
 /* One line from fd (the module's "hold ..."), within TIMEOUT_MS. */
-static bool read_hold_line(int fd)
-{
-    char line[128];
-    return fd_read_line(fd, line, sizeof line, TIMEOUT_MS) && strncmp(line, "hold ", 5) == 0;
-}
-
 static void test_busy_flow(void)
 {
     struct test_home h;
@@ -273,7 +267,7 @@ static void test_busy_flow(void)
     if (!check(fifo_fd >= 0 && test_serve_start(&s, &h, NULL, env),
                "triggers: serve starts at the first instant", "%s", s.log))
         return;
-    check(test_serve_clock(&h, first * 1000) && read_hold_line(fifo_fd),
+    check(test_serve_clock(&h, first * 1000) && hold_line_read(fifo_fd, TIMEOUT_MS),
           "triggers: the on-time fire's run is running (holding)", "%s", s.log);
     check(test_serve_clock(&h, (first + 60) * 1000) && runs_of(&h, "busy") == 1,
           "triggers: a fire due while the flow's run is unfinished waits [guard: a busy flow is "

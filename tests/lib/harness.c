@@ -807,6 +807,12 @@ bool fd_read_line(int fd, char *buf, size_t cap, int timeout_ms)
     }
 }
 
+bool hold_line_read(int fd, int timeout_ms)
+{
+    char line[128];
+    return fd_read_line(fd, line, sizeof line, timeout_ms) && strncmp(line, "hold ", 5) == 0;
+}
+
 /* ---- /proc views ----------------------------------------------------------------- */
 
 char *read_text_file(const char *path)

@@ -201,6 +201,10 @@ int fd_read_exact(int fd, void *buf, size_t len, int timeout_ms);
  * false on EOF, error or timeout. Reads a byte at a time, so nothing after the line
  * is consumed (a FIFO a module writes "hold ..." lines to). */
 bool fd_read_line(int fd, char *buf, size_t cap, int timeout_ms);
+/* test_module's hold ops (tests/tools/test_module.c, do_hold) write "hold PID GRAND" to
+ * the FIFO they are given, then hold until its read end closes: true when that line
+ * came on fd (the read end) within timeout_ms. */
+bool hold_line_read(int fd, int timeout_ms);
 
 /* ---- confinement probes ---------------------------------------------------------- */
 

@@ -65,10 +65,16 @@ long long test_home_sql(const struct test_home *h, const char *sql)
 
 bool test_serve_wait_log(struct test_serve *s, const char *needle, int timeout_ms)
 {
+    return test_serve_wait_log_count(s, needle, 1, timeout_ms);
+}
+
+bool test_serve_wait_log_count(struct test_serve *s, const char *needle, int count,
+                               int timeout_ms)
+{
     struct timespec start;
     clock_gettime(CLOCK_MONOTONIC, &start);
     for (;;) {
-        if (strstr(s->log, needle) != NULL)
+        if (test_serve_log_count(s, needle) >= count)
             return true;
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);

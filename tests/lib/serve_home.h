@@ -49,6 +49,9 @@ bool test_serve_start(struct test_serve *s, const struct test_home *h, const cha
                       const char *const *env);
 /* Reads serve's stderr until needle shows; false on EOF or timeout_ms. */
 bool test_serve_wait_log(struct test_serve *s, const char *needle, int timeout_ms);
+/* Reads serve's stderr until needle shows count times in all; false on EOF or timeout_ms. */
+bool test_serve_wait_log_count(struct test_serve *s, const char *needle, int count,
+                               int timeout_ms);
 /* How many times needle shows in the log read so far. */
 int test_serve_log_count(const struct test_serve *s, const char *needle);
 /* Waits for serve's exit: its exit status, 128 + the signal that killed it, or -1 (the

@@ -3,6 +3,7 @@
 
 #include "base/clock.h"
 #include "base/error_line.h"
+#include "base/socket_send.h"
 #include "serve/ops_socket.h"
 
 #include <errno.h>
@@ -96,28 +97,16 @@ static int wait_fd(int fd, short events, long long deadline)
 static int send_all(int fd, const char *data, size_t len, long long deadline, char *err,
                     size_t err_cap)
 {
-    size_t done = 0;
-    while (done < len) {
-        /* MSG_NOSIGNAL: a serve gone away is an error line, never SIGPIPE. */
-        ssize_t n = send(fd, data + done, len - done, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0) {
-            done += (size_t)n;
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            int r = wait_fd(fd, POLLOUT, deadline);
-            if (r == 0)
-                return error_line(err, err_cap, "ops socket: timed out sending the request");
-            if (r < 0)
-                return error_line(err, err_cap, "ops socket: poll: %s", strerror(errno));
-            continue;
-        }
-        return error_line(err, err_cap, "ops socket: the connection broke sending: %s",
-                          strerror(errno));
+    switch (socket_send_all(fd, data, len, deadline, -1)) {
+    case SOCKET_SENT:
+        return 0;
+    case SOCKET_SEND_TIMED_OUT:
+        return error_line(err, err_cap, "ops socket: timed out sending the request");
+    case SOCKET_SEND_BROKEN:
+        break;
     }
-    return 0;
+    return error_line(err, err_cap, "ops socket: the connection broke sending: %s",
+                      strerror(errno));
 }
 
 /* Reads up to the first newline into a malloc'd buffer (*out, *out_len without it). */

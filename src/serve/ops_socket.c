@@ -6,6 +6,7 @@
 #include "base/clock.h"
 #include "base/error_line.h"
 #include "base/json_out.h"
+#include "base/socket_send.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -106,29 +107,10 @@ static void refuse(struct ops_server *server, const char *what, long uid, long p
 }
 
 /* Writes all of line to the non-blocking fd, giving up after OPS_WRITE_STALL_MS without
- * progress. MSG_NOSIGNAL: a peer gone away must never raise SIGPIPE in the daemon. */
+ * room; a peer gone away or stalled loses its reply, never the daemon a thread. */
 static void write_reply(int fd, const char *line, size_t len)
 {
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = send(fd, line + done, len - done, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0) {
-            done += (size_t)n;
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            struct pollfd p = {fd, POLLOUT, 0};
-            int r = poll(&p, 1, OPS_WRITE_STALL_MS);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0 || (p.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0)
-                return;
-            continue;
-        }
-        return; /* the peer is gone */
-    }
+    (void)socket_send_all(fd, line, len, -1, OPS_WRITE_STALL_MS);
 }
 
 static void *handler_main(void *arg)

@@ -28,6 +28,7 @@
  *      recover-removes-own-temporaries]. */
 #include "lib/cli_home.h"
 #include "lib/harness.h"
+#include "lib/serve_home.h"
 #include "lib/store_view.h"
 
 #include "store/store_schema.h"
@@ -57,9 +58,7 @@
 static char g_root[PATH_MAX];
 
 struct scenario {
-    char dir[PATH_MAX];
-    char home[PATH_MAX];
-    char db[PATH_MAX];
+    struct test_home t; /* dir, home, db */
     char out[PATH_MAX];     /* write root */
     char outside[PATH_MAX]; /* no root */
     char log[PATH_MAX];     /* the module's effects */
@@ -78,7 +77,7 @@ static char *const NO_ENV[] = {NULL};
 
 static struct proc_result cli(bool json, const char *const *args)
 {
-    return cli_home(S.home, json, args);
+    return cli_home(S.t.home, json, args);
 }
 
 #define CATALOG                                                                          \
@@ -89,19 +88,16 @@ static struct proc_result cli(bool json, const char *const *args)
 static void scenario_begin(const char *name)
 {
     memset(&S, 0, sizeof S);
-    sfmt(S.dir, sizeof S.dir, "%s/%s", g_root, name);
-    mkdir_or_fail(S.dir);
-    sfmt(S.home, sizeof S.home, "%s/home", S.dir);
-    sfmt(S.db, sizeof S.db, "%s/basal.db", S.home);
-    sfmt(S.out, sizeof S.out, "%s/out", S.dir);
-    sfmt(S.outside, sizeof S.outside, "%s/outside", S.dir);
-    sfmt(S.log, sizeof S.log, "%s/effects.log", S.dir);
-    sfmt(S.fifo, sizeof S.fifo, "%s/hold.fifo", S.dir);
+    test_home_paths(&S.t, g_root, name);
+    sfmt(S.out, sizeof S.out, "%s/out", S.t.dir);
+    sfmt(S.outside, sizeof S.outside, "%s/outside", S.t.dir);
+    sfmt(S.log, sizeof S.log, "%s/effects.log", S.t.dir);
+    sfmt(S.fifo, sizeof S.fifo, "%s/hold.fifo", S.t.dir);
     mkdir_or_fail(S.out);
     mkdir_or_fail(S.outside);
     char catalog[4096], why[1024];
     sfmt(catalog, sizeof catalog, CATALOG, harness_path("test/tools/test_module"), S.log);
-    if (!cli_home_setup(S.home, catalog, why, sizeof why))
+    if (!cli_home_setup(S.t.home, catalog, why, sizeof why))
         fail("crash cleanup: setup", "%s", why);
 }
 
@@ -110,14 +106,14 @@ static void scenario_begin(const char *name)
 static bool flow_add(const char *id, const char *script)
 {
     char dir[PATH_MAX + 32], manifest[4096], why[1024] = "cannot write the flow";
-    sfmt(dir, sizeof dir, "%s/flow-%s", S.dir, id);
+    sfmt(dir, sizeof dir, "%s/flow-%s", S.t.dir, id);
     sfmt(manifest, sizeof manifest,
          "{\"format\":1,\"id\":\"%s\",\"version\":1,\"purpose\":\"test\","
          "\"trigger\":{\"manual\":true},\"ops\":[{\"module\":\"hold\",\"op\":\"hold_mutation\"},"
          "{\"module\":\"hold\",\"op\":\"hold_query\"}],\"fs\":{\"write\":[\"%s\"]}}",
          id, S.out);
     bool good = flow_dir_write(dir, manifest, script) &&
-                cli_install_approve(S.home, HARNESS_EMPTY_ENV, dir, id, 1, why, sizeof why) ==
+                cli_install_approve(S.t.home, HARNESS_EMPTY_ENV, dir, id, 1, why, sizeof why) ==
                     FLOW_ADDED;
     return check(good, "crash cleanup: flow installed and approved", "flow %s: %s", id, why);
 }
@@ -126,7 +122,7 @@ static bool flow_add(const char *id, const char *script)
 
 static char *sql_text(const char *sql)
 {
-    return store_text(S.db, sql);
+    return store_text(S.t.db, sql);
 }
 
 static long long sql_number(const char *sql)
@@ -226,7 +222,7 @@ static bool start_held(const char *flow, struct held *h)
         return false;
     h->fifo_fd = open(S.fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     const char *argv[24];
-    cli_argv(argv, sizeof argv / sizeof argv[0], NULL, true, S.home, ARGS("run", flow));
+    cli_argv(argv, sizeof argv / sizeof argv[0], NULL, true, S.t.home, ARGS("run", flow));
     struct proc_opts opts = {.use_fds = false, .envp = NO_ENV};
     if (h->fifo_fd < 0 || proc_start(&h->parent, argv, &opts) != 0)
         return false;
@@ -446,10 +442,10 @@ static void test_migration(void)
 {
     scenario_begin("migration");
     /* A store as a build of schema version 1 left it, with a flow in it. */
-    sfmt(S.home, sizeof S.home, "%s/old-home", S.dir);
-    sfmt(S.db, sizeof S.db, "%s/basal.db", S.home);
-    bool made = mkdir(S.home, 0700) == 0;
-    made = made && store_create(S.db, store_schema_migration(1),
+    sfmt(S.t.home, sizeof S.t.home, "%s/old-home", S.t.dir);
+    sfmt(S.t.db, sizeof S.t.db, "%s/basal.db", S.t.home);
+    bool made = mkdir(S.t.home, 0700) == 0;
+    made = made && store_create(S.t.db, store_schema_migration(1),
                                 "INSERT INTO flows (id, created_at) VALUES ('old', 1);"
                                 "PRAGMA user_version = 1;");
     if (!ok(made, "migration: a version-1 store is made"))
@@ -581,7 +577,7 @@ static bool run_killed_at_rename(const char *flow)
         .envp = NO_ENV, .timeout_ms = TIMEOUT_MS,
         .prefix = ARGS(harness_launcher(), "--inject=renameat:KILL", "--inject=renameat2:KILL",
                        "--inject=rename:KILL", "--")};
-    struct proc_result r = cli_run(S.home, &opts, ARGS("run", flow));
+    struct proc_result r = cli_run(S.t.home, &opts, ARGS("run", flow));
     bool killed = died_by_signal(&r, SIGSYS);
     if (!killed)
         fprintf(stderr, "  %s: %s\n", proc_describe(&r), r.err);

@@ -31,6 +31,7 @@
  *      changes nothing stored. */
 #include "lib/cli_home.h"
 #include "lib/harness.h"
+#include "lib/serve_home.h"
 #include "lib/store_view.h"
 
 #include "base/clock.h"
@@ -59,9 +60,7 @@ static char g_root[PATH_MAX];
 
 /* The current scenario's paths. */
 struct scenario {
-    char dir[PATH_MAX];
-    char home[PATH_MAX];
-    char db[PATH_MAX];
+    struct test_home t; /* dir, home, db */
     char data[PATH_MAX];  /* read root */
     char out[PATH_MAX];   /* write root */
     char ro[PATH_MAX];    /* another read root (never writable) */
@@ -82,7 +81,7 @@ static void mkdir_or_fail(const char *path)
 static struct proc_result cli_env(bool json, char *const *envp, const char *const *args)
 {
     struct cli_opts opts = {.json = json, .envp = envp, .timeout_ms = TIMEOUT_MS};
-    return cli_run(S.home, &opts, args);
+    return cli_run(S.t.home, &opts, args);
 }
 
 static char *const NO_ENV[] = {NULL};
@@ -118,16 +117,13 @@ static json_t *cli_json(const char *what, const char *const *args)
 static void scenario_begin(const char *name)
 {
     memset(&S, 0, sizeof S);
-    sfmt(S.dir, sizeof S.dir, "%s/%s", g_root, name);
-    mkdir_or_fail(S.dir);
-    sfmt(S.home, sizeof S.home, "%s/home", S.dir);
-    sfmt(S.db, sizeof S.db, "%s/basal.db", S.home);
-    sfmt(S.data, sizeof S.data, "%s/data", S.dir);
-    sfmt(S.out, sizeof S.out, "%s/out", S.dir);
-    sfmt(S.ro, sizeof S.ro, "%s/ro", S.dir);
-    sfmt(S.outside, sizeof S.outside, "%s/outside", S.dir);
-    sfmt(S.log_keyed, sizeof S.log_keyed, "%s/keyed.log", S.dir);
-    sfmt(S.log_plain, sizeof S.log_plain, "%s/plain.log", S.dir);
+    test_home_paths(&S.t, g_root, name);
+    sfmt(S.data, sizeof S.data, "%s/data", S.t.dir);
+    sfmt(S.out, sizeof S.out, "%s/out", S.t.dir);
+    sfmt(S.ro, sizeof S.ro, "%s/ro", S.t.dir);
+    sfmt(S.outside, sizeof S.outside, "%s/outside", S.t.dir);
+    sfmt(S.log_keyed, sizeof S.log_keyed, "%s/keyed.log", S.t.dir);
+    sfmt(S.log_plain, sizeof S.log_plain, "%s/plain.log", S.t.dir);
     mkdir_or_fail(S.data);
     mkdir_or_fail(S.out);
     mkdir_or_fail(S.ro);
@@ -135,7 +131,7 @@ static void scenario_begin(const char *name)
     char catalog[4096], why[1024];
     const char *module = harness_path("test/tools/test_module");
     sfmt(catalog, sizeof catalog, CATALOG, module, S.log_keyed, module, S.log_plain);
-    if (!cli_home_setup(S.home, catalog, why, sizeof why))
+    if (!cli_home_setup(S.t.home, catalog, why, sizeof why))
         fail("flow runs: setup", "%s", why);
 }
 
@@ -143,14 +139,14 @@ static void scenario_begin(const char *name)
 static bool flow_add(const char *id, const char *script, const char *grants)
 {
     char dir[PATH_MAX + 32], manifest[4096], why[1024];
-    sfmt(dir, sizeof dir, "%s/flow-%s", S.dir, id);
+    sfmt(dir, sizeof dir, "%s/flow-%s", S.t.dir, id);
     mkdir_or_fail(dir);
     sfmt(manifest, sizeof manifest,
          "{\"format\":1,\"id\":\"%s\",\"version\":1,\"purpose\":\"test\","
          "\"trigger\":{\"manual\":true}%s%s}", id, grants[0] != '\0' ? "," : "", grants);
     if (!flow_dir_write(dir, manifest, script))
         return false;
-    enum flow_added step = cli_install_approve(S.home, NO_ENV, dir, id, 1, why, sizeof why);
+    enum flow_added step = cli_install_approve(S.t.home, NO_ENV, dir, id, 1, why, sizeof why);
     if (!check(step != FLOW_INSTALL_FAILED, "flow install", "%s", why))
         return false;
     return check(step == FLOW_ADDED, "flow approve", "%s", why);
@@ -173,17 +169,17 @@ static const char *grants_all(void)
 
 static long long sql_number(const char *sql)
 {
-    return store_number(S.db, sql);
+    return store_number(S.t.db, sql);
 }
 
 static char *sql_text(const char *sql)
 {
-    return store_text(S.db, sql);
+    return store_text(S.t.db, sql);
 }
 
 static bool sql_exec(const char *sql)
 {
-    return store_exec(S.db, sql);
+    return store_exec(S.t.db, sql);
 }
 
 /* Every row of the tables a run writes, as text. */
@@ -306,13 +302,13 @@ static void test_full_flow(void)
     free(klog);
     json_decref(j);
 
-    sfmt(path, sizeof path, "%s/sinks/events.jsonl", S.home);
+    sfmt(path, sizeof path, "%s/sinks/events.jsonl", S.t.home);
     check_int_eq(file_line_count(path), 1, "full flow: the sink has one line");
     struct stat st;
     ok(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600, "full flow: sink file is 0600");
-    sfmt(path, sizeof path, "%s/sinks", S.home);
+    sfmt(path, sizeof path, "%s/sinks", S.t.home);
     ok(stat(path, &st) == 0 && (st.st_mode & 0777) == 0700, "full flow: sinks dir is 0700");
-    ok(stat(S.db, &st) == 0 && (st.st_mode & 0777) == 0600, "full flow: store is 0600");
+    ok(stat(S.t.db, &st) == 0 && (st.st_mode & 0777) == 0600, "full flow: store is 0600");
     check_int_eq(sql_number("SELECT count(*) FROM audit WHERE run_id = 1 AND decision = 'allowed'"),
                  9, "full flow: every call audited allowed");
 
@@ -378,7 +374,7 @@ static void test_refused_before_running(void)
 
     /* Unapproved: installed, never approved. */
     char dir[PATH_MAX + 32], path[PATH_MAX + 64], manifest[4096];
-    sfmt(dir, sizeof dir, "%s/flow-unapproved", S.dir);
+    sfmt(dir, sizeof dir, "%s/flow-unapproved", S.t.dir);
     mkdir_or_fail(dir);
     sfmt(path, sizeof path, "%s/flow.js", dir);
     write_text_file(path, MARK_FLOW, 0644);
@@ -754,7 +750,7 @@ static void test_hook_absent_from_release(void)
     char *const env[] = {"BASAL_TEST_KILL_AT=after_journal_commit:1", NULL};
     const struct cli_opts opts = {.json = true, .envp = env, .parent = harness_release_parent(),
                                   .timeout_ms = TIMEOUT_MS};
-    struct proc_result r = cli_run(S.home, &opts, ARGS("run", "crash"));
+    struct proc_result r = cli_run(S.t.home, &opts, ARGS("run", "crash"));
     ok(proc_exited_with(&r, 0) && strstr(r.out, "\"succeeded\"") != NULL,
           "kill hook: the release build ignores BASAL_TEST_KILL_AT");
     proc_result_free(&r);
@@ -910,7 +906,7 @@ static void test_two_processes(void)
     /* One process drives a long run while others open the store, run and close. */
     struct proc p;
     const struct cli_opts opts = {.envp = NO_ENV};
-    if (!ok(cli_start(&p, S.home, &opts, ARGS("run", "long")) == 0,
+    if (!ok(cli_start(&p, S.t.home, &opts, ARGS("run", "long")) == 0,
             "two processes: start the long run"))
         return;
     int short_ok = 0;
@@ -939,7 +935,7 @@ static bool start_stopped(struct proc *p)
 {
     char *const env[] = {"BASAL_TEST_STOP_AT=after_outcome_commit:5", NULL};
     const struct cli_opts opts = {.envp = env};
-    if (cli_start(p, S.home, &opts, ARGS("run", "long")) != 0)
+    if (cli_start(p, S.t.home, &opts, ARGS("run", "long")) != 0)
         return false;
     int status = 0;
     if (waitpid(p->pid, &status, WUNTRACED) != p->pid || !WIFSTOPPED(status)) {
@@ -1091,7 +1087,7 @@ static void test_bad_input(void)
     expect_bad(ARGS("runs", "nosuch"), 1, "runs of a flow that is not installed");
     /* A catalog that does not parse refuses the run before anything is stored. */
     char path[PATH_MAX + 32];
-    sfmt(path, sizeof path, "%s/modules.json", S.home);
+    sfmt(path, sizeof path, "%s/modules.json", S.t.home);
     write_text_file(path, "{\"modules\": {\"x\": {\"program\": \"relative\"}}}", 0600);
     expect_bad(ARGS("run", "ok"), 1, "a malformed operator catalog");
 }

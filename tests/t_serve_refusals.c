@@ -20,7 +20,6 @@
 #include "lib/serve_home.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
@@ -233,26 +232,12 @@ static void test_stopping(void)
 {
     struct test_home h;
     test_home_begin(&h, g_root, "stopping");
-    char catalog[2048], path[PATH_MAX + 32], fifo[PATH_MAX + 32], log[PATH_MAX + 32];
-    sfmt(fifo, sizeof fifo, "%s/hold.fifo", h.dir);
-    sfmt(log, sizeof log, "%s/effects.log", h.dir);
-    sfmt(catalog, sizeof catalog,
-         "{\"modules\": {\"hold\": {\"program\": \"%s\", \"args\": [\"--log\", \"%s\"],"
-         " \"timeout_ms\": 120000, \"ops\": {\"hold_query\": {\"kind\": \"query\"}}}}}",
-         harness_path("test/tools/test_module"), log);
-    sfmt(path, sizeof path, "%s/modules.json", h.home);
-    char script[PATH_MAX + 128];
-    sfmt(script, sizeof script,
-         "await ops.call('hold', 'hold_query', {fifo: '%s'});\nreturn 1;\n", fifo);
-    bool made = write_text_file(path, catalog, 0600) && mkfifo(fifo, 0600) == 0 &&
-                test_home_flow(&h, "busy", 1,
-                               "{\"manual\":true},\"ops\":[{\"module\":\"hold\",\"op\":\"hold_query\"}]",
-                               script) &&
-                test_home_flow(&h, "other", 1, "{\"manual\":true}", "return 2;\n");
-    int fifo_fd = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    int fifo_fd = test_home_hold_catalog(&h)
+                      ? test_home_held_flow(&h, "busy", "{\"manual\":true}", "1")
+                      : -1;
+    bool made = fifo_fd >= 0 && test_home_flow(&h, "other", 1, "{\"manual\":true}", "return 2;\n");
     struct test_serve s;
-    if (!check(made && fifo_fd >= 0 &&
-                   test_serve_start(&s, &h, ARGS("--grace-seconds", "120"), NULL),
+    if (!check(made && test_serve_start(&s, &h, ARGS("--grace-seconds", "120"), NULL),
                "refusals: a held flow and a serve with a long grace", "%.300s", s.log))
         return;
     struct proc_result r = test_home_cli(&h, false, ARGS("run", "busy", "--detach"));

@@ -33,13 +33,11 @@
 #include "lib/harness.h"
 #include "lib/serve_home.h"
 
-#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define TIMEOUT_MS SERVE_HOME_TIMEOUT_MS
@@ -70,8 +68,7 @@ static void home_begin(struct home *h, const char *name)
          "   \"ops\": {\"echo\": {\"kind\": \"mutate\", \"idempotent\": true}}},"
          " \"plain\": {\"program\": \"%s\", \"args\": [\"--log\", \"%s\"],"
          "   \"ops\": {\"add\": {\"kind\": \"mutate\"}}},"
-         " \"hold\": {\"program\": \"%s\", \"args\": [\"--log\", \"%s\"],"
-         "   \"timeout_ms\": 120000, \"ops\": {\"hold_query\": {\"kind\": \"query\"}}}}}",
+         " " TEST_HOLD_MODULE_JSON "}}",
          module, h->keyed_log, module, h->plain_log, module, h->plain_log);
     sfmt(path, sizeof path, "%s/modules.json", h->t.home);
     if (!write_text_file(path, catalog, 0600))
@@ -224,22 +221,15 @@ static int succeeded_lines(const char *out)
     return n;
 }
 
-/* The gate: the one run that holds serve's only runner (test_module's hold op) until the
- * test closes the FIFO's read end, so that runs are certainly waiting when the recovers
- * ask, however fast the machine. */
-#define GATE_GRANTS "{\"manual\":true},\"ops\":[{\"module\":\"hold\",\"op\":\"hold_query\"}]"
-
 static void test_recover_under_load(void)
 {
     struct home h;
     home_begin(&h, "recover");
-    char fifo[PATH_MAX + 16], gate[PATH_MAX + 96];
-    sfmt(fifo, sizeof fifo, "%s/gate.fifo", h.t.dir);
-    sfmt(gate, sizeof gate, "await ops.call('hold', 'hold_query', {fifo: '%s'});\nreturn 0;\n",
-         fifo);
-    bool flows = mkfifo(fifo, 0600) == 0 && test_home_flow(&h.t, "gate", 1, GATE_GRANTS, gate);
-    int fifo_fd = flows ? open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC) : -1;
-    flows = flows && fifo_fd >= 0;
+    /* The gate: the one run that holds serve's only runner (test_module's hold op) until
+     * the test closes the FIFO's read end, so that runs are certainly waiting when the
+     * recovers ask, however fast the machine. */
+    int fifo_fd = test_home_held_flow(&h.t, "gate", "{\"manual\":true}", "0");
+    bool flows = fifo_fd >= 0;
     for (int f = 0; f < FLOWS && flows; f++) {
         char id[16];
         sfmt(id, sizeof id, "work%d", f);

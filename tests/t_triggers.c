@@ -21,11 +21,9 @@
 #include "lib/serve_home.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
 #include <poll.h>
-#include <sys/stat.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -236,35 +234,23 @@ static void test_downtime(void)
 
 /* ---- a busy flow ---------------------------------------------------------------------- */
 
-/* One line from fd (the module's "hold ..."), within TIMEOUT_MS. */
 static void test_busy_flow(void)
 {
     struct test_home h;
     test_home_begin(&h, g_root, "busy");
-    char catalog[2048], path[PATH_MAX + 32], fifo[PATH_MAX + 32], log[PATH_MAX + 32];
-    sfmt(fifo, sizeof fifo, "%s/hold.fifo", h.dir);
-    sfmt(log, sizeof log, "%s/effects.log", h.dir);
-    sfmt(catalog, sizeof catalog,
-         "{\"modules\": {\"hold\": {\"program\": \"%s\", \"args\": [\"--log\", \"%s\"],"
-         " \"timeout_ms\": 120000, \"ops\": {\"hold_query\": {\"kind\": \"query\"}}}}}",
-         harness_path("test/tools/test_module"), log);
-    sfmt(path, sizeof path, "%s/modules.json", h.home);
-    char script[PATH_MAX + 128];
-    sfmt(script, sizeof script,
-         "await ops.call('hold', 'hold_query', {fifo: '%s'});\nreturn trigger;\n", fifo);
-    bool made = write_text_file(path, catalog, 0600) && mkfifo(fifo, 0600) == 0 &&
-                test_home_flow(&h, "busy", 1,
-                               "{\"schedule\":{\"cron\":\"* * * * *\",\"missed\":\"once\"}},"
-                               "\"ops\":[{\"module\":\"hold\",\"op\":\"hold_query\"}]",
-                               script);
-    if (!check(made, "triggers: a flow whose run holds until the test lets it go", "%s", "no"))
+    int fifo_fd = test_home_hold_catalog(&h)
+                      ? test_home_held_flow(&h, "busy",
+                                            "{\"schedule\":{\"cron\":\"* * * * *\",\"missed\":\"once\"}}",
+                                            "trigger")
+                      : -1;
+    if (!check(fifo_fd >= 0, "triggers: a flow whose run holds until the test lets it go", "%s",
+               "no"))
         return;
     long long first = (real_now_ms() / 1000 / 60 + 1) * 60;
-    int fifo_fd = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     char env_buf[64];
     const char *env[] = {clock_env(first * 1000, env_buf), NULL};
     struct test_serve s;
-    if (!check(fifo_fd >= 0 && test_serve_start(&s, &h, NULL, env),
+    if (!check(test_serve_start(&s, &h, NULL, env),
                "triggers: serve starts at the first instant", "%s", s.log))
         return;
     check(test_serve_clock(&h, first * 1000) && hold_line_read(fifo_fd, TIMEOUT_MS),

@@ -3,6 +3,7 @@
 #include "store_view.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
 #include <signal.h>
@@ -24,14 +25,20 @@ struct proc_result test_home_cli(const struct test_home *h, bool json, const cha
     return cli_run(h->home, &opts, args);
 }
 
-void test_home_begin(struct test_home *h, const char *root, const char *name)
+void test_home_paths(struct test_home *h, const char *root, const char *name)
 {
     memset(h, 0, sizeof *h);
     sfmt(h->dir, sizeof h->dir, "%s/%s", root, name);
-    (void)mkdir(h->dir, 0755);
+    if (mkdir(h->dir, 0755) != 0 && errno != EEXIST)
+        fail("test home: mkdir", "%s: %s", h->dir, strerror(errno));
     sfmt(h->home, sizeof h->home, "%s/home", h->dir);
     sfmt(h->db, sizeof h->db, "%s/basal.db", h->home);
     sfmt(h->sock, sizeof h->sock, "%s/ops.sock", h->home);
+}
+
+void test_home_begin(struct test_home *h, const char *root, const char *name)
+{
+    test_home_paths(h, root, name);
     struct proc_result r = test_home_cli(h, false, ARGS("setup"));
     if (!proc_exited_with(&r, 0))
         fail("test home: setup", "%s: %s", proc_describe(&r), r.err);
@@ -56,6 +63,37 @@ bool test_home_flow(const struct test_home *h, const char *id, int version,
         return false;
     }
     return true;
+}
+
+bool test_home_hold_catalog(const struct test_home *h)
+{
+    char catalog[2048], path[PATH_MAX + 32], log[PATH_MAX + 32];
+    sfmt(log, sizeof log, "%s/effects.log", h->dir);
+    sfmt(catalog, sizeof catalog, "{\"modules\": {" TEST_HOLD_MODULE_JSON "}}",
+         harness_path("test/tools/test_module"), log);
+    sfmt(path, sizeof path, "%s/modules.json", h->home);
+    return write_text_file(path, catalog, 0600);
+}
+
+int test_home_held_flow(const struct test_home *h, const char *id, const char *trigger_json,
+                        const char *ret)
+{
+    char fifo[PATH_MAX + 48], script[PATH_MAX + 256], manifest_tail[1024];
+    sfmt(fifo, sizeof fifo, "%s/%s.fifo", h->dir, id);
+    sfmt(script, sizeof script, "await ops.call('hold', 'hold_query', {fifo: '%s'});\nreturn %s;\n",
+         fifo, ret);
+    sfmt(manifest_tail, sizeof manifest_tail,
+         "%s,\"ops\":[{\"module\":\"hold\",\"op\":\"hold_query\"}]", trigger_json);
+    if (mkfifo(fifo, 0600) != 0) {
+        fprintf(stderr, "  held flow %s: mkfifo %s: %s\n", id, fifo, strerror(errno));
+        return -1;
+    }
+    if (!test_home_flow(h, id, 1, manifest_tail, script))
+        return -1;
+    int fd = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        fprintf(stderr, "  held flow %s: open %s: %s\n", id, fifo, strerror(errno));
+    return fd;
 }
 
 long long test_home_sql(const struct test_home *h, const char *sql)

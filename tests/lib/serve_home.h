@@ -20,7 +20,10 @@ struct test_home {
     char sock[PATH_MAX + 16];
 };
 
-/* Makes root/name/home and runs `ck-basal setup` in it (fails the test otherwise). */
+/* Makes root/name and fills h's paths (root/name/home, its store and ops socket) without
+ * making the home: for a test that sets it up its own way (cli_home_setup). */
+void test_home_paths(struct test_home *h, const char *root, const char *name);
+/* test_home_paths, then `ck-basal setup` in the home (fails the test otherwise). */
 void test_home_begin(struct test_home *h, const char *root, const char *name);
 
 /* ck-basal [--json] --home H args... (the test build, the test's environment). */
@@ -32,6 +35,24 @@ struct proc_result test_home_cli(const struct test_home *h, bool json, const cha
  * line on stderr) on failure. */
 bool test_home_flow(const struct test_home *h, const char *id, int version,
                     const char *trigger_json, const char *script);
+
+/* The "hold" module's entry in a modules.json: test_module's hold_query, a call that
+ * holds (120 s at most) until the test closes a FIFO. printf arguments: the program, its
+ * log. */
+#define TEST_HOLD_MODULE_JSON                                                            \
+    "\"hold\": {\"program\": \"%s\", \"args\": [\"--log\", \"%s\"],"                      \
+    " \"timeout_ms\": 120000, \"ops\": {\"hold_query\": {\"kind\": \"query\"}}}"
+
+/* h's modules.json with the hold module alone (its log h->dir/effects.log). */
+bool test_home_hold_catalog(const struct test_home *h);
+
+/* Flow id (version 1) whose run awaits the hold module's hold_query on a new FIFO
+ * h->dir/ID.fifo and then returns ret (a JS expression); trigger_json as test_home_flow's,
+ * the hold op granted after it. Returns the FIFO's read end (non-blocking): the held call
+ * writes its "hold PID GRAND" line there (hold_line_read) and returns once the test closes
+ * it. -1 on failure (a line on stderr). */
+int test_home_held_flow(const struct test_home *h, const char *id, const char *trigger_json,
+                        const char *ret);
 
 /* A number from the store (read-only connection), or -1. */
 long long test_home_sql(const struct test_home *h, const char *sql);

@@ -1,6 +1,7 @@
 /* git.* for flows: argument checks, the repository decision, one bounded git run per
  * call and the parsing of its output (git_builtin.h has the contract). */
 #include "host/git_builtin.h"
+#include "host/child_run.h"
 
 #include "base/clock.h"
 #include "host/git_sandbox.h"
@@ -28,7 +29,6 @@
 #include <unistd.h>
 
 #define HOST_CODE_NOT_TEXT_GIT "not_text"
-#define STDERR_TAIL 512
 #define GIT_PATH_MAX 4096u
 
 /* Every configuration that could make git run a program, read more than the
@@ -566,17 +566,6 @@ int git_builtin_grant(const struct git_grants *grants, struct git_request *req, 
 
 /* ---- running git ---------------------------------------------------------------------------- */
 
-struct run {
-    pid_t pid;
-    int pidfd, out_fd, err_fd;
-    char *out;
-    size_t out_len, out_cap;
-    char tail[STDERR_TAIL];
-    size_t tail_total;
-    bool exited, timed_out, too_large;
-    int status;
-};
-
 static void close_fd(int *fd)
 {
     if (*fd >= 0) {
@@ -610,8 +599,6 @@ static long git_timeout_ms(void)
 #endif
     return GIT_TIMEOUT_MS;
 }
-
-static void kill_and_reap(struct run *r);
 
 /* What the child reports when it cannot confine or start git (one write: atomic). */
 struct start_failure {
@@ -655,17 +642,7 @@ __attribute__((noreturn)) static void exec_git(const char *program, char *const 
         report_failure(report_fd, "its report pipe", errno);
         _exit(127);
     }
-    if (syscall(SYS_close_range, 4U, ~0U, 0U) != 0)
-        for (int fd = 4; fd < 4096; fd++)
-            close(fd);
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; sig++)
-        (void)sigaction(sig, &dfl, NULL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
+    child_run_reset_in_child(4U);
     execve(program, argv, GIT_ENV);
     report_failure(3, "the exec of git", errno);
     _exit(127);
@@ -673,7 +650,7 @@ __attribute__((noreturn)) static void exec_git(const char *program, char *const 
 
 /* Starts git in its sandbox. 0 (git runs), or -1 with the reason in why. */
 static int spawn(const char *program, char *const argv[], const struct git_call *c,
-                 struct run *r, long long deadline, char *why, size_t why_cap)
+                 struct child_run *r, long long deadline, char *why, size_t why_cap)
 {
     struct git_sandbox *sb = git_sandbox_prepare(program, c->gitdir_fd, c->gitdir, why, why_cap);
     if (sb == NULL)
@@ -706,12 +683,7 @@ static int spawn(const char *program, char *const argv[], const struct git_call 
         return -1;
     }
     (void)setpgid(pid, pid); /* both sides: a kill of -pid works whichever runs first */
-    r->pid = pid;
-    r->out_fd = out[0];
-    r->err_fd = err[0];
-    (void)fcntl(r->out_fd, F_SETFL, O_NONBLOCK);
-    (void)fcntl(r->err_fd, F_SETFL, O_NONBLOCK);
-    r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    child_run_started(r, pid, -1, out[0], err[0]);
     /* The report pipe closes at the exec; a failure to confine comes first. */
     struct start_failure f;
     ssize_t got = -1;
@@ -729,9 +701,7 @@ static int spawn(const char *program, char *const argv[], const struct git_call 
     close_fd(&report[0]);
     if (got == 0)
         return 0;
-    kill_and_reap(r);
-    close_fd(&r->out_fd);
-    close_fd(&r->err_fd);
+    child_run_close(r);
     if (got == (ssize_t)sizeof f) {
         f.step[sizeof f.step - 1] = '\0';
         snprintf(why, why_cap, "cannot confine git: %s: %s (basal never runs git unconfined)",
@@ -740,150 +710,6 @@ static int spawn(const char *program, char *const argv[], const struct git_call 
         snprintf(why, why_cap, "cannot start git within the deadline");
     }
     return -1;
-}
-
-/* Reaps git if it has exited; with block, waits (only after a SIGKILL). What it left
- * in its group is killed first, while the unreaped leader still holds the group id. */
-static void reap(struct run *r, bool block)
-{
-    if (r->exited)
-        return;
-    if (!block) {
-        siginfo_t info;
-        memset(&info, 0, sizeof info);
-        if (waitid(P_PID, (id_t)r->pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
-            info.si_pid != r->pid)
-            return;
-    }
-    (void)kill(-r->pid, SIGKILL);
-    int status = 0;
-    pid_t done;
-    while ((done = waitpid(r->pid, &status, 0)) < 0 && errno == EINTR) {
-    }
-    r->exited = true;
-    r->status = done == r->pid ? status : 0x7f00;
-    close_fd(&r->pidfd);
-}
-
-static void kill_and_reap(struct run *r)
-{
-    if (!r->exited) {
-        (void)kill(-r->pid, SIGKILL);
-        (void)kill(r->pid, SIGKILL);
-    }
-    reap(r, true);
-}
-
-static void drain(struct run *r, int *fd, bool is_out)
-{
-    char buf[65536];
-    for (;;) {
-        ssize_t n = read(*fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return;
-        if (n <= 0) {
-            close_fd(fd);
-            return;
-        }
-        if (!is_out) {
-            for (ssize_t i = 0; i < n; i++)
-                r->tail[(r->tail_total + (size_t)i) % STDERR_TAIL] = buf[i];
-            r->tail_total += (size_t)n;
-            continue;
-        }
-        if (r->out_len + (size_t)n > GIT_OUTPUT_MAX) {
-            r->too_large = true;
-            return;
-        }
-        if (r->out_len + (size_t)n > r->out_cap) {
-            size_t cap = r->out_cap == 0 ? 65536 : r->out_cap;
-            while (cap < r->out_len + (size_t)n)
-                cap *= 2;
-            char *grown = realloc(r->out, cap + 1);
-            if (grown == NULL) {
-                r->too_large = true;
-                return;
-            }
-            r->out = grown;
-            r->out_cap = cap;
-        }
-        memcpy(r->out + r->out_len, buf, (size_t)n);
-        r->out_len += (size_t)n;
-    }
-}
-
-/* Runs git to its end, the deadline or too much output. */
-static void pump(struct run *r, long long deadline)
-{
-    for (;;) {
-        if (r->too_large) {
-            kill_and_reap(r);
-            return;
-        }
-        reap(r, false);
-        if (r->exited && r->out_fd < 0 && r->err_fd < 0)
-            return;
-        long long left = deadline - monotonic_ms();
-        if (left <= 0) {
-            if (!r->exited)
-                r->timed_out = true;
-            kill_and_reap(r);
-            close_fd(&r->out_fd);
-            close_fd(&r->err_fd);
-            return;
-        }
-        struct pollfd p[3];
-        int np = 0, out_i = -1, err_i = -1;
-        if (r->out_fd >= 0) {
-            p[np] = (struct pollfd){r->out_fd, POLLIN, 0};
-            out_i = np++;
-        }
-        if (r->err_fd >= 0) {
-            p[np] = (struct pollfd){r->err_fd, POLLIN, 0};
-            err_i = np++;
-        }
-        int wait_ms = left > 60000 ? 60000 : (int)left;
-        if (!r->exited) {
-            if (r->pidfd >= 0)
-                p[np++] = (struct pollfd){r->pidfd, POLLIN, 0};
-            else if (wait_ms > 20) /* no pidfd: look for the exit now and then */
-                wait_ms = 20;
-        } else if (wait_ms > 200) {
-            /* Exited: what a descendant that left the group still holds is not
-             * waited for long. */
-            deadline = monotonic_ms() + 200;
-            wait_ms = 200;
-        }
-        int rc = poll(p, (nfds_t)np, wait_ms);
-        if (rc < 0 && errno != EINTR) {
-            r->timed_out = true;
-            kill_and_reap(r);
-            return;
-        }
-        if (rc <= 0)
-            continue;
-        if (out_i >= 0 && p[out_i].revents != 0)
-            drain(r, &r->out_fd, true);
-        if (err_i >= 0 && p[err_i].revents != 0)
-            drain(r, &r->err_fd, false);
-    }
-}
-
-/* The end of stderr as one printable line. */
-static const char *stderr_tail(const struct run *r, char *buf, size_t cap)
-{
-    size_t o = 0;
-    size_t kept = r->tail_total < STDERR_TAIL ? r->tail_total : STDERR_TAIL;
-    for (size_t i = r->tail_total - kept; i < r->tail_total && o + 1 < cap; i++) {
-        unsigned char ch = (unsigned char)r->tail[i % STDERR_TAIL];
-        buf[o++] = (char)(ch >= 0x20 && ch < 0x7f ? ch : ' ');
-    }
-    while (o > 0 && buf[o - 1] == ' ')
-        o--;
-    buf[o] = '\0';
-    return buf;
 }
 
 /* ---- command lines ---------------------------------------------------------------------------- */
@@ -1092,7 +918,7 @@ static json_t *person(char **f, const size_t *l)
 
 #define LOG_FIELDS 9
 
-static json_t *parse_log(struct run *r)
+static json_t *parse_log(struct child_run *r)
 {
     size_t cap = (size_t)GIT_LOG_MAX_COUNT * LOG_FIELDS;
     char **f = calloc(cap, sizeof *f);
@@ -1135,7 +961,7 @@ static json_t *parse_log(struct run *r)
     return list;
 }
 
-static json_t *parse_names(struct run *r)
+static json_t *parse_names(struct child_run *r)
 {
     json_t *list = json_array();
     if (list == NULL || r->out == NULL)
@@ -1153,19 +979,19 @@ static json_t *parse_names(struct run *r)
 }
 
 /* One line of output without its newline (rev-parse, describe). */
-static json_t *parse_line(struct run *r)
+static json_t *parse_line(struct child_run *r)
 {
     size_t n = r->out_len;
     while (n > 0 && (r->out[n - 1] == '\n' || r->out[n - 1] == '\r'))
         n--;
-    return lossy_string(r->out != NULL ? r->out : "", n);
+    return lossy_string(r->out, n);
 }
 
-static int settle(const struct git_call *c, struct run *r, long timeout_ms,
+static int settle(const struct git_call *c, struct child_run *r, long timeout_ms,
                   struct host_settlement *out)
 {
-    char tail[STDERR_TAIL + 1];
-    stderr_tail(r, tail, sizeof tail);
+    char tail[CHILD_RUN_TAIL + 1];
+    child_run_stderr_line(r, tail, sizeof tail);
     if (r->timed_out)
         return host_reject(out, HOST_CODE_TIMEOUT, "%s: git did not finish within %ld ms"
                            " (killed)", c->name, timeout_ms);
@@ -1186,10 +1012,10 @@ static int settle(const struct git_call *c, struct run *r, long timeout_ms,
                            tail[0] != '\0' ? ": " : "", tail);
     }
     if (c->kind == GIT_SHOW && c->path != NULL) {
-        if (!utf8_valid((const uint8_t *)(r->out != NULL ? r->out : ""), r->out_len))
+        if (!utf8_valid((const uint8_t *)(r->out), r->out_len))
             return host_reject(out, HOST_CODE_NOT_TEXT_GIT, "%s: %s at %s is not UTF-8 text",
                                c->name, c->path, c->rev);
-        json_t *v = json_stringn(r->out != NULL ? r->out : "", r->out_len);
+        json_t *v = json_stringn(r->out, r->out_len);
         int rc = v != NULL ? host_fulfil_json(out, v) : -1;
         json_decref(v);
         return rc;
@@ -1203,14 +1029,14 @@ static int settle(const struct git_call *c, struct run *r, long timeout_ms,
         v = parse_names(r);
         break;
     case GIT_DIFF:
-        v = c->name_only ? parse_names(r) : lossy_string(r->out != NULL ? r->out : "", r->out_len);
+        v = c->name_only ? parse_names(r) : lossy_string(r->out, r->out_len);
         break;
     case GIT_REV_PARSE:
     case GIT_DESCRIBE_TAGS:
         v = parse_line(r);
         break;
     default:
-        v = lossy_string(r->out != NULL ? r->out : "", r->out_len);
+        v = lossy_string(r->out, r->out_len);
         break;
     }
     if (v == NULL)
@@ -1252,22 +1078,22 @@ int git_builtin_run(struct git_request *req, long long deadline_at_ms,
         return -1;
     }
     build_argv(&c, program, a);
-    struct run r;
-    memset(&r, 0, sizeof r);
-    r.pidfd = r.out_fd = r.err_fd = -1;
+    struct child_run r;
+    if (child_run_init(&r, NULL, 0, GIT_OUTPUT_MAX) != 0) {
+        close_fd(&c.gitdir_fd);
+        free(a);
+        return -1;
+    }
     int rc;
     char why_start[REFUSAL_REASON_MAX];
     if (spawn(program, a->argv, &c, &r, deadline, why_start, sizeof why_start) != 0) {
         rc = host_reject(out, HOST_CODE_GIT_ERROR, "%s: %s", kind, why_start);
     } else {
-        pump(&r, deadline);
+        child_run_pump(&r, deadline);
         rc = settle(&c, &r, timeout_ms, out);
     }
-    close_fd(&r.out_fd);
-    close_fd(&r.err_fd);
-    close_fd(&r.pidfd);
+    child_run_close(&r);
     close_fd(&c.gitdir_fd);
-    free(r.out);
     free(a);
     return rc;
 }

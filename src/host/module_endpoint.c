@@ -1,5 +1,7 @@
 /* One POST to a loopback HTTP endpoint module with libcurl (see module_endpoint.h). */
 #include "host/module_endpoint.h"
+#include "base/bounded_append.h"
+#include "host/curl_baseline.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -141,53 +143,36 @@ static size_t on_body(char *data, size_t size, size_t count, void *userp)
 {
     struct exchange *x = userp;
     size_t n = size * count;
-    if (n > x->max - x->len) {
+    switch (bounded_append(&x->body, &x->len, &x->cap, x->max, data, n)) {
+    case BOUNDED_APPENDED:
+        return n;
+    case BOUNDED_OVER:
         x->too_large = true;
         return 0; /* CURLE_WRITE_ERROR: the transfer stops */
+    case BOUNDED_NO_MEMORY:
+    default:
+        return 0;
     }
-    if (x->len + n + 1 > x->cap) {
-        size_t cap = x->cap == 0 ? 4096 : x->cap;
-        while (cap < x->len + n + 1)
-            cap *= 2;
-        char *grown = realloc(x->body, cap);
-        if (grown == NULL)
-            return 0;
-        x->body = grown;
-        x->cap = cap;
-    }
-    memcpy(x->body + x->len, data, n);
-    x->len += n;
-    x->body[x->len] = '\0';
-    return n;
 }
 
 static CURLcode set_options(CURL *c, const struct target *t, const char *request,
                             size_t request_len, struct curl_slist *headers, uint32_t timeout_ms,
                             struct exchange *x, char *errbuf)
 {
-    CURLcode rc = CURLE_OK;
+    CURLcode rc = curl_baseline_options(c, errbuf);
 #define SET(opt, val)                                                                          \
     do {                                                                                       \
         if (rc == CURLE_OK)                                                                    \
             rc = curl_easy_setopt(c, opt, val);                                                \
     } while (0)
-    SET(CURLOPT_ERRORBUFFER, errbuf);
     SET(CURLOPT_URL, t->url);
     if (t->is_unix)
         SET(CURLOPT_UNIX_SOCKET_PATH, t->unix_path);
     SET(CURLOPT_PROTOCOLS_STR, "http");
-    SET(CURLOPT_FOLLOWLOCATION, 0L);
-    SET(CURLOPT_PROXY, "");
-    SET(CURLOPT_NOPROXY, "*");
-    SET(CURLOPT_NETRC, (long)CURL_NETRC_IGNORED);
-    SET(CURLOPT_HTTPAUTH, (long)CURLAUTH_NONE);
-    SET(CURLOPT_HTTP_CONTENT_DECODING, 0L);
-    SET(CURLOPT_NOSIGNAL, 1L);
     SET(CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
     SET(CURLOPT_TIMEOUT_MS, (long)timeout_ms);
     SET(CURLOPT_OPENSOCKETFUNCTION, open_socket);
     SET(CURLOPT_OPENSOCKETDATA, x);
-    SET(CURLOPT_USERAGENT, "basal");
     SET(CURLOPT_WRITEFUNCTION, on_body);
     SET(CURLOPT_WRITEDATA, x);
     SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)x->max);

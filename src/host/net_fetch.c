@@ -2,6 +2,8 @@
  * pinned, redirects followed here, bounded responses (net_fetch.h has the contract). */
 #include "host/net_fetch.h"
 
+#include "base/bounded_append.h"
+#include "host/curl_baseline.h"
 #include "base/clock.h"
 #include "host/address_policy.h"
 #include "host/refusal.h"
@@ -830,25 +832,17 @@ static size_t on_body(char *buf, size_t size, size_t count, void *userdata)
 {
     struct response *resp = userdata;
     size_t len = size * count;
-    if (len > resp->body_max - resp->body_len) {
+    switch (bounded_append(&resp->body, &resp->body_len, &resp->body_cap, resp->body_max, buf,
+                           len)) {
+    case BOUNDED_APPENDED:
+        return len;
+    case BOUNDED_OVER:
         resp->body_too_large = true;
         return 0;
+    case BOUNDED_NO_MEMORY:
+    default:
+        return 0;
     }
-    if (resp->body_len + len > resp->body_cap) {
-        size_t cap = resp->body_cap == 0 ? 16384 : resp->body_cap;
-        while (cap < resp->body_len + len)
-            cap *= 2;
-        if (cap > resp->body_max)
-            cap = resp->body_max;
-        char *grown = realloc(resp->body, cap);
-        if (grown == NULL)
-            return 0;
-        resp->body = grown;
-        resp->body_cap = cap;
-    }
-    memcpy(resp->body + resp->body_len, buf, len);
-    resp->body_len += len;
-    return len;
 }
 
 /* "host:port:addr,addr" for CURLOPT_RESOLVE. */
@@ -873,26 +867,18 @@ static CURLcode hop_options(CURL *c, const struct request *r, unsigned method, b
                             struct response *resp, const struct settings *t, long connect_ms,
                             long total_ms, char *errbuf)
 {
-    CURLcode rc = CURLE_OK;
+    CURLcode rc = curl_baseline_options(c, errbuf);
 #define SET(opt, val)                                                                          \
     do {                                                                                       \
         if (rc == CURLE_OK)                                                                    \
             rc = curl_easy_setopt(c, opt, val);                                                \
     } while (0)
-    SET(CURLOPT_ERRORBUFFER, errbuf);
     SET(CURLOPT_CURLU, r->url);
     SET(CURLOPT_PROTOCOLS_STR, t->allow_http ? "http,https" : "https");
     SET(CURLOPT_REDIR_PROTOCOLS_STR, t->allow_http ? "http,https" : "https");
-    SET(CURLOPT_FOLLOWLOCATION, 0L);
     SET(CURLOPT_RESOLVE, pins);
     SET(CURLOPT_OPENSOCKETFUNCTION, open_socket);
     SET(CURLOPT_OPENSOCKETDATA, resp);
-    SET(CURLOPT_PROXY, "");
-    SET(CURLOPT_NOPROXY, "*");
-    SET(CURLOPT_NETRC, (long)CURL_NETRC_IGNORED);
-    SET(CURLOPT_HTTPAUTH, (long)CURLAUTH_NONE);
-    SET(CURLOPT_HTTP_CONTENT_DECODING, 0L);
-    SET(CURLOPT_NOSIGNAL, 1L);
     SET(CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
     SET(CURLOPT_TIMEOUT_MS, total_ms);
     SET(CURLOPT_SSL_VERIFYPEER, 1L);
@@ -901,7 +887,6 @@ static CURLcode hop_options(CURL *c, const struct request *r, unsigned method, b
         SET(CURLOPT_CAINFO, t->ca_file);
         SET(CURLOPT_CAPATH, (char *)NULL);
     }
-    SET(CURLOPT_USERAGENT, "basal");
     SET(CURLOPT_HEADERFUNCTION, on_header);
     SET(CURLOPT_HEADERDATA, resp);
     SET(CURLOPT_WRITEFUNCTION, on_body);

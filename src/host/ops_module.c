@@ -1,6 +1,7 @@
 /* Operator-registered modules: the catalog (home/modules.json) and one invocation of
  * a module program per ops.call (see ops_module.h for the contract). */
 #include "host/ops_module.h"
+#include "host/child_run.h"
 #include "base/user_ns_map.h"
 #include "host/module_endpoint.h"
 
@@ -35,7 +36,6 @@
 #include <unistd.h>
 
 #define ARG_MAX_BYTES 4096 /* one program argument */
-#define STDERR_TAIL 512    /* bytes of the module's stderr kept for messages */
 #define MESSAGE_MAX 1024   /* bytes of a module's own error message passed on */
 #define CODE_MAX 32        /* a module's error code: 1-32 of [a-z0-9_] */
 
@@ -349,21 +349,6 @@ const struct ops_op *ops_catalog_find(const struct ops_catalog *c, const char *m
 
 /* ---- invocation --------------------------------------------------------------------- */
 
-struct run {
-    pid_t pid;
-    int pidfd;
-    int in_fd, out_fd, err_fd;
-    const char *request;
-    size_t request_len, request_off;
-    char *reply;
-    size_t reply_len, reply_cap;
-    uint32_t reply_max;
-    bool too_large, timed_out, exited;
-    int status;
-    char tail[STDERR_TAIL]; /* a ring of the last STDERR_TAIL bytes of stderr */
-    size_t tail_total;
-};
-
 static void close_fd(int *fd)
 {
     if (*fd >= 0) {
@@ -433,19 +418,7 @@ static void exec_module_child(const struct ops_module *m, const struct spawn_pla
     (void)setpgid(0, 0);
     if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
         _exit(127);
-    if (syscall(SYS_close_range, 3U, ~0U, 0U) != 0) {
-        for (int fd = 3; fd < 4096; fd++)
-            close(fd);
-    }
-    /* Default dispositions and an empty mask, whatever the parent ignores or blocks. */
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; sig++)
-        (void)sigaction(sig, &dfl, NULL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
+    child_run_reset_in_child(3U);
     if (chdir("/") != 0)
         _exit(127);
     static char path_env[] = "PATH=/usr/bin:/bin";
@@ -509,12 +482,9 @@ static pid_t clone_module(const struct ops_module *m, struct spawn_plan *plan, i
     return pid;
 }
 
-static void kill_group(const struct run *r);
-static void try_reap(struct run *r, bool block);
-
 /* Starts the program; hook (may be NULL) learns who its process is before it may run.
  * Returns 0, or -1 with the reason in why (nothing of the program ran). */
-static int spawn(const struct ops_module *m, const struct ops_process_hook *hook, struct run *r,
+static int spawn(const struct ops_module *m, const struct ops_process_hook *hook, struct child_run *r,
                  char *why, size_t why_cap)
 {
     int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, go[2] = {-1, -1};
@@ -544,14 +514,7 @@ static int spawn(const struct ops_module *m, const struct ops_process_hook *hook
     close_fd(&in[0]);
     close_fd(&out[1]);
     close_fd(&err[1]);
-    r->pid = pid;
-    r->in_fd = in[1];
-    r->out_fd = out[0];
-    r->err_fd = err[0];
-    (void)fcntl(r->in_fd, F_SETFL, O_NONBLOCK);
-    (void)fcntl(r->out_fd, F_SETFL, O_NONBLOCK);
-    (void)fcntl(r->err_fd, F_SETFL, O_NONBLOCK);
-    r->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    child_run_started(r, pid, in[1], out[0], err[0]);
     /* Once the process is ready (its parent-death signal set) it waits for the go
      * byte: its identity is stable and nothing of the program has run. Whoever
      * records it does so now, or the program never runs. */
@@ -578,13 +541,8 @@ static int spawn(const struct ops_module *m, const struct ops_process_hook *hook
         rc = -1;
     }
     close_fd(&go[1]);
-    if (rc != 0) {
-        kill_group(r);
-        try_reap(r, true);
-        close_fd(&r->in_fd);
-        close_fd(&r->out_fd);
-        close_fd(&r->err_fd);
-    }
+    if (rc != 0)
+        child_run_close(r);
     return rc;
 fail: /* nothing was started: every pipe end still open is closed */
     close_pair(in);
@@ -593,211 +551,6 @@ fail: /* nothing was started: every pipe end still open is closed */
     close_pair(go);
     close_pair(ready);
     return -1;
-}
-
-static void kill_group(const struct run *r)
-{
-    (void)kill(-r->pid, SIGKILL);
-    (void)kill(r->pid, SIGKILL); /* in case the group was never set */
-}
-
-/* Reaps the program if it has exited (or, with block, waits for it: only after a
- * SIGKILL). Whatever the program left in its group is killed before the reap, while
- * the unreaped leader still holds the group's id (so the id cannot name another
- * group by then). */
-static void try_reap(struct run *r, bool block)
-{
-    if (r->exited)
-        return;
-    if (!block) {
-        siginfo_t info;
-        memset(&info, 0, sizeof info);
-        int w;
-        while ((w = waitid(P_PID, (id_t)r->pid, &info, WEXITED | WNOHANG | WNOWAIT)) < 0 &&
-               errno == EINTR) {
-        }
-        if (w == 0 && info.si_pid != r->pid)
-            return; /* still running */
-        if (w == 0)
-            (void)kill(-r->pid, SIGKILL);
-    }
-    int status = 0;
-    pid_t done;
-    while ((done = waitpid(r->pid, &status, 0)) < 0 && errno == EINTR) {
-    }
-    r->exited = true;
-    r->status = done == r->pid ? status : 0x7f00; /* not ours any more: as exit 127 */
-    close_fd(&r->pidfd);
-}
-
-static void keep_tail(struct run *r, const char *buf, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        r->tail[(r->tail_total + i) % STDERR_TAIL] = buf[i];
-    r->tail_total += n;
-}
-
-/* Reads what fd has; closes it at EOF or on error. */
-static void drain(struct run *r, int *fd, bool is_stdout)
-{
-    char buf[65536];
-    for (;;) {
-        ssize_t n;
-        if (is_stdout) {
-            if (r->reply_len + 1 >= r->reply_cap) {
-                size_t cap = r->reply_cap * 2;
-                if (cap > (size_t)r->reply_max + 2)
-                    cap = (size_t)r->reply_max + 2;
-                char *grown = realloc(r->reply, cap);
-                if (grown == NULL) { /* treat as too large: nothing more can be kept */
-                    r->too_large = true;
-                    return;
-                }
-                r->reply = grown;
-                r->reply_cap = cap;
-            }
-            n = read(*fd, r->reply + r->reply_len, r->reply_cap - 1 - r->reply_len);
-        } else {
-            n = read(*fd, buf, sizeof buf);
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return;
-        if (n <= 0) {
-            close_fd(fd);
-            return;
-        }
-        if (is_stdout) {
-            r->reply_len += (size_t)n;
-            if (r->reply_len > r->reply_max) {
-                r->too_large = true;
-                return;
-            }
-        } else {
-            keep_tail(r, buf, (size_t)n);
-        }
-    }
-}
-
-static void feed(struct run *r)
-{
-    while (r->request_off < r->request_len) {
-        ssize_t n = write(r->in_fd, r->request + r->request_off, r->request_len - r->request_off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return;
-        if (n <= 0) { /* EPIPE and the like: the program does not read; its reply says */
-            close_fd(&r->in_fd);
-            return;
-        }
-        r->request_off += (size_t)n;
-    }
-    close_fd(&r->in_fd); /* the whole request is written: EOF */
-}
-
-/* Once the program has exited, how long its reply may still take to arrive. Its
- * namespace's end kills every descendant that held the pipes, so this is a safety
- * net only. */
-#define EXIT_GRACE_MS 200
-
-/* SIGKILLs the program's group, only while the program is not reaped: after the reap
- * its pid, and its group's id, may name somebody else's process. */
-static void kill_unreaped(struct run *r)
-{
-    if (!r->exited)
-        kill_group(r);
-    try_reap(r, true);
-}
-
-/* Runs the program to its end, the deadline or too much output. */
-static void pump(struct run *r, uint32_t timeout_ms)
-{
-    long long deadline = monotonic_ms() + timeout_ms;
-    bool grace_set = false;
-    for (;;) {
-        if (r->too_large) {
-            kill_unreaped(r);
-            return;
-        }
-        if (!r->exited)
-            try_reap(r, false);
-        if (r->exited && r->out_fd < 0 && r->err_fd < 0)
-            return;
-        if (r->exited && !grace_set) {
-            grace_set = true;
-            if (deadline > monotonic_ms() + EXIT_GRACE_MS)
-                deadline = monotonic_ms() + EXIT_GRACE_MS;
-        }
-        long long left = deadline - monotonic_ms();
-        if (left <= 0) {
-            if (r->exited) { /* it answered and ended: what arrived is its reply */
-                close_fd(&r->out_fd);
-                close_fd(&r->err_fd);
-                return;
-            }
-            r->timed_out = true;
-            kill_unreaped(r);
-            return;
-        }
-        struct pollfd p[4];
-        int np = 0, in_i = -1, out_i = -1, err_i = -1;
-        if (r->in_fd >= 0) {
-            p[np] = (struct pollfd){r->in_fd, POLLOUT, 0};
-            in_i = np++;
-        }
-        if (r->out_fd >= 0) {
-            p[np] = (struct pollfd){r->out_fd, POLLIN, 0};
-            out_i = np++;
-        }
-        if (r->err_fd >= 0) {
-            p[np] = (struct pollfd){r->err_fd, POLLIN, 0};
-            err_i = np++;
-        }
-        int wait_ms = left > INT_MAX ? INT_MAX : (int)left;
-        if (!r->exited) {
-            if (r->pidfd >= 0)
-                p[np++] = (struct pollfd){r->pidfd, POLLIN, 0};
-            else if (wait_ms > 20) /* no pidfd: look for the exit now and then */
-                wait_ms = 20;
-        }
-        int rc = poll(p, (nfds_t)np, wait_ms);
-        if (rc < 0 && errno != EINTR) { /* cannot wait: give up as a timeout would */
-            r->timed_out = true;
-            kill_unreaped(r);
-            return;
-        }
-        if (rc <= 0)
-            continue;
-        if (in_i >= 0 && p[in_i].revents != 0)
-            feed(r);
-        if (out_i >= 0 && p[out_i].revents != 0)
-            drain(r, &r->out_fd, true);
-        if (err_i >= 0 && p[err_i].revents != 0)
-            drain(r, &r->err_fd, false);
-    }
-}
-
-/* The stderr tail as one line of printable ASCII, in buf. */
-static const char *stderr_tail(const struct run *r, char *buf, size_t cap)
-{
-    size_t o = 0;
-    buf[0] = '\0';
-    size_t kept = r->tail_total < STDERR_TAIL ? r->tail_total : STDERR_TAIL;
-    for (size_t i = r->tail_total - kept; i < r->tail_total && o + 1 < cap; i++) {
-        unsigned char ch = (unsigned char)r->tail[i % STDERR_TAIL];
-        char shown = '?';
-        if (ch >= 0x20 && ch < 0x7f)
-            shown = (char)ch;
-        else if (ch == '\n' || ch == '\t' || ch == '\r')
-            shown = ' ';
-        buf[o++] = shown;
-    }
-    while (o > 0 && buf[o - 1] == ' ')
-        o--;
-    buf[o] = '\0';
-    return buf;
 }
 
 /* Rejects with code and "module M op O: <what>[; stderr: <tail>]" (no 512-byte cut,
@@ -822,17 +575,17 @@ static int reject_with(struct host_settlement *out, json_t *code, const char *me
 
 __attribute__((format(printf, 5, 6))) static int reject_run(struct host_settlement *out,
                                                              const char *code,
-                                                             const struct run *r,
+                                                             const struct child_run *r,
                                                              const char *who, const char *fmt,
                                                              ...)
 {
-    char what[768], tail[STDERR_TAIL + 1], message[1536];
+    char what[768], tail[CHILD_RUN_TAIL + 1], message[1536];
     va_list ap;
     va_start(ap, fmt);
     (void)vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
     if (r != NULL)
-        stderr_tail(r, tail, sizeof tail);
+        child_run_stderr_line(r, tail, sizeof tail);
     else
         tail[0] = '\0';
     snprintf(message, sizeof message, "%s: %s%s%s", who, what, tail[0] != '\0' ? "; stderr: " : "",
@@ -863,11 +616,11 @@ static int reject_module(struct host_settlement *out, json_t *code, json_t *mess
     return reject_with(out, code, s, len);
 }
 
-static int settle_reply(const char *reply, size_t reply_len, const struct run *r,
+static int settle_reply(const char *reply, size_t reply_len, const struct child_run *r,
                         const char *who, struct host_settlement *out);
 
 /* Settles from a finished run. */
-static int settle(const struct run *r, const char *who, uint32_t timeout_ms,
+static int settle(const struct child_run *r, const char *who, uint32_t timeout_ms,
                   struct host_settlement *out)
 {
     if (r->timed_out)
@@ -875,19 +628,19 @@ static int settle(const struct run *r, const char *who, uint32_t timeout_ms,
                           timeout_ms);
     if (r->too_large)
         return reject_run(out, HOST_CODE_TOO_LARGE, r, who, "reply larger than %u bytes (killed)",
-                          r->reply_max);
+                          (unsigned)r->out_max);
     if (WIFSIGNALED(r->status))
         return reject_run(out, HOST_CODE_MODULE_ERROR, r, who, "killed by signal %d",
                           WTERMSIG(r->status));
     if (!WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0)
         return reject_run(out, HOST_CODE_MODULE_ERROR, r, who, "exit status %d",
                           WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1);
-    return settle_reply(r->reply, r->reply_len, r, who, out);
+    return settle_reply(r->out, r->out_len, r, who, out);
 }
 
 /* Settles from a module's whole reply, a program's stdout or an endpoint's body (r,
  * for the stderr tail, is NULL for an endpoint). */
-static int settle_reply(const char *reply, size_t reply_len, const struct run *r,
+static int settle_reply(const char *reply, size_t reply_len, const struct child_run *r,
                         const char *who, struct host_settlement *out)
 {
     /* Held to the grammar a worker's value is (any JSON text), never converted: the
@@ -997,15 +750,8 @@ int ops_module_invoke(const struct ops_module *m, const char *op, const char *ar
         return rc;
     }
 
-    struct run r;
-    memset(&r, 0, sizeof r);
-    r.pidfd = r.in_fd = r.out_fd = r.err_fd = -1;
-    r.request = request;
-    r.request_len = request_len;
-    r.reply_max = m->max_reply_bytes;
-    r.reply_cap = 4096;
-    r.reply = malloc(r.reply_cap);
-    if (r.reply == NULL) {
+    struct child_run r;
+    if (child_run_init(&r, request, request_len, m->max_reply_bytes) != 0) {
         free(request);
         return -1;
     }
@@ -1026,16 +772,10 @@ int ops_module_invoke(const struct ops_module *m, const char *op, const char *ar
     if (spawn(m, hook, &r, why, sizeof why) != 0) {
         rc = reject_run(out, HOST_CODE_MODULE_ERROR, NULL, who, "%s", why);
     } else {
-        pump(&r, m->timeout_ms);
-        /* The program is gone: what is left on stderr is all it wrote. */
-        if (r.err_fd >= 0)
-            drain(&r, &r.err_fd, false);
+        child_run_pump(&r, monotonic_ms() + m->timeout_ms);
         rc = settle(&r, who, m->timeout_ms, out);
     }
-    close_fd(&r.in_fd);
-    close_fd(&r.out_fd);
-    close_fd(&r.err_fd);
-    close_fd(&r.pidfd);
+    child_run_close(&r);
 
     if (!was_pending) {
         struct timespec zero = {0, 0};
@@ -1045,6 +785,5 @@ int ops_module_invoke(const struct ops_module *m, const char *op, const char *ar
     }
     (void)pthread_sigmask(SIG_SETMASK, &old_set, NULL);
     free(request);
-    free(r.reply);
     return rc;
 }

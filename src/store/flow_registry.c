@@ -225,22 +225,16 @@ static int summary_read(sqlite3_stmt *st, void *elem)
 int flow_registry_list(struct store *s, struct flow_summary **out, size_t *count, char *err,
                        size_t err_cap)
 {
-    *out = NULL;
-    *count = 0;
-    sqlite3_stmt *st;
-    if (sql_prepare(store_db(s),
-                    "SELECT f.id, f.enabled, l.version, l.state, l.code_hash, a.version, a.code_hash,"
-                    " f.disabled_reason"
-                    " FROM flows f"
-                    " LEFT JOIN flow_versions l ON l.flow_id = f.id AND l.version ="
-                    "   (SELECT max(version) FROM flow_versions WHERE flow_id = f.id)"
-                    " LEFT JOIN approvals a ON a.flow_id = f.id AND a.version ="
-                    "   (SELECT max(version) FROM approvals WHERE flow_id = f.id)"
-                    " ORDER BY f.id",
-                    &st, err, err_cap) != 0)
-        return -1;
-    return sql_collect(store_db(s), st, sizeof **out, summary_read, NULL, (void **)out, count,
-                       err, err_cap);
+    return sql_select_all(store_db(s),
+                          "SELECT f.id, f.enabled, l.version, l.state, l.code_hash, a.version,"
+                          " a.code_hash, f.disabled_reason"
+                          " FROM flows f"
+                          " LEFT JOIN flow_versions l ON l.flow_id = f.id AND l.version ="
+                          "   (SELECT max(version) FROM flow_versions WHERE flow_id = f.id)"
+                          " LEFT JOIN approvals a ON a.flow_id = f.id AND a.version ="
+                          "   (SELECT max(version) FROM approvals WHERE flow_id = f.id)"
+                          " ORDER BY f.id",
+                          sizeof **out, summary_read, NULL, (void **)out, count, err, err_cap);
 }
 
 /* ---- flows at their approved version ---------------------------------------------- */

@@ -162,18 +162,9 @@ static int recoverable_read(sqlite3_stmt *st, void *elem)
 
 int runs_recoverable(struct store *s, int64_t **ids, size_t *count, char *err, size_t err_cap)
 {
-    *ids = NULL;
-    *count = 0;
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
-    if (sql_prepare(db, "SELECT id, state, owner FROM runs WHERE state IN ('pending', 'running')"
-                        " ORDER BY id", &st, err, err_cap) != 0)
-        return -1;
-    void *list;
-    if (sql_collect(db, st, sizeof **ids, recoverable_read, NULL, &list, count, err, err_cap) != 0)
-        return -1;
-    *ids = list;
-    return 0;
+    return sql_select_all(store_db(s), "SELECT id, state, owner FROM runs WHERE state IN"
+                          " ('pending', 'running') ORDER BY id", sizeof **ids, recoverable_read,
+                          NULL, (void **)ids, count, err, err_cap);
 }
 
 /* ---- admission -------------------------------------------------------------------- */
@@ -352,19 +343,10 @@ static int head_read(sqlite3_stmt *st, void *elem)
 
 int runs_heads(struct store *s, struct run_head **heads, size_t *count, char *err, size_t err_cap)
 {
-    *heads = NULL;
-    *count = 0;
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
-    if (sql_prepare(db, "SELECT id, flow_id, state, owner FROM runs WHERE id IN (SELECT min(id)"
-                        " FROM runs WHERE state NOT IN ('succeeded', 'failed', 'cancelled')"
-                        " GROUP BY flow_id) ORDER BY id", &st, err, err_cap) != 0)
-        return -1;
-    void *list;
-    if (sql_collect(db, st, sizeof **heads, head_read, NULL, &list, count, err, err_cap) != 0)
-        return -1;
-    *heads = list;
-    return 0;
+    return sql_select_all(store_db(s), "SELECT id, flow_id, state, owner FROM runs WHERE id IN"
+                          " (SELECT min(id) FROM runs WHERE state NOT IN ('succeeded', 'failed',"
+                          " 'cancelled') GROUP BY flow_id) ORDER BY id", sizeof **heads,
+                          head_read, NULL, (void **)heads, count, err, err_cap);
 }
 
 int runs_admit_claimed(struct store *s, const char *flow, int64_t version, const char *trigger,
@@ -377,13 +359,21 @@ int runs_admit_claimed(struct store *s, const char *flow, int64_t version, const
 
 /* ---- claims and fenced writes ----------------------------------------------------- */
 
+/* Run id's row, or -1 with "unknown run N" (or the store's error) in err. */
+static int known_run(struct store *s, int64_t id, struct run_row *r, char *err, size_t err_cap)
+{
+    int found = runs_get(s, id, r, err, err_cap);
+    if (found == 0)
+        return error_line(err, err_cap, "unknown run %" PRId64, id);
+    return found < 0 ? -1 : 0;
+}
+
 static int claim_in_txn(struct store *s, int64_t id, int64_t *generation, int64_t *seq,
                         char *err, size_t err_cap)
 {
     struct run_row r;
-    int found = runs_get(s, id, &r, err, err_cap);
-    if (found <= 0)
-        return found == 0 ? error_line(err, err_cap, "unknown run %" PRId64, id) : -1;
+    if (known_run(s, id, &r, err, err_cap) != 0)
+        return -1;
     int ret = 0;
     if (r.state == RUN_RUNNING && runs_owner_alive(r.owner))
         ret = error_line(err, err_cap, "run %" PRId64 " is being driven by live process %s", id,
@@ -493,9 +483,8 @@ static int cancel_in_txn(struct store *s, int64_t id, const char *reason, enum r
                          char *err, size_t err_cap)
 {
     struct run_row r;
-    int found = runs_get(s, id, &r, err, err_cap);
-    if (found <= 0)
-        return found == 0 ? error_line(err, err_cap, "unknown run %" PRId64, id) : -1;
+    if (known_run(s, id, &r, err, err_cap) != 0)
+        return -1;
     *was = r.state;
     int ret = 0;
     if (run_state_is_end(r.state))

@@ -25,12 +25,8 @@ static int row_read(sqlite3_stmt *st, void *elem)
 int schedules_list(struct store *s, struct schedule_row **rows, size_t *count, char *err,
                    size_t err_cap)
 {
-    sqlite3_stmt *st;
-    if (sql_prepare(store_db(s), "SELECT " COLUMNS " FROM schedules ORDER BY flow_id", &st, err,
-                    err_cap) != 0)
-        return -1;
-    return sql_collect(store_db(s), st, sizeof **rows, row_read, NULL, (void **)rows, count, err,
-                       err_cap);
+    return sql_select_all(store_db(s), "SELECT " COLUMNS " FROM schedules ORDER BY flow_id",
+                          sizeof **rows, row_read, NULL, (void **)rows, count, err, err_cap);
 }
 
 int schedules_get(struct store *s, const char *flow, struct schedule_row *out, char *err,

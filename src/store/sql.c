@@ -209,3 +209,15 @@ int sql_user_version(sqlite3 *db, int *version)
     sqlite3_finalize(st);
     return rc;
 }
+
+int sql_select_all(sqlite3 *db, const char *sql, size_t elem_size,
+                   int (*read)(sqlite3_stmt *st, void *elem), void (*drop)(void *elem),
+                   void **rows, size_t *count, char *err, size_t err_cap)
+{
+    *rows = NULL;
+    *count = 0;
+    sqlite3_stmt *st;
+    if (sql_prepare(db, sql, &st, err, err_cap) != 0)
+        return -1;
+    return sql_collect(db, st, elem_size, read, drop, rows, count, err, err_cap);
+}

@@ -59,6 +59,11 @@ int sql_collect(sqlite3 *db, sqlite3_stmt *st, size_t elem_size,
                 int (*read)(sqlite3_stmt *st, void *elem), void (*drop)(void *elem), void **rows,
                 size_t *count, char *err, size_t err_cap);
 
+/* sql_collect over a statement without parameters, prepared from sql here. */
+int sql_select_all(sqlite3 *db, const char *sql, size_t elem_size,
+                   int (*read)(sqlite3_stmt *st, void *elem), void (*drop)(void *elem),
+                   void **rows, size_t *count, char *err, size_t err_cap);
+
 /* CLOCK_REALTIME in milliseconds since the epoch. */
 int64_t sql_now_ms(void);
 

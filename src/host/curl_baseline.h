@@ -1,0 +1,15 @@
+/* The libcurl options every transfer of basal's starts from (net.fetch and loopback
+ * endpoint modules), so that no configuration outside the manifest reaches a
+ * transfer: no proxy from the environment (http_proxy, ALL_PROXY, ...), no ~/.netrc,
+ * no authentication, no redirect followed by libcurl, the body as sent (no content
+ * decoding), no signals (threads), and basal's own user agent. */
+#ifndef BASAL_HOST_CURL_BASELINE_H
+#define BASAL_HOST_CURL_BASELINE_H
+
+#include <curl/curl.h>
+
+/* Sets them on c, with errbuf (CURL_ERROR_SIZE bytes) for libcurl's messages.
+ * Returns CURLE_OK or the first option refused: the caller then fails closed. */
+CURLcode curl_baseline_options(CURL *c, char *errbuf);
+
+#endif

@@ -21,15 +21,19 @@ TEST_TIMEOUT=${TEST_TIMEOUT:-600}
 passed=0
 failed=0
 out=$(mktemp "${TMPDIR:-/tmp}/basal-run.XXXXXX") || exit 2
-trap 'rm -f "$out"' EXIT
+# One line "SECONDS LABEL" per test, for the slowest list at the end (CI's time budget).
+durations=$(mktemp "${TMPDIR:-/tmp}/basal-run-times.XXXXXX") || exit 2
+trap 'rm -f "$out" "$durations"' EXIT
 
 # run_one LABEL COMMAND...
 run_one() {
     label=$1
     shift
     echo "== $label"
+    started=$SECONDS
     timeout --kill-after=10 "$TEST_TIMEOUT" "$@" >"$out"
     status=$?
+    echo "$((SECONDS - started)) $label" >>"$durations"
     cat "$out"
     ok=$(grep -c '^ok - ' "$out")
     notok=$(grep -c '^not ok - ' "$out")
@@ -111,5 +115,7 @@ else
     done
 fi
 
+echo "# the slowest tests (seconds):"
+sort -rn "$durations" | head -12 | sed 's/^/#   /'
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -3,11 +3,7 @@
 CURLcode curl_baseline_options(CURL *c, char *errbuf)
 {
     CURLcode rc = CURLE_OK;
-#define SET(opt, val)                                                                          \
-    do {                                                                                       \
-        if (rc == CURLE_OK)                                                                    \
-            rc = curl_easy_setopt(c, opt, val);                                                \
-    } while (0)
+#define SET(opt, val) CURL_SET_WHILE_OK(rc, c, opt, val)
     SET(CURLOPT_ERRORBUFFER, errbuf);
     SET(CURLOPT_FOLLOWLOCATION, 0L);
     SET(CURLOPT_PROXY, "");

@@ -12,4 +12,12 @@
  * Returns CURLE_OK or the first option refused: the caller then fails closed. */
 CURLcode curl_baseline_options(CURL *c, char *errbuf);
 
+/* Sets one more option while rc is CURLE_OK, so a run of them stops at the first
+ * option refused and rc names it. */
+#define CURL_SET_WHILE_OK(rc, c, opt, val)                                                     \
+    do {                                                                                       \
+        if ((rc) == CURLE_OK)                                                                  \
+            (rc) = curl_easy_setopt((c), (opt), (val));                                        \
+    } while (0)
+
 #endif

@@ -160,11 +160,7 @@ static CURLcode set_options(CURL *c, const struct target *t, const char *request
                             struct exchange *x, char *errbuf)
 {
     CURLcode rc = curl_baseline_options(c, errbuf);
-#define SET(opt, val)                                                                          \
-    do {                                                                                       \
-        if (rc == CURLE_OK)                                                                    \
-            rc = curl_easy_setopt(c, opt, val);                                                \
-    } while (0)
+#define SET(opt, val) CURL_SET_WHILE_OK(rc, c, opt, val)
     SET(CURLOPT_URL, t->url);
     if (t->is_unix)
         SET(CURLOPT_UNIX_SOCKET_PATH, t->unix_path);

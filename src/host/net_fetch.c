@@ -868,11 +868,7 @@ static CURLcode hop_options(CURL *c, const struct request *r, unsigned method, b
                             long total_ms, char *errbuf)
 {
     CURLcode rc = curl_baseline_options(c, errbuf);
-#define SET(opt, val)                                                                          \
-    do {                                                                                       \
-        if (rc == CURLE_OK)                                                                    \
-            rc = curl_easy_setopt(c, opt, val);                                                \
-    } while (0)
+#define SET(opt, val) CURL_SET_WHILE_OK(rc, c, opt, val)
     SET(CURLOPT_CURLU, r->url);
     SET(CURLOPT_PROTOCOLS_STR, t->allow_http ? "http,https" : "https");
     SET(CURLOPT_REDIR_PROTOCOLS_STR, t->allow_http ? "http,https" : "https");

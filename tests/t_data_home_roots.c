@@ -301,14 +301,8 @@ int main(void)
 {
     if (!require_binary(harness_test_parent(), "ck-basal"))
         return harness_finish();
-    const char *tmp = harness_tmpdir("data-home-roots");
-    char *real = tmp != NULL ? realpath(tmp, NULL) : NULL;
-    if (real == NULL) {
-        fail("setup: temporary directory", "%s", strerror(errno));
+    if (!harness_real_tmpdir("data-home-roots", g_dir, sizeof g_dir))
         return harness_finish();
-    }
-    snprintf(g_dir, sizeof g_dir, "%s", real);
-    free(real);
     test_install();
     test_approve();
     test_every_call();

@@ -834,15 +834,9 @@ static void test_forbidden_roots(const struct fs_grants *g)
 
 int main(void)
 {
-    const char *tmp = harness_tmpdir("fs");
-    char *real = tmp != NULL ? realpath(tmp, NULL) : NULL;
-    if (real == NULL) {
-        fail("setup: temporary directory", "%s", strerror(errno));
+    if (!harness_real_tmpdir("fs", base, sizeof base))
         return harness_finish();
-    }
     umask(022); /* the mode check of fs.write's 0644 assumes it */
-    snprintf(base, sizeof base, "%s", real);
-    free(real);
     snprintf(home_dir, sizeof home_dir, "%s/basal-fs-home-XXXXXX", harness_tmp_root());
     if (mkdtemp(home_dir) == NULL) {
         fail("setup: data home directory", "%s", strerror(errno));

@@ -452,15 +452,9 @@ int main(void)
     if (!require_binary(harness_test_parent(), "ck-basal") ||
         !require_binary(harness_path("test/tools/fake_worker"), "fake_worker"))
         return harness_finish();
-    const char *tmp = harness_tmpdir("json-output");
-    char *real = tmp != NULL ? realpath(tmp, NULL) : NULL;
-    if (real == NULL) {
-        fail("setup: temporary directory", "%s", strerror(errno));
-        return harness_finish();
-    }
     char root[PATH_MAX];
-    sfmt(root, sizeof root, "%s", real);
-    free(real);
+    if (!harness_real_tmpdir("json-output", root, sizeof root))
+        return harness_finish();
     test_home_begin(&g_h, root, "h");
     test_encoder();
     test_exec();

@@ -37,18 +37,13 @@ static char log_path[PATH_MAX];
 static char sock_path[PATH_MAX];
 static int port;
 
-struct server {
-    struct proc p;
-    bool running;
-};
-
 /* The server's first line: "port N" or "unix PATH". */
-static bool read_ready(struct server *s, char *line, size_t cap)
+static bool read_ready(struct test_server *s, char *line, size_t cap)
 {
     return fd_read_line(s->p.out_fd, line, cap, 10000);
 }
 
-static bool server_start(struct server *s, const char *unix_path)
+static bool server_start(struct test_server *s, const char *unix_path)
 {
     const char *script = harness_path("../tests/tools/module_server.py");
     const char *argv_tcp[] = {"/usr/bin/python3", script, "--log", log_path, NULL};
@@ -70,23 +65,9 @@ static bool server_start(struct server *s, const char *unix_path)
     return end != line + 5 && parsed > 0 && parsed < 65536;
 }
 
-static void server_stop(struct server *s)
-{
-    if (!s->running)
-        return;
-    struct proc_result r = proc_finish(&s->p, NULL, 0, 10000); /* stdin's end stops it */
-    proc_result_free(&r);
-    s->running = false;
-}
-
 static int log_count(const char *needle)
 {
-    char *text = read_text_file(log_path);
-    int n = 0;
-    for (const char *p = text; p != NULL && (p = strstr(p, needle)) != NULL; p += strlen(needle))
-        n++;
-    free(text);
-    return n;
+    return (int)file_occurrences(log_path, needle);
 }
 
 static bool write_catalog(const char *text)
@@ -304,9 +285,9 @@ static void test_calls(void)
 
 static void test_unix_socket(void)
 {
-    struct server u = {0};
+    struct test_server u = {0};
     if (!check(server_start(&u, sock_path), "unix: the server listens", "%s", sock_path)) {
-        server_stop(&u);
+        test_server_stop(&u);
         return;
     }
     char endpoint[PATH_MAX + 8];
@@ -322,7 +303,7 @@ static void test_unix_socket(void)
           out.value != NULL ? out.value : "(null)");
     json_decref(v);
     host_settlement_free(&out);
-    server_stop(&u);
+    test_server_stop(&u);
 }
 
 int main(void)
@@ -335,12 +316,12 @@ int main(void)
     sfmt(log_path, sizeof log_path, "%s/requests.log", tmp);
     sfmt(sock_path, sizeof sock_path, "%s/module.sock", tmp);
     test_catalog();
-    struct server s = {0};
+    struct test_server s = {0};
     if (check(server_start(&s, NULL), "server: the loopback module listens", "port %d", port)) {
         test_calls();
         test_unix_socket();
     }
-    server_stop(&s);
+    test_server_stop(&s);
     char dir[PATH_MAX];
     sfmt(dir, sizeof dir, "%s", tmp);
     harness_remove_tree(dir);

@@ -68,12 +68,7 @@ static long long now_ms(void)
 
 /* ---- servers ---------------------------------------------------------------------- */
 
-struct server {
-    struct proc p;
-    bool running;
-};
-
-static struct server g_https, g_silent, g_plain;
+static struct test_server g_https, g_silent, g_plain;
 static int g_plain_port;
 
 /* Reads "port N\n" from the server's stdout. */
@@ -104,7 +99,7 @@ static int read_port(struct proc *p)
 
 enum server_kind { SERVER_TLS, SERVER_SILENT, SERVER_PLAIN };
 
-static int server_start(struct server *s, enum server_kind kind)
+static int server_start(struct test_server *s, enum server_kind kind)
 {
     const char *script = harness_path("../tests/tools/https_server.py");
     const char *argv_tls[] = {"/usr/bin/python3", script, "--cert", g_cert, "--key", g_key,
@@ -119,24 +114,10 @@ static int server_start(struct server *s, enum server_kind kind)
     return read_port(&s->p);
 }
 
-static void server_stop(struct server *s)
-{
-    if (!s->running)
-        return;
-    struct proc_result r = proc_finish(&s->p, NULL, 0, 10000); /* stdin's end stops it */
-    proc_result_free(&r);
-    s->running = false;
-}
-
 /* Lines of the server's request log containing needle. */
 static int log_count(const char *needle)
 {
-    char *text = read_text_file(g_log);
-    int n = 0;
-    for (const char *p = text; p != NULL && (p = strstr(p, needle)) != NULL; p += strlen(needle))
-        n++;
-    free(text);
-    return n;
+    return (int)file_occurrences(g_log, needle);
 }
 
 /* ---- ck-basal ------------------------------------------------------------------------ */
@@ -836,9 +817,9 @@ int main(void)
     if (!check(g_port > 0 && g_silent_port > 0 && g_plain_port > 0,
                "the test servers listen on loopback", "%d %d %d", g_port, g_silent_port,
                g_plain_port)) {
-        server_stop(&g_https);
-        server_stop(&g_silent);
-        server_stop(&g_plain);
+        test_server_stop(&g_https);
+        test_server_stop(&g_silent);
+        test_server_stop(&g_plain);
         return harness_finish();
     }
     home_begin("main");
@@ -852,9 +833,9 @@ int main(void)
     test_crash("crash-unkeyed", "pub.basal.test", "postplain", false);
     test_crash("crash-keyed", "keyed.basal.test", "postkeyed", true);
     test_release();
-    server_stop(&g_https);
-    server_stop(&g_silent);
-    server_stop(&g_plain);
+    test_server_stop(&g_https);
+    test_server_stop(&g_silent);
+    test_server_stop(&g_plain);
     harness_remove_tree(g_root);
     return harness_finish();
 }

@@ -771,6 +771,26 @@ static void test_sinks(const char *tmp)
     host_settlement_free(&out);
 }
 
+/* Reads what a forked child wrote to fd until it closes it (at most cap - 1 bytes,
+ * NUL-terminated in buf), closes fd and reaps the child into *status. Returns the
+ * bytes read. */
+static size_t child_reply(int fd, pid_t child, char *buf, size_t cap, int *status)
+{
+    size_t used = 0;
+    ssize_t n;
+    while (used + 1 < cap && (n = read(fd, buf + used, cap - 1 - used)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    buf[used] = '\0';
+    close(fd);
+    (void)waitpid(child, status, 0);
+    return used;
+}
+
 /* As a user without CAP_SYS_ADMIN the PID namespace is made inside a user namespace
  * mapping only that user: the program is pid 1 and sees its own uid and gid. Where
  * the kernel allows no unprivileged user namespace the call must be refused instead,
@@ -823,19 +843,8 @@ static void test_invoke_unprivileged(void)
     }
     close(p[1]);
     char buf[8192];
-    size_t used = 0;
-    ssize_t n;
-    while (used + 1 < sizeof buf && (n = read(p[0], buf + used, sizeof buf - 1 - used)) != 0) {
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            break;
-        used += (size_t)n;
-    }
-    buf[used] = '\0';
-    close(p[0]);
     int status = 0;
-    (void)waitpid(child, &status, 0);
+    size_t used = child_reply(p[0], child, buf, sizeof buf, &status);
     if (!check(used >= 2, "invoke unprivileged: the child as uid 65534 invoked the program",
                "status %d, read %zu bytes", status, used))
         return;
@@ -871,11 +880,7 @@ static void test_invoke_fails_closed(void)
     struct ops_module m = {.name = "t", .program = program, .args = args,
                            .arg_count = 2, .timeout_ms = 20000,
                            .max_reply_bytes = OPS_REPLY_DEFAULT_BYTES};
-    long long before = 0;
-    char *text = read_text_file(log_path);
-    for (const char *c = text; c != NULL && *c != '\0'; c++)
-        before += *c == '\n';
-    free(text);
+    long long before = file_line_count(log_path);
     int p[2];
     if (pipe(p) != 0)
         return;
@@ -897,24 +902,9 @@ static void test_invoke_fails_closed(void)
     }
     close(p[1]);
     char buf[4096];
-    ssize_t n;
-    size_t used = 0;
-    while (used + 1 < sizeof buf && (n = read(p[0], buf + used, sizeof buf - 1 - used)) != 0) {
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            break;
-        used += (size_t)n;
-    }
-    buf[used] = '\0';
-    close(p[0]);
     int status = 0;
-    (void)waitpid(child, &status, 0);
-    long long after = 0;
-    text = read_text_file(log_path);
-    for (const char *c = text; c != NULL && *c != '\0'; c++)
-        after += *c == '\n';
-    free(text);
+    (void)child_reply(p[0], child, buf, sizeof buf, &status);
+    long long after = file_line_count(log_path);
     check(WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
               strstr(buf, "PID namespace of its own") != NULL && after == before,
           "invoke: where the kernel allows no PID namespace the call is rejected and the"

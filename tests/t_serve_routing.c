@@ -111,6 +111,19 @@ static bool run_killed_at(const struct home *h, const char *flow, const char *at
     return killed;
 }
 
+/* Admits run i of the load (`run workN --detach` with trigger {"n": i}, the flows
+ * taken in turn); true if serve admitted it. */
+static bool admit_work_run(const struct home *h, int i)
+{
+    char id[16], trigger[32];
+    sfmt(id, sizeof id, "work%d", i % FLOWS);
+    sfmt(trigger, sizeof trigger, "{\"n\":%d}", i);
+    struct proc_result r = cli(h, false, ARGS("run", id, "--detach", "--trigger", trigger));
+    bool admitted = proc_exited_with(&r, 0);
+    proc_result_free(&r);
+    return admitted;
+}
+
 /* ---- 1. flow reconcile ------------------------------------------------------------- */
 
 /* Both flows of h left with a run in doubt (run 1 of "doubt", run 2 of "doubt2"). */
@@ -255,12 +268,7 @@ static void test_recover_under_load(void)
           proc_describe(&gated), gated.err);
     proc_result_free(&gated);
     for (int i = 0; i < TOTAL_RUNS; i++) {
-        char id[16], trigger[32];
-        sfmt(id, sizeof id, "work%d", i % FLOWS);
-        sfmt(trigger, sizeof trigger, "{\"n\":%d}", i);
-        struct proc_result r = cli(&h, false, ARGS("run", id, "--detach", "--trigger", trigger));
-        admitted += proc_exited_with(&r, 0);
-        proc_result_free(&r);
+        admitted += admit_work_run(&h, i);
         /* Two recovers join while runs are still being admitted and driven. */
         int which = i == 2 * FLOWS ? 0 : i == 3 * FLOWS ? 1 : -1;
         if (which >= 0)
@@ -525,12 +533,7 @@ static void test_busy_serve_kill(void)
     bool started[BESIDE_PROCS] = {false};
     int admitted = 0, codemode_ok = 0, dry_ok = 0;
     for (int i = 0; i < TOTAL_RUNS; i++) {
-        char id[16], trigger[32];
-        sfmt(id, sizeof id, "work%d", i % FLOWS);
-        sfmt(trigger, sizeof trigger, "{\"n\":%d}", i);
-        struct proc_result r = cli(&h, false, ARGS("run", id, "--detach", "--trigger", trigger));
-        admitted += proc_exited_with(&r, 0);
-        proc_result_free(&r);
+        admitted += admit_work_run(&h, i);
         /* A codemode run and a dry run start beside serve every few admissions, while
          * serve's runners commit. */
         if (i % 2 == 0 && i / 2 < BESIDE) {

@@ -437,14 +437,8 @@ int main(void)
     if (!require_binary(harness_test_parent(), "ck-basal") ||
         !require_binary(harness_path("test/tools/fake_worker"), "fake_worker"))
         return harness_finish();
-    const char *tmp = harness_tmpdir("terminal-output");
-    char *real = tmp != NULL ? realpath(tmp, NULL) : NULL;
-    if (real == NULL) {
-        fail("setup: temporary directory", "%s", strerror(errno));
+    if (!harness_real_tmpdir("terminal-output", g_dir, sizeof g_dir))
         return harness_finish();
-    }
-    snprintf(g_dir, sizeof g_dir, "%s", real);
-    free(real);
     sfmt(g_home, sizeof g_home, "%s/home", g_dir);
     struct proc_result r = cli(false, ARGS("setup"));
     bool ok = check(proc_exited_with(&r, 0), "setup: data home", "%s", proc_describe(&r));

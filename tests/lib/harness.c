@@ -852,6 +852,26 @@ long long file_line_count(const char *path)
     return n;
 }
 
+void test_server_stop(struct test_server *s)
+{
+    if (!s->running)
+        return;
+    struct proc_result r = proc_finish(&s->p, NULL, 0, 10000);
+    proc_result_free(&r);
+    s->running = false;
+}
+
+long long file_occurrences(const char *path, const char *needle)
+{
+    char *text = read_text_file(path);
+    long long n = 0;
+    size_t len = strlen(needle);
+    for (const char *p = text; len > 0 && p != NULL && (p = strstr(p, needle)) != NULL; p += len)
+        n++;
+    free(text);
+    return n;
+}
+
 long process_cpu_ms(pid_t pid)
 {
     char path[64];
@@ -1082,6 +1102,23 @@ const char *harness_tmpdir(const char *name)
         return NULL;
     }
     return tmp_dir_path;
+}
+
+bool harness_real_tmpdir(const char *name, char *out, size_t cap)
+{
+    const char *tmp = harness_tmpdir(name);
+    if (tmp == NULL)
+        return false;
+    char *real = realpath(tmp, NULL);
+    if (real == NULL || strlen(real) >= cap) {
+        fail("harness: temporary directory", "%s: %s", tmp,
+             real == NULL ? strerror(errno) : "path too long");
+        free(real);
+        return false;
+    }
+    memcpy(out, real, strlen(real) + 1);
+    free(real);
+    return true;
 }
 
 const char *harness_tmp_file(const char *file, const char *text)

@@ -179,6 +179,14 @@ bool proc_wait_exit(struct proc *p, int timeout_ms);
 
 void proc_result_free(struct proc_result *r);
 
+/* A helper server a test starts (a script in tests/tools/) that ends when its stdin closes. */
+struct test_server {
+    struct proc p;
+    bool running; /* started and not stopped yet */
+};
+/* Closes its stdin and collects it (10 s bound, then killed); nothing if not running. */
+void test_server_stop(struct test_server *s);
+
 bool proc_exited_with(const struct proc_result *r, int code);
 bool died_by_signal(const struct proc_result *r, int sig);
 /* "exit 70", "signal 31 (SIGSYS)", "timed out (killed)", "not started", plus the
@@ -226,6 +234,10 @@ const char *harness_tmp_root(void);
 /* Makes a fresh directory <harness_tmp_root>/basal-<name>-XXXXXX; the path is in static storage.
  * NULL (with a "not ok" line) on failure. One per test program. */
 const char *harness_tmpdir(const char *name);
+/* harness_tmpdir with its links resolved (TMPDIR may lead through one), copied into
+ * out: for tests that compare the paths basal reports. False (with a "not ok" line)
+ * on failure. */
+bool harness_real_tmpdir(const char *name, char *out, size_t cap);
 /* Writes text to <harness_tmpdir>/<file> and returns the path (a ring of 16 static
  * buffers), or "/nonexistent" if it cannot be written (the run then fails visibly). */
 const char *harness_tmp_file(const char *file, const char *text);
@@ -243,6 +255,9 @@ char *read_text_file(const char *path);
 /* How many newlines the file at path holds (0 if it cannot be read): the lines a
  * module or a flow appended to a log. */
 long long file_line_count(const char *path);
+/* How often needle (not empty) occurs in the file at path, without overlaps (0 if it
+ * cannot be read): the requests a test server logged. */
+long long file_occurrences(const char *path, const char *needle);
 
 /* CPU time (user + system) a process has used, in ms, from /proc; -1 if unknown. */
 long process_cpu_ms(pid_t pid);

@@ -27,14 +27,14 @@ Each request is logged as "METHOD PATH idem=KEY" (KEY the Idempotency-Key header
 """
 import argparse
 import json
-import os
 import socket
 import ssl
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
+
+from server_lifetime import end_with_test
 
 ARGS = None
 LOG_LOCK = threading.Lock()
@@ -155,14 +155,7 @@ def main():
         ARGS.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ARGS.context.load_cert_chain(ARGS.cert, ARGS.key)
 
-    # Never outlive the test: stdin's end, or the time limit.
-    def watch_stdin():
-        while sys.stdin.buffer.read(4096):
-            pass
-        os._exit(0)
-
-    threading.Thread(target=watch_stdin, daemon=True).start()
-    threading.Timer(ARGS.max_seconds, lambda: os._exit(0)).start()
+    end_with_test(ARGS.max_seconds)
 
     if ARGS.silent:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -23,13 +23,13 @@ Routes (POST):
 """
 import argparse
 import json
-import os
 import socket
 import socketserver
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from server_lifetime import end_with_test
 
 ARGS = None
 LOG_LOCK = threading.Lock()
@@ -105,13 +105,7 @@ def main():
     p.add_argument("--max-seconds", type=float, default=300)
     ARGS = p.parse_args()
 
-    def watch_stdin():
-        while sys.stdin.buffer.read(4096):
-            pass
-        os._exit(0)
-
-    threading.Thread(target=watch_stdin, daemon=True).start()
-    threading.Timer(ARGS.max_seconds, lambda: os._exit(0)).start()
+    end_with_test(ARGS.max_seconds)
 
     if ARGS.unix:
         server = UnixServer(ARGS.unix, Handler)

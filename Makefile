@@ -57,9 +57,11 @@ TOOL_SRC   := $(wildcard tests/tools/*.c)
 # only for SHA-256 (the host-call argument digests). A glibc, libseccomp or libcrypto
 # update reaches the worker with the next build.
 WORKER_LIBS := -static-pie -lseccomp -lcrypto -lm
-# libsystemd (sd_notify) and libmicrohttpd (the loopback /metrics endpoint) are the
-# daemon's, linked only into the parent; serve runs its runs on threads.
-PARENT_LIBS := -lseccomp -lsqlite3 -ljansson -lcurl -lcrypto -lsystemd -lmicrohttpd -lpthread -lm
+# libcurl, libmicrohttpd and libsystemd are not linked: the parent loads each when it
+# first needs it (dlopen, base/shared_library.h), so a one-shot command does not map
+# their 35 libraries; only their headers are needed to build. serve runs its runs on
+# threads.
+PARENT_LIBS := -lseccomp -lsqlite3 -ljansson -lcrypto -lpthread -lm -ldl
 
 # variant(name, extra cflags, extra ldflags)
 define variant

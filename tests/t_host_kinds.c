@@ -147,12 +147,15 @@ static void test_effects_need_the_grant(void)
     json_t *net_args = json_pack("[s]", "https://example.com/");
     struct net_fetch_request *net = NULL;
     parsed = net_fetch_parse(net_args, &net, code, sizeof code, reason, sizeof reason) == 0;
-    struct net_fetch_session *session = parsed ? net_fetch_session_new() : NULL;
+    char no_session[256] = "";
+    struct net_fetch_session *session =
+        parsed ? net_fetch_session_new(no_session, sizeof no_session) : NULL;
     struct net_grants none = {NULL, 0};
     rc = session != NULL ? net_fetch_perform(session, &none, net, NULL, 0, &out) : -1;
     check(parsed && rc == 0 && strcmp(code_of(&out, got, sizeof got), HOST_CODE_DENIED) == 0,
           "net.fetch: a parsed, ungranted request is refused denied, not sent",
-          "parsed %d, rc %d, outcome %s", parsed, rc, out.value != NULL ? out.value : "-");
+          "parsed %d, rc %d, outcome %s %s", parsed, rc, out.value != NULL ? out.value : "-",
+          no_session);
     host_settlement_free(&out);
     net_fetch_session_free(session);
     net_fetch_request_free(net);

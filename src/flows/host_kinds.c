@@ -163,8 +163,9 @@ static void net_grant(const struct host_kind_site *site, struct host_kind_call *
 static int net_effect(const struct host_kind_site *site, struct host_kind_call *call,
                       struct host_settlement *out)
 {
-    if (*site->net == NULL && (*site->net = net_fetch_session_new()) == NULL)
-        return host_reject(out, HOST_CODE_IO_ERROR, "net.fetch: libcurl could not be set up");
+    char why[320];
+    if (*site->net == NULL && (*site->net = net_fetch_session_new(why, sizeof why)) == NULL)
+        return host_reject(out, HOST_CODE_IO_ERROR, "net.fetch: %s", why);
     struct net_grant items[MANIFEST_MAX_LIST];
     struct net_grants grants = host_kinds_net_grants(site->manifest, items);
     return net_fetch_perform(*site->net, &grants, call->net, call->key, site->deadline_at_ms,

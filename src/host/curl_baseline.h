@@ -8,6 +8,8 @@
 
 #include <curl/curl.h>
 
+#include "host/curl_library.h"
+
 /* Sets them on c, with errbuf (CURL_ERROR_SIZE bytes) for libcurl's messages.
  * Returns CURLE_OK or the first option refused: the caller then fails closed. */
 CURLcode curl_baseline_options(CURL *c, char *errbuf);
@@ -17,7 +19,7 @@ CURLcode curl_baseline_options(CURL *c, char *errbuf);
 #define CURL_SET_WHILE_OK(rc, c, opt, val)                                                     \
     do {                                                                                       \
         if ((rc) == CURLE_OK)                                                                  \
-            (rc) = curl_easy_setopt((c), (opt), (val));                                        \
+            (rc) = curl_lib.easy_setopt((c), (opt), (val));                                        \
     } while (0)
 
 #endif

@@ -2,6 +2,7 @@
 #include "host/module_endpoint.h"
 #include "base/bounded_append.h"
 #include "host/curl_baseline.h"
+#include "host/curl_library.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -182,15 +183,15 @@ static CURLcode set_options(CURL *c, const struct target *t, const char *request
 
 static struct curl_slist *request_headers(const char *key)
 {
-    struct curl_slist *list = curl_slist_append(NULL, "Content-Type: application/json");
-    struct curl_slist *grown = list != NULL ? curl_slist_append(list, "Expect:") : NULL;
+    struct curl_slist *list = curl_lib.slist_append(NULL, "Content-Type: application/json");
+    struct curl_slist *grown = list != NULL ? curl_lib.slist_append(list, "Expect:") : NULL;
     if (grown != NULL && key != NULL) {
         char line[160];
         snprintf(line, sizeof line, "Idempotency-Key: %.128s", key);
-        grown = curl_slist_append(grown, line);
+        grown = curl_lib.slist_append(grown, line);
     }
     if (grown == NULL) {
-        curl_slist_free_all(list);
+        curl_lib.slist_free_all(list);
         return NULL;
     }
     return grown;
@@ -214,9 +215,10 @@ enum module_endpoint_outcome module_endpoint_post(const char *endpoint, const ch
         snprintf(why, why_cap, "endpoint: %s", bad);
         return MODULE_ENDPOINT_FAILED;
     }
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-        return fail(why, why_cap, "cannot start libcurl");
-    CURL *c = curl_easy_init();
+    char no_curl[256];
+    if (curl_library_start(no_curl, sizeof no_curl) != 0)
+        return fail(why, why_cap, no_curl);
+    CURL *c = curl_lib.easy_init();
     struct curl_slist *headers = request_headers(key);
     struct exchange x = {.target = &t, .max = max_reply_bytes};
     char errbuf[CURL_ERROR_SIZE] = "";
@@ -228,8 +230,8 @@ enum module_endpoint_outcome module_endpoint_post(const char *endpoint, const ch
                CURLE_OK) {
         snprintf(why, why_cap, "libcurl refused an option: %s", errbuf);
     } else {
-        CURLcode cc = curl_easy_perform(c);
-        (void)curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+        CURLcode cc = curl_lib.easy_perform(c);
+        (void)curl_lib.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
         if (x.address_refused) {
             fail(why, why_cap, "a connection to an address that is not loopback was refused");
         } else if (x.too_large || cc == CURLE_FILESIZE_EXCEEDED) {
@@ -239,7 +241,7 @@ enum module_endpoint_outcome module_endpoint_post(const char *endpoint, const ch
             snprintf(why, why_cap, "no reply within %u ms", timeout_ms);
             outcome = MODULE_ENDPOINT_TIMEOUT;
         } else if (cc != CURLE_OK) {
-            snprintf(why, why_cap, "%s", errbuf[0] != '\0' ? errbuf : curl_easy_strerror(cc));
+            snprintf(why, why_cap, "%s", errbuf[0] != '\0' ? errbuf : curl_lib.easy_strerror(cc));
         } else if (status >= 300 && status < 400) {
             snprintf(why, why_cap, "HTTP status %ld: a redirect, refused (redirects are not"
                      " followed)", status);
@@ -249,10 +251,10 @@ enum module_endpoint_outcome module_endpoint_post(const char *endpoint, const ch
             outcome = MODULE_ENDPOINT_REPLY;
         }
     }
-    curl_slist_free_all(headers);
+    curl_lib.slist_free_all(headers);
     if (c != NULL)
-        curl_easy_cleanup(c);
-    curl_global_cleanup();
+        curl_lib.easy_cleanup(c);
+    curl_library_stop();
     if (outcome == MODULE_ENDPOINT_REPLY) {
         if (x.body == NULL && (x.body = calloc(1, 1)) == NULL)
             return fail(why, why_cap, "out of memory");

@@ -4,6 +4,7 @@
 
 #include "base/bounded_append.h"
 #include "host/curl_baseline.h"
+#include "host/curl_library.h"
 #include "base/clock.h"
 #include "host/address_policy.h"
 #include "host/refusal.h"
@@ -96,8 +97,8 @@ struct request {
 
 static void request_free(struct request *r)
 {
-    curl_url_cleanup(r->url);
-    curl_slist_free_all(r->headers);
+    curl_lib.url_cleanup(r->url);
+    curl_lib.slist_free_all(r->headers);
     memset(r, 0, sizeof *r);
 }
 
@@ -185,7 +186,7 @@ static int parse_headers(json_t *h, struct request *r, struct refusal *why)
             snprintf(line, nlen + 2, "%s;", name);
         else
             snprintf(line, nlen + vlen + 3, "%s: %s", name, v);
-        struct curl_slist *grown = curl_slist_append(r->headers, line);
+        struct curl_slist *grown = curl_lib.slist_append(r->headers, line);
         free(line);
         if (grown == NULL)
             return refuse(why, HOST_CODE_IO_ERROR, "net.fetch: out of memory");
@@ -255,13 +256,13 @@ static int url_parts(struct request *r, const struct settings *t, struct refusal
 {
     char *scheme = NULL, *host = NULL, *user = NULL, *password = NULL, *port = NULL;
     int rc = -1;
-    if (curl_url_get(r->url, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-        curl_url_get(r->url, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
+    if (curl_lib.url_get(r->url, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        curl_lib.url_get(r->url, CURLUPART_HOST, &host, 0) != CURLUE_OK) {
         refuse(why, HOST_CODE_INVALID_ARGUMENTS, "net.fetch: the URL has no scheme or host");
         goto out;
     }
-    (void)curl_url_get(r->url, CURLUPART_USER, &user, 0);
-    (void)curl_url_get(r->url, CURLUPART_PASSWORD, &password, 0);
+    (void)curl_lib.url_get(r->url, CURLUPART_USER, &user, 0);
+    (void)curl_lib.url_get(r->url, CURLUPART_PASSWORD, &password, 0);
     if (user != NULL || password != NULL) {
         refuse(why, HOST_CODE_INVALID_ARGUMENTS, "net.fetch: a URL may not carry credentials");
         goto out;
@@ -299,35 +300,35 @@ static int url_parts(struct request *r, const struct settings *t, struct refusal
     }
     memcpy(r->host, host, n + 1);
     r->port = https ? 443 : 80;
-    if (curl_url_get(r->url, CURLUPART_PORT, &port, 0) == CURLUE_OK && port != NULL)
+    if (curl_lib.url_get(r->url, CURLUPART_PORT, &port, 0) == CURLUE_OK && port != NULL)
         r->port = strtol(port, NULL, 10);
     /* curl connects to exactly the name checked here (and pinned below). */
-    if (curl_url_set(r->url, CURLUPART_HOST, r->host, 0) != CURLUE_OK ||
-        curl_url_set(r->url, CURLUPART_FRAGMENT, NULL, 0) != CURLUE_OK) {
+    if (curl_lib.url_set(r->url, CURLUPART_HOST, r->host, 0) != CURLUE_OK ||
+        curl_lib.url_set(r->url, CURLUPART_FRAGMENT, NULL, 0) != CURLUE_OK) {
         refuse(why, HOST_CODE_INVALID_ARGUMENTS, "net.fetch: the URL cannot be rebuilt");
         goto out;
     }
     rc = 0;
 out:
-    curl_free(scheme);
-    curl_free(host);
-    curl_free(user);
-    curl_free(password);
-    curl_free(port);
+    curl_lib.free(scheme);
+    curl_lib.free(host);
+    curl_lib.free(user);
+    curl_lib.free(password);
+    curl_lib.free(port);
     return rc;
 }
 
 static int set_url(struct request *r, const char *text, const struct settings *t,
                    struct refusal *why)
 {
-    CURLU *u = curl_url();
+    CURLU *u = curl_lib.url();
     if (u == NULL)
         return refuse(why, HOST_CODE_IO_ERROR, "net.fetch: out of memory");
-    if (curl_url_set(u, CURLUPART_URL, text, 0) != CURLUE_OK) {
-        curl_url_cleanup(u);
+    if (curl_lib.url_set(u, CURLUPART_URL, text, 0) != CURLUE_OK) {
+        curl_lib.url_cleanup(u);
         return refuse(why, HOST_CODE_INVALID_ARGUMENTS, "net.fetch: not an absolute URL");
     }
-    curl_url_cleanup(r->url);
+    curl_lib.url_cleanup(r->url);
     r->url = u;
     return url_parts(r, t, why);
 }
@@ -407,6 +408,12 @@ int net_fetch_parse(const void *args, struct net_fetch_request **out, char *code
                     size_t code_cap, char *reason, size_t reason_cap)
 {
     *out = NULL;
+    char no_curl[256];
+    if (curl_library_load(no_curl, sizeof no_curl) != 0) {
+        struct refusal unloaded = {HOST_CODE_IO_ERROR, ""};
+        snprintf(unloaded.reason, sizeof unloaded.reason, "net.fetch: %s", no_curl);
+        return refusal_out(&unloaded, code, code_cap, reason, reason_cap);
+    }
     struct net_fetch_request *req = calloc(1, sizeof *req);
     if (req == NULL) {
         struct refusal oom = {HOST_CODE_IO_ERROR, "net.fetch: out of memory"};
@@ -699,17 +706,19 @@ struct net_fetch_session {
     CURL *easy;
 };
 
-struct net_fetch_session *net_fetch_session_new(void)
+struct net_fetch_session *net_fetch_session_new(char *err, size_t err_cap)
 {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+    if (curl_library_start(err, err_cap) != 0)
         return NULL;
     struct net_fetch_session *s = calloc(1, sizeof *s);
-    if (s != NULL && (s->easy = curl_easy_init()) == NULL) {
+    if (s != NULL && (s->easy = curl_lib.easy_init()) == NULL) {
         free(s);
         s = NULL;
     }
-    if (s == NULL)
-        curl_global_cleanup();
+    if (s == NULL) {
+        snprintf(err, err_cap, "out of memory");
+        curl_library_stop();
+    }
     return s;
 }
 
@@ -717,9 +726,9 @@ void net_fetch_session_free(struct net_fetch_session *s)
 {
     if (s == NULL)
         return;
-    curl_easy_cleanup(s->easy);
+    curl_lib.easy_cleanup(s->easy);
     free(s);
-    curl_global_cleanup();
+    curl_library_stop();
 }
 
 struct response {
@@ -857,7 +866,7 @@ static struct curl_slist *pin_list(const struct request *r, const struct address
         n += snprintf(entry + n, sizeof entry - (size_t)n, sa->sa_family == AF_INET6 ? "%s[%s]" : "%s%s",
                       i > 0 ? "," : "", text);
     }
-    return curl_slist_append(NULL, entry);
+    return curl_lib.slist_append(NULL, entry);
 }
 
 /* Sets the options of one hop on a reset handle. Returns CURLE_OK or the first
@@ -908,23 +917,23 @@ static struct curl_slist *hop_headers(const struct request *r, unsigned method, 
 {
     struct curl_slist *list = NULL, *grown;
     for (const struct curl_slist *h = r->headers; h != NULL; h = h->next) {
-        if ((grown = curl_slist_append(list, h->data)) == NULL)
+        if ((grown = curl_lib.slist_append(list, h->data)) == NULL)
             goto fail;
         list = grown;
     }
-    if ((grown = curl_slist_append(list, "Expect:")) == NULL)
+    if ((grown = curl_lib.slist_append(list, "Expect:")) == NULL)
         goto fail;
     list = grown;
     if (!method_is_query(method) && key != NULL) {
         char line[128];
         snprintf(line, sizeof line, "Idempotency-Key: %s", key);
-        if ((grown = curl_slist_append(list, line)) == NULL)
+        if ((grown = curl_lib.slist_append(list, line)) == NULL)
             goto fail;
         list = grown;
     }
     return list;
 fail:
-    curl_slist_free_all(list);
+    curl_lib.slist_free_all(list);
     return NULL;
 }
 
@@ -951,14 +960,14 @@ static int hop(struct net_fetch_session *s, const struct request *r, unsigned me
     resp->header_lines = resp->header_bytes = 0;
     resp->body_len = 0;
     int rc = 0;
-    curl_easy_reset(s->easy);
+    curl_lib.easy_reset(s->easy);
     if (pins == NULL || headers == NULL) {
         rc = refuse(why, HOST_CODE_IO_ERROR, "net.fetch: out of memory");
     } else if (hop_options(s->easy, r, method, send_body, pins, headers, resp, t, connect_ms,
                            (long)left, errbuf) != CURLE_OK) {
         rc = refuse(why, HOST_CODE_IO_ERROR, "net.fetch: libcurl refused an option: %s", errbuf);
     } else {
-        CURLcode cc = curl_easy_perform(s->easy);
+        CURLcode cc = curl_lib.easy_perform(s->easy);
         if (resp->address_refused)
             rc = refuse(why, HOST_CODE_DENIED, "net.fetch: a connection to %s, an address not"
                         " checked for '%.64s', was refused", resp->refused_address, r->host);
@@ -971,22 +980,22 @@ static int hop(struct net_fetch_session *s, const struct request *r, unsigned me
                         " than %zu bytes (maxBytes)", r->host, resp->body_max);
         else if (cc == CURLE_OPERATION_TIMEDOUT)
             rc = refuse(why, HOST_CODE_TIMEOUT, "net.fetch: '%.64s': %s", r->host,
-                        errbuf[0] != '\0' ? errbuf : curl_easy_strerror(cc));
+                        errbuf[0] != '\0' ? errbuf : curl_lib.easy_strerror(cc));
         else if (cc != CURLE_OK)
             rc = refuse(why, HOST_CODE_NETWORK_ERROR, "net.fetch: '%.64s': %s", r->host,
-                        errbuf[0] != '\0' ? errbuf : curl_easy_strerror(cc));
+                        errbuf[0] != '\0' ? errbuf : curl_lib.easy_strerror(cc));
     }
     if (rc == 0) {
         char *location = NULL;
-        (void)curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &res->status);
-        (void)curl_easy_getinfo(s->easy, CURLINFO_REDIRECT_URL, &location);
+        (void)curl_lib.easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &res->status);
+        (void)curl_lib.easy_getinfo(s->easy, CURLINFO_REDIRECT_URL, &location);
         res->redirect = location != NULL ? strdup(location) : NULL;
     }
     /* The handle must not keep pointers to what is freed here (its connections and
      * the pinned names stay: the reset keeps them). */
-    curl_easy_reset(s->easy);
-    curl_slist_free_all(pins);
-    curl_slist_free_all(headers);
+    curl_lib.easy_reset(s->easy);
+    curl_lib.slist_free_all(pins);
+    curl_lib.slist_free_all(headers);
     return rc;
 }
 
@@ -1015,7 +1024,7 @@ static int fulfil(const struct request *r, long status, struct response *resp,
         free(b64);
     }
     char *url = NULL;
-    (void)curl_url_get(r->url, CURLUPART_URL, &url, 0);
+    (void)curl_lib.url_get(r->url, CURLUPART_URL, &url, 0);
     int rc = -1;
     if (result != NULL && body != NULL && url != NULL &&
         json_object_set_new(result, "status", json_integer(status)) == 0 &&
@@ -1024,7 +1033,7 @@ static int fulfil(const struct request *r, long status, struct response *resp,
         json_object_set_new(result, "base64", json_boolean(!text)) == 0 &&
         json_object_set_new(result, "url", json_string(url)) == 0)
         rc = host_fulfil_json(out, result);
-    curl_free(url);
+    curl_lib.free(url);
     json_decref(body);
     json_decref(result);
     return rc;

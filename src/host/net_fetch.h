@@ -128,8 +128,8 @@ void net_fetch_request_free(struct net_fetch_request *req);
 /* One libcurl handle reused across a run's calls (its connections are kept alive). */
 struct net_fetch_session;
 
-/* NULL if libcurl cannot be set up. */
-struct net_fetch_session *net_fetch_session_new(void);
+/* NULL if libcurl cannot be loaded or set up, or out of memory; err says which. */
+struct net_fetch_session *net_fetch_session_new(char *err, size_t err_cap);
 void net_fetch_session_free(struct net_fetch_session *s);
 
 /* Performs a granted request (one never granted is refused "denied") with

@@ -6,6 +6,7 @@
 #include "flows/flows.h"
 #include "flows/reconcile.h"
 #include "flows/run_driver.h"
+#include "host/curl_library.h"
 #include "serve/admission_rate.h"
 #include "serve/event_delivery.h"
 #include "serve/metrics_http.h"
@@ -27,7 +28,6 @@
 #include "store/store.h"
 #include "web/web_server.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -1102,9 +1102,10 @@ static int serve_start(struct serve_process *s, const struct serve_options *o)
     s->lock_fd = serve_lock_take(o->home, err, sizeof err);
     if (s->lock_fd < 0)
         return start_fail(err);
-    /* libcurl's global state is set up once, before any thread could race for it. */
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-        return start_fail("libcurl could not be initialised");
+    /* libcurl is loaded and its global state set up once, before any thread could race
+     * for it, and a serve that could make no transfer does not start. */
+    if (curl_library_start(err, sizeof err) != 0)
+        return start_fail(err);
     struct daemon *d = &s->d;
     if (daemon_init(d, o) != 0)
         return start_fail("out of memory");
@@ -1138,6 +1139,9 @@ static int serve_start(struct serve_process *s, const struct serve_options *o)
      * recorded while no serve ran are delivered once, before the socket takes new ones
      * from this process's point of view (serve/event_delivery.h). */
     deliver_pending_events(d);
+    const char *no_systemd = serve_notify_unavailable();
+    if (no_systemd != NULL)
+        serve_log("systemd_unreachable", "error", no_systemd, LOG_END);
     serve_notify_ready("admitting runs");
     serve_log("ready", LOG_END);
     return 0;

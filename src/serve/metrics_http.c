@@ -6,6 +6,7 @@
 #include "serve/metrics_http.h"
 #include "base/error_line.h"
 #include "base/listen_address.h"
+#include "base/microhttpd_library.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -46,16 +47,16 @@ static enum MHD_Result answer_plain(struct MHD_Connection *connection, unsigned 
                                     char *body)
 {
     struct MHD_Response *response =
-        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_PERSISTENT);
+        mhd_lib.create_response_from_buffer(strlen(body), body, MHD_RESPMEM_PERSISTENT);
     if (response == NULL)
         return MHD_NO;
-    enum MHD_Result ok = MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE,
+    enum MHD_Result ok = mhd_lib.add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE,
                                                  "text/plain; charset=utf-8");
     if (ok == MHD_YES && status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        ok = MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, MHD_HTTP_METHOD_GET);
+        ok = mhd_lib.add_response_header(response, MHD_HTTP_HEADER_ALLOW, MHD_HTTP_METHOD_GET);
     if (ok == MHD_YES)
-        ok = MHD_queue_response(connection, status, response);
-    MHD_destroy_response(response);
+        ok = mhd_lib.queue_response(connection, status, response);
+    mhd_lib.destroy_response(response);
     return ok;
 }
 
@@ -93,16 +94,16 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *connection, cons
         return answer_plain(connection, MHD_HTTP_INTERNAL_SERVER_ERROR,
                             "the metrics could not be rendered\n");
     struct MHD_Response *response =
-        MHD_create_response_from_buffer_with_free_callback(strlen(page), page, free_page);
+        mhd_lib.create_response_from_buffer_with_free_callback(strlen(page), page, free_page);
     if (response == NULL) {
         free(page);
         return MHD_NO;
     }
     enum MHD_Result ok =
-        MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, METRICS_CONTENT_TYPE);
+        mhd_lib.add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, METRICS_CONTENT_TYPE);
     if (ok == MHD_YES)
-        ok = MHD_queue_response(connection, MHD_HTTP_OK, response);
-    MHD_destroy_response(response);
+        ok = mhd_lib.queue_response(connection, MHD_HTTP_OK, response);
+    mhd_lib.destroy_response(response);
     return ok;
 }
 
@@ -116,7 +117,8 @@ struct metrics_http *metrics_http_start(const char *listen, metrics_render_fn re
     struct listen_address address;
     if (listen_address_parse("metrics", listen, false,
                              "only 127.0.0.0/8 or [::1] may serve /metrics", &address, err,
-                             err_cap) != 0)
+                             err_cap) != 0 ||
+        microhttpd_library_load(err, err_cap) != 0)
         return NULL;
     struct metrics_http *server = calloc(1, sizeof *server);
     if (server == NULL) {
@@ -128,7 +130,7 @@ struct metrics_http *metrics_http_start(const char *listen, metrics_render_fn re
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
     if (address.ipv6)
         flags |= MHD_USE_IPv6;
-    server->daemon = MHD_start_daemon(
+    server->daemon = mhd_lib.start_daemon(
         flags, 0, accept_loopback_peer, NULL, answer, server, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&address.addr, MHD_OPTION_CONNECTION_LIMIT,
         METRICS_CONNECTION_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT, METRICS_CONNECTION_TIMEOUT_S,
@@ -140,9 +142,9 @@ struct metrics_http *metrics_http_start(const char *listen, metrics_render_fn re
         return NULL;
     }
     const union MHD_DaemonInfo *info =
-        MHD_get_daemon_info(server->daemon, MHD_DAEMON_INFO_BIND_PORT);
+        mhd_lib.get_daemon_info(server->daemon, MHD_DAEMON_INFO_BIND_PORT);
     if (info == NULL || info->port == 0) {
-        MHD_stop_daemon(server->daemon);
+        mhd_lib.stop_daemon(server->daemon);
         free(server);
         error_line(err, err_cap, "metrics: cannot tell the port bound for %s", listen);
         return NULL;
@@ -160,6 +162,6 @@ void metrics_http_stop(struct metrics_http *server)
 {
     if (server == NULL)
         return;
-    MHD_stop_daemon(server->daemon);
+    mhd_lib.stop_daemon(server->daemon);
     free(server);
 }

@@ -1,10 +1,56 @@
 /* systemd notifications by libsystemd. sd_notify is a no-op (0) without NOTIFY_SOCKET;
  * a failed send is not an error the daemon could act on, so results are dropped: the
- * unit's own timeouts (TimeoutStartSec, WatchdogSec) catch a serve that never reports. */
+ * unit's own timeouts (TimeoutStartSec, WatchdogSec) catch a serve that never reports.
+ * libsystemd is loaded on the first notification (base/shared_library.h says why); a
+ * libsystemd that cannot be loaded counts as a failed send, and serve's start says so
+ * once in its log when systemd is waiting for one (serve_notify_unavailable). */
 #include "serve/sd_notify.h"
 
+#include "base/shared_library.h"
+
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <systemd/sd-daemon.h>
+
+/* libsystemd's ABI has kept this name since 209 (2014). */
+#define LIBSYSTEMD_SONAME "libsystemd.so.0"
+
+static struct {
+    __typeof__(sd_notify) *notify;
+    __typeof__(sd_notifyf) *notifyf;
+    __typeof__(sd_watchdog_enabled) *watchdog_enabled;
+} systemd;
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static int load_result = -1;
+static char load_error[256] = "libsystemd was not loaded";
+
+static void load(void)
+{
+    const struct shared_symbol symbols[] = {
+        SHARED_SYMBOL(systemd, notify, sd_notify),
+        SHARED_SYMBOL(systemd, notifyf, sd_notifyf),
+        SHARED_SYMBOL(systemd, watchdog_enabled, sd_watchdog_enabled),
+    };
+    load_result = shared_library_load(LIBSYSTEMD_SONAME, symbols,
+                                      sizeof symbols / sizeof symbols[0], load_error,
+                                      sizeof load_error);
+}
+
+static bool loaded(void)
+{
+    (void)pthread_once(&load_once, load);
+    return load_result == 0;
+}
+
+const char *serve_notify_unavailable(void)
+{
+    if (getenv("NOTIFY_SOCKET") == NULL && getenv("WATCHDOG_USEC") == NULL)
+        return NULL; /* systemd waits for nothing: no need to load it */
+    return loaded() ? NULL : load_error;
+}
 
 /* The STATUS= text must stay one assignment: a line break in it would start another
  * (e.g. MAINPID= or WATCHDOG=trigger), so every control byte becomes a space. */
@@ -25,19 +71,21 @@ void serve_notify_ready(const char *status)
 {
     char line[256];
     sanitize_status(status, line, sizeof line);
-    (void)sd_notifyf(0, "READY=1\nSTATUS=%s", line);
+    if (loaded())
+        (void)systemd.notifyf(0, "READY=1\nSTATUS=%s", line);
 }
 
 void serve_notify_stopping(void)
 {
-    (void)sd_notify(0, "STOPPING=1");
+    if (loaded())
+        (void)systemd.notify(0, "STOPPING=1");
 }
 
 long long serve_watchdog_interval_ms(void)
 {
     uint64_t usec = 0;
     /* > 0 only when WATCHDOG_USEC is set and valid and WATCHDOG_PID (if set) is us. */
-    if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0)
+    if (!loaded() || systemd.watchdog_enabled(0, &usec) <= 0 || usec == 0)
         return 0;
     long long ms = (long long)(usec / 1000);
     return ms > 0 ? ms : 1;
@@ -45,5 +93,6 @@ long long serve_watchdog_interval_ms(void)
 
 void serve_notify_watchdog(void)
 {
-    (void)sd_notify(0, "WATCHDOG=1");
+    if (loaded())
+        (void)systemd.notify(0, "WATCHDOG=1");
 }

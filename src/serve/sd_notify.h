@@ -3,6 +3,9 @@
 #ifndef BASAL_SERVE_SD_NOTIFY_H
 #define BASAL_SERVE_SD_NOTIFY_H
 
+/* Why systemd cannot be told anything (libsystemd could not be loaded), when it waits
+ * to be told (NOTIFY_SOCKET or WATCHDOG_USEC set); NULL otherwise. */
+const char *serve_notify_unavailable(void);
 /* READY=1 with a STATUS= line: recovery is done, work is admitted. */
 void serve_notify_ready(const char *status);
 /* STOPPING=1: SIGTERM received, draining. */

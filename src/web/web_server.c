@@ -3,6 +3,7 @@
 #include "web/web_server.h"
 #include "base/error_line.h"
 #include "base/listen_address.h"
+#include "base/microhttpd_library.h"
 #include "flows/reconcile.h"
 #include "store/store.h"
 #include "web/html_text.h"
@@ -62,7 +63,7 @@ struct request {
 static enum MHD_Result queue(struct MHD_Connection *c, unsigned status, char *body, size_t len,
                              const char *type, const char *location, const char *cookie)
 {
-    struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback(len, body, free);
+    struct MHD_Response *r = mhd_lib.create_response_from_buffer_with_free_callback(len, body, free);
     if (r == NULL) {
         free(body);
         return MHD_NO;
@@ -79,14 +80,14 @@ static enum MHD_Result queue(struct MHD_Connection *c, unsigned status, char *bo
         {"Cross-Origin-Resource-Policy", "same-origin"},
     };
     for (size_t i = 0; ok == MHD_YES && i < sizeof headers / sizeof headers[0]; i++)
-        ok = MHD_add_response_header(r, headers[i][0], headers[i][1]);
+        ok = mhd_lib.add_response_header(r, headers[i][0], headers[i][1]);
     if (ok == MHD_YES && location != NULL)
-        ok = MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, location);
+        ok = mhd_lib.add_response_header(r, MHD_HTTP_HEADER_LOCATION, location);
     if (ok == MHD_YES && cookie != NULL)
-        ok = MHD_add_response_header(r, MHD_HTTP_HEADER_SET_COOKIE, cookie);
+        ok = mhd_lib.add_response_header(r, MHD_HTTP_HEADER_SET_COOKIE, cookie);
     if (ok == MHD_YES)
-        ok = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
+        ok = mhd_lib.queue_response(c, status, r);
+    mhd_lib.destroy_response(r);
     return ok;
 }
 
@@ -171,7 +172,7 @@ static long long now_ms(void)
 
 static const char *get_arg(struct MHD_Connection *c, const char *name)
 {
-    const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+    const char *v = mhd_lib.lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
     return v != NULL && v[0] != '\0' ? v : NULL;
 }
 
@@ -387,7 +388,7 @@ static void request_done(void *cls, struct MHD_Connection *c, void **state,
     if (r == NULL)
         return;
     if (r->post != NULL)
-        MHD_destroy_post_processor(r->post);
+        mhd_lib.destroy_post_processor(r->post);
     for (size_t i = 0; i < FIELD_COUNT; i++) {
         if (r->field[i] != NULL)
             OPENSSL_cleanse(r->field[i], r->field_len[i]);
@@ -399,7 +400,7 @@ static void request_done(void *cls, struct MHD_Connection *c, void **state,
 
 static bool authorized(struct web_server *s, struct MHD_Connection *c)
 {
-    return web_secret_equal(MHD_lookup_connection_value(c, MHD_COOKIE_KIND, SESSION_COOKIE),
+    return web_secret_equal(mhd_lib.lookup_connection_value(c, MHD_COOKIE_KIND, SESSION_COOKIE),
                             s->token);
 }
 
@@ -487,7 +488,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
         *state = r;
         /* Only a form of an authorized session is read at all. */
         if (is_post && authorized(s, c))
-            r->post = MHD_create_post_processor(c, 4096, form_field, r);
+            r->post = mhd_lib.create_post_processor(c, 4096, form_field, r);
         if (is_post && r->post == NULL)
             r->bad_form = true;
         return MHD_YES;
@@ -497,7 +498,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
         if (r->body_len > WEB_BODY_MAX)
             r->bad_form = true;
         if (r->post != NULL && !r->bad_form &&
-            MHD_post_process(r->post, upload_data, *upload_data_size) != MHD_YES)
+            mhd_lib.post_process(r->post, upload_data, *upload_data_size) != MHD_YES)
             r->bad_form = true;
         *upload_data_size = 0;
         return MHD_YES;
@@ -535,7 +536,8 @@ struct web_server *web_server_start(const char *listen, bool allow_remote,
     if (listen_address_parse("web", listen, allow_remote,
                              "the page is for the operator alone (127.0.0.0/8 or [::1]; "
                              "--web-allow-remote to serve it elsewhere)",
-                             &address, err, err_cap) != 0)
+                             &address, err, err_cap) != 0 ||
+        microhttpd_library_load(err, err_cap) != 0)
         return NULL;
     struct web_server *s = calloc(1, sizeof *s);
     if (s == NULL) {
@@ -559,13 +561,13 @@ struct web_server *web_server_start(const char *listen, bool allow_remote,
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
     if (address.ipv6)
         flags |= MHD_USE_IPv6;
-    s->daemon = MHD_start_daemon(
+    s->daemon = mhd_lib.start_daemon(
         flags, 0, accept_peer, s, answer, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&address.addr,
         MHD_OPTION_CONNECTION_LIMIT, WEB_CONNECTION_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
         WEB_CONNECTION_TIMEOUT_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)WEB_CONNECTION_MEMORY,
         MHD_OPTION_NOTIFY_COMPLETED, request_done, s, MHD_OPTION_END);
     const union MHD_DaemonInfo *info =
-        s->daemon != NULL ? MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT) : NULL;
+        s->daemon != NULL ? mhd_lib.get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT) : NULL;
     char base[128];
     if (info != NULL && info->port != 0) {
         s->port = info->port;
@@ -579,7 +581,7 @@ struct web_server *web_server_start(const char *listen, bool allow_remote,
         else if (s->port == 0)
             error_line(err, err_cap, "web: cannot tell the port bound for %s", listen);
         if (s->daemon != NULL)
-            MHD_stop_daemon(s->daemon);
+            mhd_lib.stop_daemon(s->daemon);
         OPENSSL_cleanse(s, sizeof *s);
         free(s);
         return NULL;
@@ -597,7 +599,7 @@ void web_server_stop(struct web_server *server)
     if (server == NULL)
         return;
     web_address_remove(server->home);
-    MHD_stop_daemon(server->daemon);
+    mhd_lib.stop_daemon(server->daemon);
     OPENSSL_cleanse(server, sizeof *server);
     free(server);
 }

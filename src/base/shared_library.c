@@ -25,3 +25,24 @@ int shared_library_load(const char *soname, const struct shared_symbol *symbols,
     }
     return 0; /* the library stays loaded for the life of the process */
 }
+
+int lazy_library_load(struct lazy_library *library, char *err, size_t err_cap)
+{
+    (void)pthread_mutex_lock(&library->lock);
+    if (!library->tried) {
+        library->result = shared_library_load(library->soname, library->symbols,
+                                              library->count, library->error,
+                                              sizeof library->error);
+        library->tried = true;
+    }
+    int result = library->result;
+    (void)pthread_mutex_unlock(&library->lock);
+    if (result != 0 && err != NULL)
+        snprintf(err, err_cap, "%s", library->error);
+    return result;
+}
+
+const char *lazy_library_error(const struct lazy_library *library)
+{
+    return library->result == 0 ? NULL : library->error;
+}

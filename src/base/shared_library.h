@@ -7,6 +7,8 @@
 #ifndef BASAL_BASE_SHARED_LIBRARY_H
 #define BASAL_BASE_SHARED_LIBRARY_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* One function of the library: its name and where its address goes (the address of a
@@ -23,8 +25,34 @@ struct shared_symbol {
 /* Opens soname (RTLD_NOW | RTLD_LOCAL: nothing of it is bound later or shared with
  * other libraries) and resolves every symbol into its slot. All or nothing: 0, or -1
  * with a one-line reason in err (the library or the symbol missing) and the library
- * closed again. Not thread-safe by itself: the callers load once (pthread_once). */
+ * closed again. Not thread-safe by itself: lazy_library_load is. */
 int shared_library_load(const char *soname, const struct shared_symbol *symbols,
                         size_t count, char *err, size_t err_cap);
+
+/* A library loaded on first use, once per process: the first caller (any thread) tries
+ * it, every later caller gets that try's result, so a missing library is looked for
+ * once and reported the same way each time. Define one per library with LAZY_LIBRARY
+ * and a static const table of SHARED_SYMBOL rows. */
+struct lazy_library {
+    const char *soname;
+    const struct shared_symbol *symbols;
+    size_t count;
+    pthread_mutex_t lock;
+    bool tried;
+    int result;
+    char error[256];
+};
+
+#define LAZY_LIBRARY(soname_, symbols_)                                                 \
+    {.soname = (soname_), .symbols = (symbols_),                                        \
+     .count = sizeof(symbols_) / sizeof((symbols_)[0]), .lock = PTHREAD_MUTEX_INITIALIZER, \
+     .tried = false, .result = -1, .error = ""}
+
+/* Loads the library on the first call: 0 once every symbol is in its slot, or -1 with
+ * the one-line reason in err (err may be NULL: lazy_library_error then gives it). */
+int lazy_library_load(struct lazy_library *library, char *err, size_t err_cap);
+
+/* The reason the last load failed, or NULL when it succeeded. Only after a load. */
+const char *lazy_library_error(const struct lazy_library *library);
 
 #endif

@@ -1,6 +1,5 @@
 #include "host/curl_library.h"
 
-#include <pthread.h>
 #include <stdio.h>
 
 #include "base/shared_library.h"
@@ -10,43 +9,30 @@
 
 struct curl_library curl_lib;
 
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static int load_result = -1;
-static char load_error[256] = "libcurl was not loaded";
+static const struct shared_symbol symbols[] = {
+    SHARED_SYMBOL(curl_lib, easy_cleanup, curl_easy_cleanup),
+    SHARED_SYMBOL(curl_lib, easy_getinfo, curl_easy_getinfo),
+    SHARED_SYMBOL(curl_lib, easy_init, curl_easy_init),
+    SHARED_SYMBOL(curl_lib, easy_perform, curl_easy_perform),
+    SHARED_SYMBOL(curl_lib, easy_reset, curl_easy_reset),
+    SHARED_SYMBOL(curl_lib, easy_setopt, curl_easy_setopt),
+    SHARED_SYMBOL(curl_lib, easy_strerror, curl_easy_strerror),
+    SHARED_SYMBOL(curl_lib, free, curl_free),
+    SHARED_SYMBOL(curl_lib, global_cleanup, curl_global_cleanup),
+    SHARED_SYMBOL(curl_lib, global_init, curl_global_init),
+    SHARED_SYMBOL(curl_lib, slist_append, curl_slist_append),
+    SHARED_SYMBOL(curl_lib, slist_free_all, curl_slist_free_all),
+    SHARED_SYMBOL(curl_lib, url, curl_url),
+    SHARED_SYMBOL(curl_lib, url_cleanup, curl_url_cleanup),
+    SHARED_SYMBOL(curl_lib, url_get, curl_url_get),
+    SHARED_SYMBOL(curl_lib, url_set, curl_url_set),
+};
 
-static void load(void)
-{
-    const struct shared_symbol symbols[] = {
-        SHARED_SYMBOL(curl_lib, easy_cleanup, curl_easy_cleanup),
-        SHARED_SYMBOL(curl_lib, easy_getinfo, curl_easy_getinfo),
-        SHARED_SYMBOL(curl_lib, easy_init, curl_easy_init),
-        SHARED_SYMBOL(curl_lib, easy_perform, curl_easy_perform),
-        SHARED_SYMBOL(curl_lib, easy_reset, curl_easy_reset),
-        SHARED_SYMBOL(curl_lib, easy_setopt, curl_easy_setopt),
-        SHARED_SYMBOL(curl_lib, easy_strerror, curl_easy_strerror),
-        SHARED_SYMBOL(curl_lib, free, curl_free),
-        SHARED_SYMBOL(curl_lib, global_cleanup, curl_global_cleanup),
-        SHARED_SYMBOL(curl_lib, global_init, curl_global_init),
-        SHARED_SYMBOL(curl_lib, slist_append, curl_slist_append),
-        SHARED_SYMBOL(curl_lib, slist_free_all, curl_slist_free_all),
-        SHARED_SYMBOL(curl_lib, url, curl_url),
-        SHARED_SYMBOL(curl_lib, url_cleanup, curl_url_cleanup),
-        SHARED_SYMBOL(curl_lib, url_get, curl_url_get),
-        SHARED_SYMBOL(curl_lib, url_set, curl_url_set),
-    };
-    load_result = shared_library_load(LIBCURL_SONAME, symbols,
-                                      sizeof symbols / sizeof symbols[0], load_error,
-                                      sizeof load_error);
-}
+static struct lazy_library library = LAZY_LIBRARY(LIBCURL_SONAME, symbols);
 
 int curl_library_load(char *err, size_t err_cap)
 {
-    (void)pthread_once(&load_once, load);
-    if (load_result != 0) {
-        snprintf(err, err_cap, "%s", load_error);
-        return -1;
-    }
-    return 0;
+    return lazy_library_load(&library, err, err_cap);
 }
 
 int curl_library_start(char *err, size_t err_cap)

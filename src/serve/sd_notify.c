@@ -8,7 +8,6 @@
 
 #include "base/shared_library.h"
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,33 +22,24 @@ static struct {
     __typeof__(sd_watchdog_enabled) *watchdog_enabled;
 } systemd;
 
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static int load_result = -1;
-static char load_error[256] = "libsystemd was not loaded";
+static const struct shared_symbol symbols[] = {
+    SHARED_SYMBOL(systemd, notify, sd_notify),
+    SHARED_SYMBOL(systemd, notifyf, sd_notifyf),
+    SHARED_SYMBOL(systemd, watchdog_enabled, sd_watchdog_enabled),
+};
 
-static void load(void)
-{
-    const struct shared_symbol symbols[] = {
-        SHARED_SYMBOL(systemd, notify, sd_notify),
-        SHARED_SYMBOL(systemd, notifyf, sd_notifyf),
-        SHARED_SYMBOL(systemd, watchdog_enabled, sd_watchdog_enabled),
-    };
-    load_result = shared_library_load(LIBSYSTEMD_SONAME, symbols,
-                                      sizeof symbols / sizeof symbols[0], load_error,
-                                      sizeof load_error);
-}
+static struct lazy_library library = LAZY_LIBRARY(LIBSYSTEMD_SONAME, symbols);
 
 static bool loaded(void)
 {
-    (void)pthread_once(&load_once, load);
-    return load_result == 0;
+    return lazy_library_load(&library, NULL, 0) == 0;
 }
 
 const char *serve_notify_unavailable(void)
 {
     if (getenv("NOTIFY_SOCKET") == NULL && getenv("WATCHDOG_USEC") == NULL)
         return NULL; /* systemd waits for nothing: no need to load it */
-    return loaded() ? NULL : load_error;
+    return loaded() ? NULL : lazy_library_error(&library);
 }
 
 /* The STATUS= text must stay one assignment: a line break in it would start another

@@ -59,9 +59,11 @@ TOOL_SRC   := $(wildcard tests/tools/*.c)
 WORKER_LIBS := -static-pie -lseccomp -lcrypto -lm
 # libcurl, libmicrohttpd and libsystemd are not linked: the parent loads each when it
 # first needs it (dlopen, base/shared_library.h), so a one-shot command does not map
-# their 35 libraries; only their headers are needed to build. serve runs its runs on
-# threads.
-PARENT_LIBS := -lseccomp -lsqlite3 -ljansson -lcrypto -lpthread -lm -ldl
+# their 35 libraries; only their headers are needed to build. libcrypto is linked
+# statically, like the worker's: only what is used comes in (SHA-256, the web's HMAC,
+# base64), where the shared library's 5,000 relocations cost a cold command about
+# 0.6 ms (docs/benchmarks.md, issue 32). serve runs its runs on threads.
+PARENT_LIBS := -lseccomp -lsqlite3 -ljansson -Wl,-Bstatic -lcrypto -Wl,-Bdynamic -lpthread -lm -ldl
 
 # variant(name, extra cflags, extra ldflags)
 define variant

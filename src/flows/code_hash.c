@@ -1,10 +1,10 @@
 /* The code hash and the script validator (flows/code_hash.h; docs/manifest.md). */
 #include "flows/code_hash.h"
 
+#include "base/sha256.h"
 #include "proto/message.h"
 #include "proto/utf8.h"
 
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,34 +14,23 @@ static void put_u64le(uint8_t out[8], uint64_t v)
         out[i] = (uint8_t)(v >> (8 * i));
 }
 
-static int update_part(EVP_MD_CTX *md, const void *bytes, size_t len)
-{
-    uint8_t framed[8];
-    put_u64le(framed, (uint64_t)len);
-    if (EVP_DigestUpdate(md, framed, sizeof framed) != 1)
-        return -1;
-    if (len > 0 && EVP_DigestUpdate(md, bytes, len) != 1)
-        return -1;
-    return 0;
-}
-
 int code_hash_raw(const void *script, size_t script_len, const void *manifest,
                   size_t manifest_len, uint8_t out[CODE_HASH_BYTES])
 {
-    unsigned int n = 0;
-    int rc = -1;
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    if (md != NULL && (script != NULL || script_len == 0) &&
-        (manifest != NULL || manifest_len == 0) &&
-        EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1 &&
-        EVP_DigestUpdate(md, CODE_HASH_TAG, CODE_HASH_TAG_LEN) == 1 &&
-        update_part(md, script, script_len) == 0 && update_part(md, manifest, manifest_len) == 0 &&
-        EVP_DigestFinal_ex(md, out, &n) == 1 && n == CODE_HASH_BYTES)
-        rc = 0;
-    EVP_MD_CTX_free(md);
-    if (rc != 0)
+    if ((script == NULL && script_len > 0) || (manifest == NULL && manifest_len > 0)) {
         memset(out, 0, CODE_HASH_BYTES);
-    return rc;
+        return -1;
+    }
+    /* Each part is framed by its length, so no two (script, manifest) pairs hash the
+     * same bytes. */
+    uint8_t script_framed[8], manifest_framed[8];
+    put_u64le(script_framed, (uint64_t)script_len);
+    put_u64le(manifest_framed, (uint64_t)manifest_len);
+    const void *parts[] = {CODE_HASH_TAG, script_framed, script, manifest_framed, manifest};
+    const size_t lens[] = {CODE_HASH_TAG_LEN, sizeof script_framed, script_len,
+                           sizeof manifest_framed, manifest_len};
+    sha256_parts(parts, lens, sizeof parts / sizeof parts[0], out);
+    return 0;
 }
 
 int code_hash_hex(const void *script, size_t script_len, const void *manifest,

@@ -1,12 +1,12 @@
 #include "store/journal.h"
 
 #include "base/error_line.h"
+#include "base/sha256.h"
 #include "store/sql.h"
 #include "store/store_internal.h"
 #include "store/store.h"
 
 #include <inttypes.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,19 +77,11 @@ static void hex(const unsigned char *bytes, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
-/* SHA-256 over parts, each given as (bytes, len); a NULL part ends the list. */
+/* SHA-256 over parts, each given as (bytes, len), in hex. */
 static int sha256_hex(const void *const *parts, const size_t *lens, size_t n, char *out)
 {
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    unsigned char digest[32];
-    unsigned len = 0;
-    int ok = md != NULL && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1;
-    for (size_t i = 0; ok && i < n; i++)
-        ok = lens[i] == 0 || EVP_DigestUpdate(md, parts[i], lens[i]) == 1;
-    ok = ok && EVP_DigestFinal_ex(md, digest, &len) == 1 && len == sizeof digest;
-    EVP_MD_CTX_free(md);
-    if (!ok)
-        return -1;
+    uint8_t digest[SHA256_BYTES];
+    sha256_parts(parts, lens, n, digest);
     hex(digest, sizeof digest, out);
     return 0;
 }

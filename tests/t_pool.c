@@ -37,13 +37,15 @@ static struct pool *new_pool(const char *worker, unsigned spares, unsigned max_s
 }
 
 /* Runs `script` for flow; returns the serving pid (0 if none) and the status. */
-static pid_t run(struct pool *pool, const char *flow, enum pool_use use, const char *script,
-                 enum activation_status *status)
+static pid_t run_compiling(struct pool *pool, const char *flow, enum pool_use use,
+                           const char *script, bool compile_only, enum activation_status *status)
 {
     struct activation_request req;
     memset(&req, 0, sizeof req);
-    activation_request_defaults(&req, use == POOL_USE_CODEMODE ? PROTO_PROFILE_CODEMODE
-                                                              : PROTO_PROFILE_FLOW);
+    activation_request_defaults(&req, use == POOL_USE_CODEMODE || use == POOL_USE_CODEMODE_CHECK
+                                          ? PROTO_PROFILE_CODEMODE
+                                          : PROTO_PROFILE_FLOW);
+    req.compile_only = compile_only;
     req.script = script;
     req.script_len = strlen(script);
     req.deadline_ms = 10000;
@@ -58,6 +60,12 @@ static pid_t run(struct pool *pool, const char *flow, enum pool_use use, const c
     pid_t pid = out.pid;
     activation_outcome_free(&out);
     return pid;
+}
+
+static pid_t run(struct pool *pool, const char *flow, enum pool_use use, const char *script,
+                 enum activation_status *status)
+{
+    return run_compiling(pool, flow, use, script, false, status);
 }
 
 /* Waits (on a pidfd, not a sleep) until pid has exited, without reaping it: the
@@ -135,6 +143,50 @@ static void test_spares_and_binding(const char *worker)
     check(h->retired >= 4 && h->crashed == 0 && h->sigsys_deaths == 0,
           "health: idle and single-use retirements are counted as retired",
           "retired %llu crashed %llu", h->retired, h->crashed);
+    pool_free(pool);
+}
+
+/* A codemode run's compile check and its run share one fresh worker, which nothing
+ * else may take. */
+static void test_codemode_check(const char *worker)
+{
+    struct pool *pool = new_pool(worker, 0, 16);
+    enum activation_status st = ACTIVATION_NO_WORKER;
+    pid_t checked = run_compiling(pool, "cm", POOL_USE_CODEMODE_CHECK, "return 1", true, &st);
+    const struct health *h = pool_health(pool);
+    check(st == ACTIVATION_COMPLETED && checked > 0 && alive(checked) && h->spawned == 1,
+          "pool: a codemode check compiles on a fresh worker and keeps it", "status %s pid %d",
+          activation_status_name(st), (int)checked);
+    pid_t flow = run(pool, "cm", POOL_USE_FLOW, "return 2", &st);
+    pid_t spare = run(pool, "other", POOL_USE_DRY_RUN, "return 3", &st);
+    check(flow > 0 && flow != checked && spare > 0 && spare != checked && alive(checked),
+          "pool: a flow of the run's name and a dry run never get the checked worker "
+          "[guard codemode-check-private]",
+          "checked %d, flow %d, dry run %d", (int)checked, (int)flow, (int)spare);
+    pid_t ran = run(pool, "cm", POOL_USE_CODEMODE, "return 4", &st);
+    check(st == ACTIVATION_COMPLETED && ran == checked && !alive(checked),
+          "pool: the codemode run takes the worker that checked it, then retires it "
+          "[guard codemode-one-worker]",
+          "checked %d ran %d (%s)", (int)checked, (int)ran, activation_status_name(st));
+    pid_t fresh = run(pool, "cm", POOL_USE_CODEMODE, "return 5", &st);
+    check(st == ACTIVATION_COMPLETED && fresh > 0 && fresh != checked,
+          "pool: a second codemode run of the name starts a fresh worker", "%d then %d",
+          (int)checked, (int)fresh);
+
+    pid_t bad = run_compiling(pool, "cm", POOL_USE_CODEMODE_CHECK, "return (", true, &st);
+    check(st == ACTIVATION_FAILED && bad > 0 && !alive(bad),
+          "pool: a check that does not compile kills its worker [guard codemode-check-failed]",
+          "status %s pid %d alive %d", activation_status_name(st), (int)bad, bad > 0 && alive(bad));
+    run_compiling(pool, "cm", POOL_USE_CODEMODE_CHECK, "return 6", false, &st);
+    check(st == ACTIVATION_NO_WORKER,
+          "pool: a codemode check that would run its script is refused "
+          "[guard codemode-check-compile-only]",
+          "status %s", activation_status_name(st));
+    pid_t unused = run_compiling(pool, "cm", POOL_USE_CODEMODE_CHECK, "return 7", true, &st);
+    pool_release_flow(pool, "cm");
+    check(unused > 0 && !alive(unused),
+          "pool: releasing the run's name ends a checked worker whose run never came",
+          "pid %d", (int)unused);
     pool_free(pool);
 }
 
@@ -275,6 +327,7 @@ int main(void)
     const char *worker = harness_test_worker();
     if (require_binary(worker, "pool: ck-basal-worker test build present")) {
         test_spares_and_binding(worker);
+        test_codemode_check(worker);
         test_activation_limit(worker);
         test_max_size(worker);
         test_idle_deaths(worker);

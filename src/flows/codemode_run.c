@@ -81,9 +81,12 @@ static json_t *report_of(int64_t id, const struct run_end *end,
 }
 
 /* Drives run id to its end and stores it. */
-static json_t *drive(struct store *st, int64_t id, const struct codemode_run_request *rq,
-                     const struct tools_catalog *tools, const struct ops_catalog *modules,
-                     char *err, size_t err_cap)
+/* The pool's one worker: the one that compiled the script, kept for this activation. */
+#define RUN_WORKER "codemode"
+
+static json_t *drive(struct store *st, struct pool *pool, int64_t id,
+                     const struct codemode_run_request *rq, const struct tools_catalog *tools,
+                     const struct ops_catalog *modules, char *err, size_t err_cap)
 {
     struct activation_request req;
     memset(&req, 0, sizeof req);
@@ -97,20 +100,15 @@ static json_t *drive(struct store *st, int64_t id, const struct codemode_run_req
     req.max_host_calls = CODEMODE_RUN_MAX_HOST_CALLS;
     struct codemode_host_config hc = {st, id, tools, modules, CODEMODE_MAX_HOST_CALLS,
                                       monotonic_ms() + req.deadline_ms};
-    struct pool_config cfg;
-    pool_config_defaults(&cfg);
-    cfg.policy = rq->policy;
-    cfg.spares = 0; /* one single-use worker, ended before this returns */
-    struct pool *pool = pool_new(&cfg);
     struct codemode_host *h = codemode_host_new(&hc);
     struct activation_outcome out;
     memset(&out, 0, sizeof out);
-    if (pool == NULL || h == NULL) {
+    if (h == NULL) {
         out.status = ACTIVATION_NO_WORKER;
         out.detail = strdup("out of memory");
     } else {
         struct host host = codemode_host_interface(h);
-        pool_run(pool, "codemode", POOL_USE_CODEMODE, &req, &host, &out);
+        pool_run(pool, RUN_WORKER, POOL_USE_CODEMODE, &req, &host, &out);
     }
     json_t *report = NULL;
     if (h != NULL) {
@@ -126,7 +124,6 @@ static json_t *drive(struct store *st, int64_t id, const struct codemode_run_req
     }
     activation_outcome_free(&out);
     codemode_host_free(h);
-    pool_free(pool);
     return report;
 }
 
@@ -144,12 +141,23 @@ void *codemode_run_execute(struct store *st, const char *home,
                                        req->input};
     /* A script that does not compile is refused before it starts (its place named). */
     const char *shown_name = strcmp(req->script_name, "-") == 0 ? "<stdin>" : req->script_name;
-    if (ops_catalog_load(home, &modules, err, err_cap) == 0 &&
-        tools_catalog_load(home, &modules, &tools, err, err_cap) == 0 &&
-        script_check_compiles(req->script, req->script_len, shown_name, err, err_cap) == 0 &&
-        codemode_runs_abandon(st, NULL, err, err_cap) == 0 &&
-        codemode_run_begin(st, &start, &id, err, err_cap) == 0)
-        report = drive(st, id, req, &tools, &modules, err, err_cap);
+    /* One single-use worker: it compiles the script, then runs it; ended before this
+     * returns. */
+    struct pool_config cfg;
+    pool_config_defaults(&cfg);
+    cfg.policy = req->policy;
+    cfg.spares = 0;
+    struct pool *pool = pool_new(&cfg);
+    if (pool == NULL)
+        error_line(err, err_cap, "out of memory");
+    else if (ops_catalog_load(home, &modules, err, err_cap) == 0 &&
+             tools_catalog_load(home, &modules, &tools, err, err_cap) == 0 &&
+             script_check_compiles_for_run(pool, RUN_WORKER, req->script, req->script_len,
+                                           shown_name, err, err_cap) == 0 &&
+             codemode_runs_abandon(st, NULL, err, err_cap) == 0 &&
+             codemode_run_begin(st, &start, &id, err, err_cap) == 0)
+        report = drive(st, pool, id, req, &tools, &modules, err, err_cap);
+    pool_free(pool);
     tools_catalog_free(&tools);
     ops_catalog_free(&modules);
     return report;

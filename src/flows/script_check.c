@@ -19,18 +19,14 @@ static int refuse_call(void *self, const struct host_call *call, struct host_set
 
 static const struct host_ops REFUSING = {.call = refuse_call};
 
-int script_check_compiles(const char *script, size_t len, const char *name, char *err,
-                          size_t err_cap)
+/* The compile-only activation on a worker of pool chosen as use says; the verdict. */
+static int check_on(struct pool *pool, const char *flow, enum pool_use use,
+                    enum proto_profile profile, const char *script, size_t len,
+                    const char *name, char *err, size_t err_cap)
 {
-    struct pool_config cfg;
-    pool_config_defaults(&cfg);
-    cfg.spares = 0; /* one single-use worker, ended before this returns */
-    struct pool *pool = pool_new(&cfg);
-    if (pool == NULL)
-        return error_line(err, err_cap, "cannot check the script: out of memory");
     struct activation_request req;
     memset(&req, 0, sizeof req);
-    activation_request_defaults(&req, PROTO_PROFILE_FLOW);
+    activation_request_defaults(&req, profile);
     req.activation_id = 1;
     req.script = script;
     req.script_len = len;
@@ -38,7 +34,7 @@ int script_check_compiles(const char *script, size_t len, const char *name, char
     req.compile_only = true;
     struct host host = {&REFUSING, NULL};
     struct activation_outcome out;
-    pool_run(pool, "install", POOL_USE_DRY_RUN, &req, &host, &out);
+    pool_run(pool, flow, use, &req, &host, &out);
     char what[1024];
     activation_describe(&out, what, sizeof what);
     int rc = 0;
@@ -49,6 +45,27 @@ int script_check_compiles(const char *script, size_t len, const char *name, char
         rc = error_line(err, err_cap, "cannot check that the script compiles in a confined worker: %s",
                         what);
     activation_outcome_free(&out);
+    return rc;
+}
+
+int script_check_compiles(const char *script, size_t len, const char *name, char *err,
+                          size_t err_cap)
+{
+    struct pool_config cfg;
+    pool_config_defaults(&cfg);
+    cfg.spares = 0; /* one single-use worker, ended before this returns */
+    struct pool *pool = pool_new(&cfg);
+    if (pool == NULL)
+        return error_line(err, err_cap, "cannot check the script: out of memory");
+    int rc = check_on(pool, "install", POOL_USE_DRY_RUN, PROTO_PROFILE_FLOW, script, len, name,
+                      err, err_cap);
     pool_free(pool);
     return rc;
+}
+
+int script_check_compiles_for_run(struct pool *pool, const char *run, const char *script,
+                                  size_t len, const char *name, char *err, size_t err_cap)
+{
+    return check_on(pool, run, POOL_USE_CODEMODE_CHECK, PROTO_PROFILE_CODEMODE, script, len,
+                    name, err, err_cap);
 }

@@ -5,6 +5,8 @@
 #ifndef BASAL_FLOWS_SCRIPT_CHECK_H
 #define BASAL_FLOWS_SCRIPT_CHECK_H
 
+#include "supervisor/pool.h"
+
 #include <stddef.h>
 
 /* 0 if script[0..len) compiles; -1 with err (one line) if it does not ("the script does
@@ -13,5 +15,11 @@
  * name: what the error calls the script (DIR/flow.js). */
 int script_check_compiles(const char *script, size_t len, const char *name, char *err,
                           size_t err_cap);
+
+/* The same check for a codemode run about to start on pool: the fresh codemode worker
+ * that compiled the script is kept for the run's activation (pool_run with
+ * POOL_USE_CODEMODE and the same run name), so the run starts one worker, not two. */
+int script_check_compiles_for_run(struct pool *pool, const char *run, const char *script,
+                                  size_t len, const char *name, char *err, size_t err_cap);
 
 #endif

@@ -17,6 +17,7 @@ struct pool_worker {
     char *flow;       /* NULL: an unbound spare */
     bool busy;
     bool single_use;
+    bool codemode_checked; /* compiled its run's script (POOL_USE_CODEMODE_CHECK) */
     bool released; /* its flow stopped while it was busy: killed when the activation returns */
     unsigned activations;
     long long idle_since_ms; /* pool clock */
@@ -206,8 +207,9 @@ static struct pool_worker *start_worker(struct pool *pool, enum pool_use use, ch
                  pool->backoff_until_ms - now, pool->last_failure);
         return NULL;
     }
-    struct worker_limits limits = {use == POOL_USE_CODEMODE ? WORKER_CODEMODE_ADDRESS_SPACE
-                                                            : WORKER_FLOW_ADDRESS_SPACE,
+    bool codemode = use == POOL_USE_CODEMODE || use == POOL_USE_CODEMODE_CHECK;
+    struct worker_limits limits = {codemode ? WORKER_CODEMODE_ADDRESS_SPACE
+                                            : WORKER_FLOW_ADDRESS_SPACE,
                                    WORKER_OPEN_FILES};
     struct worker_proc proc;
     struct worker_report report;
@@ -300,9 +302,20 @@ static struct pool_worker *find_idle(const struct pool *pool, const char *flow)
 {
     for (size_t i = 0; i < pool->count; i++) {
         struct pool_worker *pw = pool->workers[i];
-        if (pw->busy)
+        if (pw->busy || pw->codemode_checked)
             continue;
         if (flow == NULL ? pw->flow == NULL : (pw->flow != NULL && strcmp(pw->flow, flow) == 0))
+            return pw;
+    }
+    return NULL;
+}
+
+/* The worker that compiled the script of the codemode run named flow, still idle. */
+static struct pool_worker *find_checked(const struct pool *pool, const char *flow)
+{
+    for (size_t i = 0; i < pool->count; i++) {
+        struct pool_worker *pw = pool->workers[i];
+        if (!pw->busy && pw->codemode_checked && strcmp(pw->flow, flow) == 0)
             return pw;
     }
     return NULL;
@@ -330,8 +343,16 @@ static struct pool_worker *acquire(struct pool *pool, const char *flow, enum poo
             return NULL;
         }
     }
-    if (use != POOL_USE_CODEMODE)
+    if (use == POOL_USE_CODEMODE) {
+        pw = find_checked(pool, flow);
+        if (pw != NULL) {
+            pw->codemode_checked = false;
+            pw->single_use = true;
+            return pw;
+        }
+    } else if (use != POOL_USE_CODEMODE_CHECK) {
         pw = find_idle(pool, NULL); /* a warm spare */
+    }
     if (pw == NULL) {
         if (!make_room(pool)) {
             snprintf(why, why_cap, "the pool is full: all %u workers are busy",
@@ -342,8 +363,9 @@ static struct pool_worker *acquire(struct pool *pool, const char *flow, enum poo
         if (pw == NULL)
             return NULL;
     }
-    if (use == POOL_USE_FLOW) {
+    if (use == POOL_USE_FLOW || use == POOL_USE_CODEMODE_CHECK) {
         pw->flow = strdup(flow);
+        pw->codemode_checked = use == POOL_USE_CODEMODE_CHECK;
         if (pw->flow == NULL) {
             snprintf(why, why_cap, "out of memory");
             return NULL;
@@ -362,7 +384,11 @@ void pool_run(struct pool *pool, const char *flow, enum pool_use use,
     sweep(pool);
     char why[320];
     why[0] = '\0';
-    struct pool_worker *pw = acquire(pool, flow, use, why, sizeof why);
+    struct pool_worker *pw = NULL;
+    if (use == POOL_USE_CODEMODE_CHECK && !req->compile_only)
+        snprintf(why, sizeof why, "a codemode run's check must only compile its script");
+    else
+        pw = acquire(pool, flow, use, why, sizeof why);
     if (pw == NULL) {
         memset(out, 0, sizeof *out);
         out->status = ACTIVATION_NO_WORKER;
@@ -383,7 +409,8 @@ void pool_run(struct pool *pool, const char *flow, enum pool_use use,
 
     if (out->worker_ended)
         account_ended(pool, pw, out);
-    else if (!activation_keeps_worker(out) || pw->released)
+    else if (!activation_keeps_worker(out) || pw->released ||
+             (pw->codemode_checked && out->status != ACTIVATION_COMPLETED))
         retire(pool, pw, RETIRE_KILL); /* its engine state is not trusted */
     else if (pw->single_use || pw->activations >= pool->cfg.max_activations)
         retire(pool, pw, RETIRE_SHUTDOWN);

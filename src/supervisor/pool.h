@@ -17,7 +17,12 @@
  *
  * Codemode and dry runs use single-use workers: codemode a fresh worker with the
  * codemode address-space limit, a dry run a spare (or a fresh flow worker); either is
- * retired after its one activation.
+ * retired after its one activation. A codemode run may first have its script compiled
+ * (POOL_USE_CODEMODE_CHECK, compile-only): that fresh worker is kept, bound to the
+ * run's name and used by nothing else, for the run's one activation that follows
+ * (POOL_USE_CODEMODE with the same name), so a one-shot run starts one worker, not two.
+ * A check that did not compile cleanly kills its worker; pool_release_flow or
+ * pool_free ends one whose run never came.
  *
  * A failed start (the worker could not be started, or its Welcome or the kernel's view
  * of it was refused) backs further starts off exponentially: backoff_initial_ms,
@@ -60,7 +65,8 @@ void pool_config_defaults(struct pool_config *cfg);
 enum pool_use {
     POOL_USE_FLOW = 1, /* a pooled worker bound to the flow */
     POOL_USE_DRY_RUN,  /* single use, flow profile */
-    POOL_USE_CODEMODE, /* single use, codemode profile */
+    POOL_USE_CODEMODE, /* single use, codemode profile (the checked worker of its name, if any) */
+    POOL_USE_CODEMODE_CHECK, /* compile-only, on a fresh codemode worker kept for the run */
 };
 
 struct pool;

@@ -208,8 +208,11 @@ int store_open(const char *home, struct store **out, char *err, size_t err_cap)
     /* No checkpoint at close: every commit is already durable in the WAL (synchronous=
      * FULL), and a one-shot command's close would add two fsyncs (the WAL, then
      * basal.db) after its last commit. A commit checkpoints instead once the WAL
-     * reaches SQLite's auto-checkpoint size. */
-    if (sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL) != SQLITE_OK) {
+     * holds STORE_WAL_CHECKPOINT_PAGES: the first connection of a process reads the
+     * whole WAL to rebuild its index, which at SQLite's default of 1000 pages (4 MiB)
+     * cost a cold command up to 1.8 ms (docs/benchmarks.md, issue 32). */
+    if (sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL) != SQLITE_OK ||
+        sqlite3_wal_autocheckpoint(s->db, STORE_WAL_CHECKPOINT_PAGES) != SQLITE_OK) {
         error_line(err, err_cap, "store %s: cannot keep the WAL at close: %s", s->path,
                    store_errmsg(s));
         goto failed;

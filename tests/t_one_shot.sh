@@ -7,9 +7,11 @@
 #   exec --repeat 3               1 (the three runs share the flow's one worker)
 #   exec of two scripts           1 (both are bound to the one flow id "exec")
 #   run of an approved flow       1 (the run's worker)
-#   codemode run, one-tool catalog 2 (the compile check's single-use worker, then the run's)
+#   codemode run, one-tool catalog 1 (the worker that compiled the script runs it)
 # [guard: cmd_exec.c's cfg.spares = 0: with the default 2 spares, exec of one script
-# starts 2 workers, --repeat 3 and two scripts 3 (checked red)]. The control: the count
+# starts 2 workers, --repeat 3 and two scripts 3 (checked red)]
+# [guard: pool.c's POOL_USE_CODEMODE taking the POOL_USE_CODEMODE_CHECK worker: with a
+# fresh worker for the run, codemode run starts 2 (checked red)]. The control: the count
 # sees the worker that ck-basal worker-check starts (1), so a count of 0 could not pass.
 #
 # 2. Its store's close does not checkpoint: `run` syncs only the WAL (its commits),
@@ -124,5 +126,5 @@ EOF
 {"tools": {"echo_note": {"description": "Echo a note back.", "module": "notes", "op": "echo",
  "class": "query", "input": {"type": "object", "properties": {"text": {"type": "string"}}}}}}
 EOF
-    workers "$bin" "codemode run (compile check, then the run)" 2 "$cb" --home "$home" codemode run "$scratch/w1.js"
+    workers "$bin" "codemode run (compile check and run on one worker)" 1 "$cb" --home "$home" codemode run "$scratch/w1.js"
 done

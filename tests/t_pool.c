@@ -190,6 +190,48 @@ static void test_codemode_check(const char *worker)
     pool_free(pool);
 }
 
+/* True when this process has no child left, reaped or not (pool_free's promise). */
+static bool no_child_left(void)
+{
+    return waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD;
+}
+
+/* A worker started ahead (pool_launch) is greeted and checked by the run that takes it. */
+static void test_launch_ahead(const char *worker)
+{
+    struct pool *pool = new_pool(worker, 0, 16);
+    pool_launch(pool, POOL_USE_FLOW);
+    pool_launch(pool, POOL_USE_FLOW); /* at most one pending */
+    enum activation_status st = ACTIVATION_NO_WORKER;
+    pid_t pid = run(pool, "zeta", POOL_USE_FLOW, "return 1", &st);
+    const struct health *h = pool_health(pool);
+    check(st == ACTIVATION_COMPLETED && pid > 0 && h->spawned == 1 && h->live == 1,
+          "pool: a run takes the worker started ahead (one start in all)",
+          "status %s spawned %llu live %u", activation_status_name(st), h->spawned, h->live);
+    pool_free(pool);
+
+    pool = new_pool(worker, 0, 16);
+    pool_launch(pool, POOL_USE_FLOW);
+    pool_free(pool);
+    check(no_child_left(), "pool: freeing the pool kills a worker started ahead that no run took",
+          "a child is still there");
+
+    const char *fake = harness_path("test/tools/fake_worker");
+    if (!require_binary(fake, "pool: fake_worker tool present"))
+        return;
+    pool = new_pool(fake, 0, 16);
+    pool_launch(pool, POOL_USE_FLOW);
+    run(pool, "zeta", POOL_USE_FLOW, "return 1", &st);
+    h = pool_health(pool);
+    check(st == ACTIVATION_NO_WORKER && h->spawned == 1 && h->refused_welcomes == 1 &&
+              h->live == 0 && no_child_left(),
+          "pool: a worker started ahead whose kernel view is not confined is refused and "
+          "killed before any script [guard launch-ahead-checked]",
+          "status %s spawned %llu refused %llu live %u", activation_status_name(st), h->spawned,
+          h->refused_welcomes, h->live);
+    pool_free(pool);
+}
+
 static void test_activation_limit(const char *worker)
 {
     struct pool *pool = new_pool(worker, 0, 16);
@@ -328,6 +370,7 @@ int main(void)
     if (require_binary(worker, "pool: ck-basal-worker test build present")) {
         test_spares_and_binding(worker);
         test_codemode_check(worker);
+        test_launch_ahead(worker);
         test_activation_limit(worker);
         test_max_size(worker);
         test_idle_deaths(worker);

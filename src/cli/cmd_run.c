@@ -222,8 +222,13 @@ int cmd_run(const struct cli_globals *g, int argc, char **argv)
     int64_t version = 0, run_id = 0;
     struct run_claim claim;
     int status = EXIT_REFUSED;
-    /* Admitted and claimed in one commit: this process drives it at once. */
-    if (run_preflight(&s.driver, id, &version, err, sizeof err) != 0 ||
+    /* Admitted and claimed in one commit: this process drives it at once. Its worker
+     * starts once the flow is known to be runnable, and confines itself while the
+     * commit waits for the disk. */
+    bool runnable = run_preflight(&s.driver, id, &version, err, sizeof err) == 0;
+    if (runnable)
+        pool_launch(s.driver.pool, POOL_USE_FLOW);
+    if (!runnable ||
         runs_admit_claimed(s.store, id, version, trigger, trigger_id, &run_id, &claim, err,
                            sizeof err) != 0) {
         term_error_line("run", err);

@@ -148,6 +148,8 @@ void *codemode_run_execute(struct store *st, const char *home,
     cfg.policy = req->policy;
     cfg.spares = 0;
     struct pool *pool = pool_new(&cfg);
+    if (pool != NULL) /* it confines itself while the catalogs load */
+        pool_launch(pool, POOL_USE_CODEMODE_CHECK);
     if (pool == NULL)
         error_line(err, err_cap, "out of memory");
     else if (ops_catalog_load(home, &modules, err, err_cap) == 0 &&

@@ -35,6 +35,9 @@ struct pool {
     long long backoff_until_ms; /* pool clock; 0: not backing off */
     char last_failure[256];
     unsigned replacement_debt; /* workers ended that no start has replaced yet */
+    /* A worker pool_launch started and nothing has greeted yet (pid -1: none). */
+    struct worker_proc launched;
+    bool launched_codemode;
 };
 
 static long long default_clock(void *ctx)
@@ -196,8 +199,37 @@ static bool backing_off(const struct pool *pool, long long now)
     return pool->consecutive_failures > 0 && now < pool->backoff_until_ms;
 }
 
-/* Starts and accepts one worker; NULL (with why) if it failed or the pool is backing
- * off. The new worker is in the list, unbound and idle. */
+static bool use_is_codemode(enum pool_use use)
+{
+    return use == POOL_USE_CODEMODE || use == POOL_USE_CODEMODE_CHECK;
+}
+
+static struct worker_limits use_limits(enum pool_use use)
+{
+    struct worker_limits limits = {use_is_codemode(use) ? WORKER_CODEMODE_ADDRESS_SPACE
+                                                        : WORKER_FLOW_ADDRESS_SPACE,
+                                   WORKER_OPEN_FILES};
+    return limits;
+}
+
+void pool_launch(struct pool *pool, enum pool_use use)
+{
+    pthread_mutex_lock(&pool->lock);
+    if (pool->launched.pid <= 0 && !backing_off(pool, pool_now(pool)) &&
+        pool->count < pool->cfg.max_size) {
+        struct worker_limits limits = use_limits(use);
+        struct worker_report report;
+        if (!worker_start_ahead(pool->cfg.worker_path, pool->cfg.policy, &limits, &pool->launched,
+                           &report))
+            pool->launched.pid = -1; /* the start that needs it tries again, and says why */
+        pool->launched_codemode = use_is_codemode(use);
+    }
+    pthread_mutex_unlock(&pool->lock);
+}
+
+/* Starts and accepts one worker (or greets the one pool_launch started); NULL (with
+ * why) if it failed or the pool is backing off. The new worker is in the list, unbound
+ * and idle. */
 static struct pool_worker *start_worker(struct pool *pool, enum pool_use use, char *why,
                                         size_t why_cap)
 {
@@ -207,14 +239,22 @@ static struct pool_worker *start_worker(struct pool *pool, enum pool_use use, ch
                  pool->backoff_until_ms - now, pool->last_failure);
         return NULL;
     }
-    bool codemode = use == POOL_USE_CODEMODE || use == POOL_USE_CODEMODE_CHECK;
-    struct worker_limits limits = {codemode ? WORKER_CODEMODE_ADDRESS_SPACE
-                                            : WORKER_FLOW_ADDRESS_SPACE,
-                                   WORKER_OPEN_FILES};
+    bool codemode = use_is_codemode(use);
     struct worker_proc proc;
     struct worker_report report;
-    bool accepted = worker_start_checked_with(pool->cfg.worker_path, pool->cfg.policy, &limits,
-                                              pool->cfg.welcome_timeout_ms, &proc, &report);
+    bool accepted;
+    if (pool->launched.pid > 0 && pool->launched_codemode == codemode) {
+        /* Started ahead by pool_launch: only its greeting and checks are left. */
+        proc = pool->launched;
+        pool->launched.pid = -1;
+        accepted = worker_handshake(&proc, pool->cfg.policy, pool->cfg.welcome_timeout_ms,
+                                    &report);
+        report.started = true;
+    } else {
+        struct worker_limits limits = use_limits(use);
+        accepted = worker_start_checked_with(pool->cfg.worker_path, pool->cfg.policy, &limits,
+                                             pool->cfg.welcome_timeout_ms, &proc, &report);
+    }
     if (report.started)
         pool->health.spawned++;
     if (!accepted) {
@@ -484,6 +524,8 @@ void pool_free(struct pool *pool)
         (void)worker_conn_kill(&pw->conn);
         forget(pool, pw);
     }
+    if (pool->launched.pid > 0)
+        (void)worker_kill(&pool->launched);
     free(pool->workers);
     health_free(&pool->health);
     pthread_mutex_destroy(&pool->lock);

@@ -87,6 +87,14 @@ void pool_release_flow(struct pool *pool, const char *flow);
  * off the next activation's path. */
 void pool_maintain(struct pool *pool);
 
+/* Starts one worker for use ahead of its activation without waiting for it: it execs
+ * and confines itself on another CPU while the caller does its store work, and the
+ * pool_run that next needs a new worker of use's limits greets and checks it like any
+ * other (a refused one counts as a failed start). For one-shot commands that know they
+ * will run one activation (run, codemode run); at most one is pending, pool_free
+ * kills it if no run took it. Does nothing while backing off or with the pool full. */
+void pool_launch(struct pool *pool, enum pool_use use);
+
 /* Runs one activation of flow on a worker the pool chooses (see above) and settles
  * the worker's fate. Always fills *out (ACTIVATION_NO_WORKER if no worker could be
  * had); the caller frees it with activation_outcome_free. */

@@ -173,9 +173,9 @@ bool worker_handshake(struct worker_proc *proc, enum landlock_policy policy, int
     return true;
 }
 
-bool worker_start_checked_with(const char *path, enum landlock_policy policy,
-                               const struct worker_limits *limits, int welcome_timeout_ms,
-                               struct worker_proc *proc, struct worker_report *report)
+bool worker_start_ahead(const char *path, enum landlock_policy policy,
+                   const struct worker_limits *limits, struct worker_proc *proc,
+                   struct worker_report *report)
 {
     memset(report, 0, sizeof *report);
     char located[4096];
@@ -194,6 +194,16 @@ bool worker_start_checked_with(const char *path, enum landlock_policy policy,
                  strerror(errno));
         return false;
     }
+    report->started = true;
+    return true;
+}
+
+bool worker_start_checked_with(const char *path, enum landlock_policy policy,
+                               const struct worker_limits *limits, int welcome_timeout_ms,
+                               struct worker_proc *proc, struct worker_report *report)
+{
+    if (!worker_start_ahead(path, policy, limits, proc, report))
+        return false;
     bool accepted = worker_handshake(proc, policy, welcome_timeout_ms, report);
     report->started = true;
     return accepted;

@@ -68,6 +68,12 @@ bool worker_handshake(struct worker_proc *proc, enum landlock_policy policy, int
 bool worker_start_checked(enum landlock_policy policy, struct worker_proc *proc,
                           struct worker_report *report);
 
+/* Only locates and spawns it (report->started, or the reason it could not start): it
+ * confines itself meanwhile, and is accepted by nothing until worker_handshake. */
+bool worker_start_ahead(const char *path, enum landlock_policy policy,
+                   const struct worker_limits *limits, struct worker_proc *proc,
+                   struct worker_report *report);
+
 /* The same with the worker's path (NULL: worker_locate), its resource limits and the
  * Welcome timeout chosen by the caller (the pool: per profile). report->started says
  * whether a process was started at all. */

@@ -59,11 +59,14 @@ TOOL_SRC   := $(wildcard tests/tools/*.c)
 WORKER_LIBS := -static-pie -lseccomp -lcrypto -lm
 # libcurl, libmicrohttpd and libsystemd are not linked: the parent loads each when it
 # first needs it (dlopen, base/shared_library.h), so a one-shot command does not map
-# their 35 libraries; only their headers are needed to build. libcrypto is linked
-# statically, like the worker's: only what is used comes in (SHA-256, the web's HMAC,
-# base64), where the shared library's 5,000 relocations cost a cold command about
-# 0.6 ms (docs/benchmarks.md, issue 32). serve runs its runs on threads.
-PARENT_LIBS := -lseccomp -lsqlite3 -ljansson -Wl,-Bstatic -lcrypto -Wl,-Bdynamic -lpthread -lm -ldl
+# their 35 libraries; only their headers are needed to build. libseccomp, SQLite,
+# jansson and libcrypto are linked statically (Debian's own .a files), like the
+# worker's: only what is used comes in (of libcrypto SHA-256, the web's HMAC, base64),
+# and the loader neither maps them nor resolves their symbols, about 0.6 ms of a cold
+# command for libcrypto and 0.3-0.5 ms for the other three (docs/benchmarks.md, issue
+# 32). An update of one of them reaches ck-basal with the next build
+# (docs/operations.md). serve runs its runs on threads.
+PARENT_LIBS := -Wl,-Bstatic -lseccomp -lsqlite3 -ljansson -lcrypto -Wl,-Bdynamic -lpthread -lm -ldl
 
 # variant(name, extra cflags, extra ldflags)
 define variant

@@ -8,8 +8,9 @@
 # and curl is given the URL N times in one invocation, so both reuse one TLS
 # connection. Per request = (time for N requests - time for 1 request) / (N - 1) on
 # each side, so process start, the worker, the connection and the TLS handshake cancel
-# out. The flow side pays what a flow call is: the journal row committed (fsync)
-# before the request leaves, the outcome committed after it.
+# out. The flow side pays what a flow call is: the journal row committed before the
+# request leaves, the outcome committed after it (a GET's commits do not wait for the
+# disk: docs/flows.md, "Durability").
 #
 # The server is on loopback, so the flow needs the test build's test setting
 # (loopback allowed, the test CA, a name mapped to 127.0.0.1): the parent is
@@ -135,4 +136,4 @@ echo "| reference: curl $(curl --version | awk 'NR == 1 { print $2 }'), GET of 1
 echo "| net.fetch GET of 1 KiB through a flow, per request (keep-alive) | $n_b | $(fmt "$med_b") | $(fmt "$p95_b") | $(fmt "$min_b") | ${ratio}x | ≤ 1.5x curl | $met |"
 echo "|   diagnostic: a query call that leaves nothing (\`fs.stat\`), per call: the journal's share | $n_s | $(fmt "$med_s") | $(fmt "$p95_s") | $(fmt "$min_s") |  |  |  |"
 echo
-echo "Per request: (N = $N requests - 1 request) / $((N - 1)) on each side, interleaved; the server is tests/tools/https_server.py (Python, HTTP/1.1) on loopback; the flow side is \`ck-basal run\` of the test build with the test setting (loopback, test CA, name map), and journals each call (two fsynced commits)."
+echo "Per request: (N = $N requests - 1 request) / $((N - 1)) on each side, interleaved; the server is tests/tools/https_server.py (Python, HTTP/1.1) on loopback; the flow side is \`ck-basal run\` of the test build with the test setting (loopback, test CA, name map), and journals each call (two commits that do not wait for the disk: a query's rows reach it with the next commit that does, docs/flows.md \"Durability\")."

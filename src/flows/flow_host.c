@@ -265,11 +265,14 @@ int flow_host_flush(struct flow_host *fh, char *err, size_t err_cap)
     return flush(fh, err, err_cap);
 }
 
-/* BEGIN IMMEDIATE, the fence and the pending delivery orders. */
-static int txn_open(struct flow_host *fh, char *err, size_t err_cap)
+/* BEGIN IMMEDIATE, the fence and the pending delivery orders. A transaction whose
+ * commit need not wait for the disk (unsynced) is one the next commit that waits
+ * takes to disk with it. */
+static int txn_open(struct flow_host *fh, bool unsynced, char *err, size_t err_cap)
 {
     struct store *s = fh->cfg.store;
-    if (store_begin_txn(s, err, err_cap) != 0)
+    if ((unsynced ? store_begin_txn_unsynced(s, err, err_cap)
+                  : store_begin_txn(s, err, err_cap)) != 0)
         return -1;
     if (runs_fence(s, fh->cfg.run_id, fh->cfg.generation, err, err_cap) != 0 ||
         flush(fh, err, err_cap) != 0) {
@@ -323,7 +326,7 @@ static int record_module_process(void *ctx, const struct process_identity *proce
 {
     struct module_start *ms = ctx;
     struct flow_host *fh = ms->fh;
-    if (txn_open(fh, err, err_cap) != 0)
+    if (txn_open(fh, false, err, err_cap) != 0)
         return -1;
     if (call_process_record(fh->cfg.store, fh->cfg.run_id, ms->position, process, err,
                             err_cap) != 0) {
@@ -367,7 +370,10 @@ static int journal_at_once(struct flow_host *fh, const struct journal_entry *e,
 {
     char err[512] = "";
     struct store *s = fh->cfg.store;
-    if (txn_open(fh, err, sizeof err) != 0)
+    /* The rows of a call made again after a crash (journal_class_made_again) need not
+     * wait for the disk; a refusal's row and audit are on disk before the script
+     * hears of it. */
+    if (txn_open(fh, !d->refused && journal_class_made_again(e->cls), err, sizeof err) != 0)
         return fail_call(fh, err, out);
     int rc;
     struct host_kind_site site = site_of(fh);
@@ -402,8 +408,9 @@ static int journal_around(struct flow_host *fh, const struct journal_entry *e,
     struct store *s = fh->cfg.store;
     /* A row whose effect still decides (fs's path rules) is audited after it. */
     bool audit_after = d->kind != NULL && d->kind->audit_after;
+    bool made_again = journal_class_made_again(e->cls); /* a query: see journal_at_once */
     if (!resend) {
-        if (txn_open(fh, err, sizeof err) != 0)
+        if (txn_open(fh, made_again, err, sizeof err) != 0)
             return fail_call(fh, err, out);
         if (journal_insert(s, fh->cfg.run_id, e, err, sizeof err) != 0 ||
             (!audit_after && audit_record(s, fh->cfg.flow_id, fh->cfg.run_id, e->position,
@@ -423,7 +430,7 @@ static int journal_around(struct flow_host *fh, const struct journal_entry *e,
     char code[64];
     host_settlement_code(out, code, sizeof code);
     bool refused = strcmp(code, HOST_CODE_DENIED) == 0;
-    if (txn_open(fh, err, sizeof err) != 0) {
+    if (txn_open(fh, made_again && !refused, err, sizeof err) != 0) {
         host_settlement_free(out);
         return fail_call(fh, err, out);
     }

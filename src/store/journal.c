@@ -26,6 +26,11 @@ const char *journal_class_name(enum journal_class cls)
     return (unsigned)cls < 5 ? CLASS_NAMES[cls] : "query";
 }
 
+bool journal_class_made_again(enum journal_class cls)
+{
+    return cls == JOURNAL_SYNC || cls == JOURNAL_QUERY;
+}
+
 const char *journal_state_name(enum journal_state state)
 {
     return (unsigned)state < 3 ? STATE_NAMES[state] : "pending";

@@ -59,6 +59,12 @@ void journal_entry_free(struct journal_entry *e);
 void journal_entries_free(struct journal_entry *list, size_t count);
 
 const char *journal_class_name(enum journal_class cls);
+/* True for the classes whose calls are made again after a crash that lost their rows
+ * (sync, query): those rows need not be on disk before the call leaves or its outcome
+ * is delivered, only before anything not made again, whose own synced commit (the
+ * next mutation's row, the run's end) takes them to disk with it (docs/flows.md,
+ * "Durability"). */
+bool journal_class_made_again(enum journal_class cls);
 const char *journal_state_name(enum journal_state state);
 
 /* SHA-256 of bytes as lowercase hex. Returns 0, or -1 (libcrypto failed). */

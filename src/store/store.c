@@ -19,9 +19,12 @@
 struct store {
     sqlite3 *db;
     char *path;
-    bool group_commit; /* store_group_commit: COMMIT does not sync; the group sync does */
-    bool unsynced;     /* the last commit's group sync failed */
-    bool writing;      /* holds g_writer (group commit: a write transaction is open) */
+    bool group_commit;  /* store_group_commit: COMMIT does not sync; the group sync does */
+    bool unsynced;      /* the last commit's group sync failed */
+    bool writing;       /* holds g_writer (group commit: a write transaction is open) */
+    bool unsynced_txn;  /* the open transaction began by store_begin_txn_unsynced */
+    bool level_lowered; /* synchronous=NORMAL for it, not yet FULL again */
+    bool benchmark_off; /* store_benchmark_sync_off: the level is the benchmark's */
     int version;
     int version_at_open;
     bool created;
@@ -295,22 +298,59 @@ static void writer_release(struct store *s)
     }
 }
 
-int store_begin(struct store *s)
+/* The synchronous level outside a transaction (SQLite refuses to change it inside
+ * one): NORMAL while an unsynced transaction runs, FULL for everything else. A
+ * connection in group commit is NORMAL throughout (its syncs are group_sync's). */
+static int set_level(struct store *s, bool lowered)
 {
+    if (s->group_commit || s->benchmark_off || s->level_lowered == lowered)
+        return 0;
+    if (exec_sql(s, lowered ? "PRAGMA synchronous = NORMAL" : "PRAGMA synchronous = FULL") != 0)
+        return -1;
+    s->level_lowered = lowered;
+    return 0;
+}
+
+/* Ends an unsynced transaction's level. A FULL that could not be set again stays
+ * owed: the next store_begin sets it or refuses. */
+static void transaction_ended(struct store *s)
+{
+    if (s->unsynced_txn) {
+        s->unsynced_txn = false;
+        (void)set_level(s, false);
+    }
+}
+
+static int begin_as(struct store *s, bool unsynced)
+{
+    /* A durable transaction never begins at a lowered level: fail closed. */
+    if (set_level(s, unsynced) != 0)
+        return -1;
     if (s->group_commit && !s->writing) {
         pthread_mutex_lock(&g_writer);
         s->writing = true;
     }
     if (exec_sql(s, "BEGIN IMMEDIATE") != 0) {
         writer_release(s);
+        (void)set_level(s, false);
         return -1;
     }
+    s->unsynced_txn = unsynced;
     return 0;
 }
 
+int store_begin(struct store *s) { return begin_as(s, false); }
+
 int store_begin_txn(struct store *s, char *err, size_t err_cap)
 {
-    if (store_begin(s) != 0)
+    if (begin_as(s, false) != 0)
+        return error_line(err, err_cap, "store: cannot begin a transaction: %s", store_errmsg(s));
+    return 0;
+}
+
+int store_begin_txn_unsynced(struct store *s, char *err, size_t err_cap)
+{
+    if (begin_as(s, true) != 0)
         return error_line(err, err_cap, "store: cannot begin a transaction: %s", store_errmsg(s));
     return 0;
 }
@@ -391,7 +431,9 @@ int store_commit(struct store *s)
     if (exec_sql(s, "COMMIT") != 0)
         return -1; /* still in the transaction: the caller rolls back */
     writer_release(s);
-    if (s->group_commit && group_sync(s) != 0) {
+    bool waits = !s->unsynced_txn;
+    transaction_ended(s);
+    if (waits && s->group_commit && group_sync(s) != 0) {
         /* Committed, but not known to be on disk: the caller treats it as not done
          * (what it was about to do after a durable write does not happen). */
         s->unsynced = true;
@@ -407,6 +449,7 @@ int store_rollback(struct store *s)
 {
     int rc = exec_sql(s, "ROLLBACK");
     writer_release(s);
+    transaction_ended(s);
     return rc;
 }
 
@@ -459,7 +502,12 @@ int store_settings_get(struct store *s, struct store_settings *out, char *err, s
 
 int store_benchmark_sync_off(struct store *s, bool off)
 {
-    return exec_sql(s, off ? "PRAGMA synchronous=OFF" : "PRAGMA synchronous=FULL");
+    int rc = exec_sql(s, off ? "PRAGMA synchronous=OFF" : "PRAGMA synchronous=FULL");
+    if (rc == 0) {
+        s->benchmark_off = off;
+        s->level_lowered = false;
+    }
+    return rc;
 }
 
 int store_health_add(struct store *s, const char *name, long long delta)

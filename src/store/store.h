@@ -90,6 +90,13 @@ const char *store_errmsg(struct store *s);
 
 /* store_begin with the reason as one line in err: 0 or -1. */
 int store_begin_txn(struct store *s, char *err, size_t err_cap);
+/* store_begin_txn for what is asked again after a crash (a query's journal rows,
+ * docs/flows.md "Durability"): its commit does not wait for the disk. It is durable
+ * with the next commit on the store's file that waits: that sync flushes the WAL to
+ * its end, and the WAL holds commits in their order, so a crash of the machine can
+ * lose it only together with everything committed after it (a process's crash loses
+ * nothing: the commit is in the page cache). Ended as any other transaction. */
+int store_begin_txn_unsynced(struct store *s, char *err, size_t err_cap);
 /* Ends the transaction store_begin_txn began: commits when rc is 0, else rolls back
  * (err already says why). Returns 0 only if it committed; a failed commit is rolled
  * back and described in err. */

@@ -15,7 +15,11 @@
 #                     unsynced query just before it [guard: store.c's set_level: a
 #                     durable transaction begins at synchronous=FULL again; without the
 #                     restore the writes add 0 (checked red)]
-# and each run's journal holds every call with its outcome, the run succeeded.
+# and each run's journal holds every call with its outcome and an audit row "allowed",
+# the run succeeded [guard: flow_host.c's owed audits: a query with no transaction 2
+# writes its audit row (fs audits after the effect) with the next transaction; without
+# owe_audit the fs.stat rows have none (checked red)]. A query's outcome is written
+# with its delivery order, not by a transaction of its own: one commit per query.
 # The control: the m=2 run's count is above S0, so the trace sees the syncs a run makes.
 set -u
 cd "$(dirname "$0")/.." || exit 2
@@ -52,23 +56,25 @@ wal_syncs() {
     sqlite3 "$home/basal.db" "PRAGMA wal_checkpoint(TRUNCATE)" >/dev/null 2>&1
     strace -f -qq -y -e trace=fsync,fdatasync -e signal=none -o "$trace" \
         "$cb" --home "$home" run mix --trigger "$trigger" >/dev/null 2>&1 || {
-        echo "run-failed 0 none"
+        echo "run-failed 0 0 none"
         return
     }
     local syncs calls
     syncs=$(grep -c "sync([0-9]*<$home/basal.db-wal>)" "$trace")
-    calls=$(sqlite3 "file:$home/basal.db?mode=ro" "SELECT count(*) || ' ' || (SELECT state FROM runs
-        ORDER BY id DESC LIMIT 1) FROM journal WHERE run_id = (SELECT max(id) FROM runs)
-        AND settlement IS NOT NULL" 2>&1)
+    # calls with an outcome, calls audited allowed, the run's state
+    calls=$(sqlite3 "file:$home/basal.db?mode=ro" "SELECT count(*) || ' ' || (SELECT count(*) FROM
+        audit WHERE run_id = (SELECT max(id) FROM runs) AND decision = 'allowed') || ' ' ||
+        (SELECT state FROM runs ORDER BY id DESC LIMIT 1) FROM journal WHERE run_id =
+        (SELECT max(id) FROM runs) AND settlement IS NOT NULL" 2>&1)
     echo "$syncs $calls"
 }
 
 check() { # LABEL GOT WANT_SYNCS WANT_CALLS
     local label=$1 got=$2 want=$3 calls=$4
-    if [ "$got" = "$want $calls succeeded" ]; then
-        echo "ok - query durability: $label: $want WAL syncs, $calls calls journaled with outcomes"
+    if [ "$got" = "$want $calls $calls succeeded" ]; then
+        echo "ok - query durability: $label: $want WAL syncs, $calls calls journaled with outcomes and audited"
     else
-        echo "not ok - query durability: $label: got (syncs, calls, state) '$got', want '$want $calls succeeded'"
+        echo "not ok - query durability: $label: got (syncs, calls with outcomes, audited, state) '$got', want '$want $calls $calls succeeded'"
     fi
 }
 

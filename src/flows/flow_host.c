@@ -35,6 +35,13 @@ struct delivery {
     struct journal_entry *unjournaled; /* a driver-made settlement the host never saw */
 };
 
+/* The audit row of a query performed and allowed whose outcome waits for its delivery
+ * (journal_around): written with the next transaction, as the delivery orders are. */
+struct owed_audit {
+    uint32_t position;
+    char *kind;
+};
+
 struct flow_host {
     struct flow_host_config cfg;
     struct open_row *open;
@@ -44,6 +51,9 @@ struct flow_host {
     struct delivery *deliveries;
     size_t delivery_count, delivery_cap;
     size_t flushed; /* deliveries written by the open transaction, kept until it commits */
+    struct owed_audit *audits;
+    size_t audit_count, audit_cap;
+    size_t audits_flushed; /* as flushed, for audits */
     char stopped[STOP_MAX];
     enum flow_host_stop stop_kind;
     struct flow_run_usage usage; /* journal rows of the run, their bytes */
@@ -154,6 +164,9 @@ void flow_host_free(struct flow_host *fh)
     for (size_t i = 0; i < fh->delivery_count; i++)
         delivery_free(&fh->deliveries[i]);
     free(fh->deliveries);
+    for (size_t i = 0; i < fh->audit_count; i++)
+        free(fh->audits[i].kind);
+    free(fh->audits);
     free(fh->journaled);
     net_fetch_session_free(fh->net);
     free(fh);
@@ -233,6 +246,12 @@ static int flush(struct flow_host *fh, char *err, size_t err_cap)
 {
     struct store *s = fh->cfg.store;
     fh->flushed = 0;
+    fh->audits_flushed = 0;
+    for (size_t i = 0; i < fh->audit_count; i++)
+        if (audit_record(s, fh->cfg.flow_id, fh->cfg.run_id, fh->audits[i].position,
+                         fh->audits[i].kind, true, NULL, err, err_cap) != 0)
+            return -1;
+    fh->audits_flushed = fh->audit_count;
     for (size_t i = 0; i < fh->delivery_count; i++) {
         struct delivery *d = &fh->deliveries[i];
         if (d->unjournaled != NULL &&
@@ -250,6 +269,14 @@ static int flush(struct flow_host *fh, char *err, size_t err_cap)
 
 static void committed(struct flow_host *fh)
 {
+    if (fh->audits_flushed > 0) {
+        for (size_t i = 0; i < fh->audits_flushed; i++)
+            free(fh->audits[i].kind);
+        memmove(fh->audits, fh->audits + fh->audits_flushed,
+                (fh->audit_count - fh->audits_flushed) * sizeof *fh->audits);
+        fh->audit_count -= fh->audits_flushed;
+        fh->audits_flushed = 0;
+    }
     if (fh->flushed == 0)
         return;
     for (size_t i = 0; i < fh->flushed; i++)
@@ -400,7 +427,28 @@ static int journal_at_once(struct flow_host *fh, const struct journal_entry *e,
     return mark_journaled(fh, e->position);
 }
 
-/* Transaction 1 (row, unless resending), the call, transaction 2 (outcome, audit). */
+static int owe_audit(struct flow_host *fh, const struct journal_entry *e)
+{
+    if (fh->audit_count == fh->audit_cap) {
+        size_t cap = fh->audit_cap == 0 ? 8 : fh->audit_cap * 2;
+        struct owed_audit *grown = realloc(fh->audits, cap * sizeof *grown);
+        if (grown == NULL)
+            return -1;
+        fh->audits = grown;
+        fh->audit_cap = cap;
+    }
+    char *kind = strdup(e->kind);
+    if (kind == NULL)
+        return -1;
+    fh->audits[fh->audit_count++] = (struct owed_audit){e->position, kind};
+    return 0;
+}
+
+/* Transaction 1 (row, unless resending), the call, transaction 2 (outcome, audit).
+ * A query that was allowed and is delivered now has no transaction 2: its outcome is
+ * written with its delivery order (flush), its audit row (audit_after) owed until
+ * then. Lost with the process, the row has no outcome and is resent on resume, as a
+ * query is (docs/flows.md, "Durability"). */
 static int journal_around(struct flow_host *fh, const struct journal_entry *e,
                           struct host_kind_call *d, bool resend, struct host_settlement *out)
 {
@@ -430,6 +478,13 @@ static int journal_around(struct flow_host *fh, const struct journal_entry *e,
     char code[64];
     host_settlement_code(out, code, sizeof code);
     bool refused = strcmp(code, HOST_CODE_DENIED) == 0;
+    if (made_again && !resend && !refused && !fh->cut_by_deadline) {
+        if (audit_after && owe_audit(fh, e) != 0) {
+            host_settlement_free(out);
+            return fail_call(fh, "out of memory", out);
+        }
+        return 0;
+    }
     if (txn_open(fh, made_again && !refused, err, sizeof err) != 0) {
         host_settlement_free(out);
         return fail_call(fh, err, out);

@@ -226,13 +226,10 @@ static void test_result_to_json(void)
 
 int main(void)
 {
-    if (!require_binary(harness_test_parent(), "flow values: ck-basal test build present") ||
-        !require_binary(harness_path("test/tools/test_module"), "flow values: test_module"))
+    if (!require_parent_and_module("flow values: ck-basal test build present",
+                                   "flow values: test_module") ||
+        !harness_tmpdir_copy("flow-values", g_root, sizeof g_root))
         return harness_finish();
-    const char *root = harness_tmpdir("flow-values");
-    if (root == NULL)
-        return harness_finish();
-    snprintf(g_root, sizeof g_root, "%s", root);
     test_numbers();
     test_result_to_json();
     harness_remove_tree(g_root);

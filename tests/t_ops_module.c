@@ -916,11 +916,10 @@ int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     module_bin = harness_path("test/tools/test_module");
-    const char *tmp = harness_tmpdir("ops");
-    if (tmp == NULL || !require_binary(module_bin, "ops: test_module built"))
+    if (!harness_tmpdir_copy("ops", home, sizeof home) ||
+        !require_binary(module_bin, "ops: test_module built"))
         return harness_finish();
-    sfmt(home, sizeof home, "%s", tmp);
-    sfmt(log_path, sizeof log_path, "%s/calls.log", tmp);
+    sfmt(log_path, sizeof log_path, "%s/calls.log", home);
     const char *plain = harness_tmp_file("plain-file", "not a program\n");
     char scratch[PATH_MAX];
     sfmt(scratch, sizeof scratch, "%s", plain);
@@ -932,10 +931,8 @@ int main(void)
     test_invoke();
     test_invoke_unprivileged();
     test_invoke_fails_closed();
-    test_sinks(tmp);
+    test_sinks(home);
 
-    char dir[PATH_MAX];
-    sfmt(dir, sizeof dir, "%s", tmp);
-    harness_remove_tree(dir);
+    harness_remove_tree(home);
     return harness_finish();
 }

@@ -62,6 +62,14 @@ static void mock_expect_activate(struct mock *m, struct proto_msg *msg)
         _exit(20);
 }
 
+/* Waits for the Activate, for a body that answers it without reading what it asks. */
+static void mock_activated(struct mock *m)
+{
+    struct proto_msg activate;
+    mock_expect_activate(m, &activate);
+    proto_msg_free(&activate);
+}
+
 static void mock_host_call(struct mock *m, uint32_t position, const char *kind, const char *args)
 {
     struct proto_msg msg;
@@ -91,6 +99,14 @@ static void mock_completed(struct mock *m, const char *value)
     msg.finished.outcome = PROTO_OUTCOME_COMPLETED;
     msg.finished.value = proto_text_of(value);
     mock_send(m, &msg);
+}
+
+/* Host call 0, test.sleep with args, and Blocked on it alone. */
+static void mock_sleeping_call(struct mock *m, const char *args)
+{
+    mock_host_call(m, 0, "test.sleep", args);
+    const uint32_t awaited[] = {0};
+    mock_blocked(m, awaited, 1);
 }
 
 /* Reads until the parent closes our stdin or kills us. */
@@ -287,8 +303,7 @@ static void test_ordering(void)
 
 static void body_refuses(struct mock *m)
 {
-    struct proto_msg a;
-    mock_expect_activate(m, &a);
+    mock_activated(m);
     struct proto_msg msg;
     memset(&msg, 0, sizeof msg);
     msg.tag = PROTO_REFUSED;
@@ -300,24 +315,21 @@ static void body_refuses(struct mock *m)
 
 static void body_position_skips(struct mock *m)
 {
-    struct proto_msg a;
-    mock_expect_activate(m, &a);
+    mock_activated(m);
     mock_host_call(m, 5, "test.echo", "[]");
     mock_wait_forever(m);
 }
 
 static void body_blocked_nothing(struct mock *m)
 {
-    struct proto_msg a;
-    mock_expect_activate(m, &a);
+    mock_activated(m);
     mock_blocked(m, NULL, 0);
     mock_wait_forever(m);
 }
 
 static void body_blocked_unknown(struct mock *m)
 {
-    struct proto_msg a;
-    mock_expect_activate(m, &a);
+    mock_activated(m);
     mock_host_call(m, 0, "test.sleep", "[1000]");
     uint32_t awaited[] = {0, 9};
     mock_blocked(m, awaited, 2);
@@ -326,19 +338,15 @@ static void body_blocked_unknown(struct mock *m)
 
 static void body_call_while_blocked(struct mock *m)
 {
-    struct proto_msg a;
-    mock_expect_activate(m, &a);
-    mock_host_call(m, 0, "test.sleep", "[1000]");
-    uint32_t awaited[] = {0};
-    mock_blocked(m, awaited, 1);
+    mock_activated(m);
+    mock_sleeping_call(m, "[1000]");
     mock_host_call(m, 1, "test.echo", "[]");
     mock_wait_forever(m);
 }
 
 static void body_oversized(struct mock *m)
 {
-    struct proto_msg a;
-    mock_expect_activate(m, &a);
+    mock_activated(m);
     const uint8_t header[4] = {0xff, 0xff, 0xff, 0xff};
     (void)!write(m->out, header, sizeof header);
     mock_wait_forever(m);
@@ -346,8 +354,7 @@ static void body_oversized(struct mock *m)
 
 static void body_malformed(struct mock *m)
 {
-    struct proto_msg a;
-    mock_expect_activate(m, &a);
+    mock_activated(m);
     const uint8_t frame[5] = {0, 0, 0, 1, 0x7f};
     (void)!write(m->out, frame, sizeof frame);
     mock_wait_forever(m);
@@ -355,8 +362,7 @@ static void body_malformed(struct mock *m)
 
 static void body_welcome_again(struct mock *m)
 {
-    struct proto_msg a;
-    mock_expect_activate(m, &a);
+    mock_activated(m);
     struct proto_msg msg;
     memset(&msg, 0, sizeof msg);
     msg.tag = PROTO_WELCOME;
@@ -388,48 +394,40 @@ static void expect_protocol_error(mock_body body, const char *name, const char *
 
 static void body_segv(struct mock *m)
 {
-    struct proto_msg a;
-    mock_expect_activate(m, &a);
+    mock_activated(m);
     signal(SIGSEGV, SIG_DFL);
     raise(SIGSEGV); /* never returns */
 }
 
 static void body_sigsys(struct mock *m)
 {
-    struct proto_msg a;
-    mock_expect_activate(m, &a);
+    mock_activated(m);
     signal(SIGSYS, SIG_DFL);
     raise(SIGSYS); /* never returns */
 }
 
 static void body_exit3(struct mock *m)
 {
-    struct proto_msg a;
-    mock_expect_activate(m, &a);
+    mock_activated(m);
     _exit(3);
 }
 
 static void body_hangs(struct mock *m)
 {
-    struct proto_msg a;
-    mock_expect_activate(m, &a);
+    mock_activated(m);
     mock_wait_forever(m);
 }
 
 static void body_sleeps_past_deadline(struct mock *m)
 {
-    struct proto_msg a;
-    mock_expect_activate(m, &a);
-    mock_host_call(m, 0, "test.sleep", "[60000]");
-    uint32_t awaited[] = {0};
-    mock_blocked(m, awaited, 1);
+    mock_activated(m);
+    mock_sleeping_call(m, "[60000]");
     mock_wait_forever(m);
 }
 
 static void body_closes_stdin(struct mock *m)
 {
-    struct proto_msg a;
-    mock_expect_activate(m, &a);
+    mock_activated(m);
     close(m->in);
     mock_host_call(m, 0, "now", "[]"); /* the parent answers at once: into a closed pipe */
     for (;;)
@@ -438,8 +436,7 @@ static void body_closes_stdin(struct mock *m)
 
 static void body_floods_stderr(struct mock *m)
 {
-    struct proto_msg a;
-    mock_expect_activate(m, &a);
+    mock_activated(m);
     static char line[4096];
     memset(line, 'e', sizeof line - 1);
     line[sizeof line - 1] = '\n';
@@ -451,8 +448,7 @@ static void body_floods_stderr(struct mock *m)
 
 static void body_big_args(struct mock *m)
 {
-    struct proto_msg a;
-    mock_expect_activate(m, &a);
+    mock_activated(m);
     static char args[4096];
     memset(args, 'a', sizeof args);
     args[0] = '[';
@@ -480,8 +476,7 @@ static void body_big_args(struct mock *m)
 
 static void body_big_result(struct mock *m)
 {
-    struct proto_msg a;
-    mock_expect_activate(m, &a);
+    mock_activated(m);
     static char value[4096];
     memset(value, '1', sizeof value - 1);
     value[sizeof value - 1] = '\0';

@@ -90,10 +90,9 @@ static void scenario_begin(const char *name)
     sfmt(S.home, sizeof S.home, "%s/home", S.dir);
     sfmt(S.db, sizeof S.db, "%s/basal.db", S.home);
     sfmt(S.log, sizeof S.log, "%s/effects.log", S.dir);
-    char text[4096], path[PATH_MAX + 32], why[1024];
-    sfmt(text, sizeof text, MODULES, harness_path("test/tools/test_module"), S.log);
-    if (!cli_home_setup(S.home, text, why, sizeof why))
-        fail("codemode: setup", "%s", why);
+    char path[PATH_MAX + 32];
+    cli_home_setup_or_fail(S.home, "codemode: setup", MODULES,
+                           harness_path("test/tools/test_module"), S.log);
     sfmt(path, sizeof path, "%s/tools.json", S.home);
     if (!write_text_file(path, TOOLS, 0600))
         fail("codemode: tools.json", "%s", path);
@@ -419,12 +418,7 @@ static void test_exits(void)
     check_int_eq(sql_number(error_sql), 1,
                  "exits: the failed run's error names the script's file, line and column");
 
-    struct {
-        const char *name;
-        const char *const *args;
-        int code;
-        const char *err;
-    } cases[] = {
+    const struct cli_refusal cases[] = {
         {"exits: no script is usage", ARGS("codemode", "run"), 2, "needs a script"},
         {"exits: --input that is not JSON is usage",
          ARGS("codemode", "run", failing, "--input", "{nope"), 2, "--input is not JSON"},
@@ -442,13 +436,7 @@ static void test_exits(void)
          "the script does not compile: syntax error: SyntaxError: unexpected token in "
          "expression: ';' ("},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct proc_result r = cli(false, cases[i].args);
-        check(proc_exited_with(&r, cases[i].code) && strstr(r.err, cases[i].err) != NULL &&
-                  strchr(r.err, '\n') == r.err + r.err_len - 1 && r.out_len == 0,
-              cases[i].name, "%s, stderr %s", proc_describe(&r), r.err);
-        proc_result_free(&r);
-    }
+    cli_expect_refusals(S.home, cases, sizeof cases / sizeof cases[0]);
     check_int_eq(sql_number("SELECT count(*) FROM codemode_runs"), 1,
                  "exits: the refused scripts recorded no run (only the failing one is stored)");
     o = run_json(failing, NULL);
@@ -644,13 +632,9 @@ static void test_exact_values(void)
 
 int main(void)
 {
-    if (!require_binary(harness_test_parent(), "codemode: ck-basal") ||
-        !require_binary(harness_path("test/tools/test_module"), "codemode: test_module"))
+    if (!require_parent_and_module("codemode: ck-basal", "codemode: test_module") ||
+        !harness_tmpdir_copy("codemode", g_root, sizeof g_root))
         return harness_finish();
-    const char *root = harness_tmpdir("codemode");
-    if (root == NULL)
-        return harness_finish();
-    sfmt(g_root, sizeof g_root, "%s", root);
     test_two_tools();
     test_schema_refusals();
     test_call_cap();

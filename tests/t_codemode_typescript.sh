@@ -72,17 +72,40 @@ typecheck() { # d.ts script.js out.ts
     --lib es2022 --target es2022 "$1" "$3" 2>&1
 }
 
+# A data home as make_home makes it, and its TypeScript declarations in out.d.ts.
+declarations() { # home modules-text tools-file out.d.ts
+  make_home "$1" "$2" "$3" && "$basal" --home "$1" codemode describe --format typescript >"$4"
+}
+
+# ok NAME if tsc accepts the script against the declarations, else not_ok with its errors.
+expect_compiles() { # name d.ts script.js out.ts
+  local out
+  if out=$(typecheck "$2" "$3" "$4"); then
+    ok "$1"
+  else
+    not_ok "$1" "$out"
+  fi
+}
+
+# ok NAME if `codemode run` of the script in home succeeds and prints a result matching
+# the pattern (grep's), else not_ok with what it printed.
+expect_run_result() { # name home script.js pattern
+  local out
+  out=$("$basal" --home "$2" --json codemode run "$3" 2>&1)
+  if printf '%s' "$out" | grep -q '"state":"succeeded"' && printf '%s' "$out" | grep -q "$4"; then
+    ok "$1"
+  else
+    not_ok "$1" "$out"
+  fi
+}
+
 # ---- 1. the example ----------------------------------------------------------------------
 ex=$root/examples/codemode
 home=$work/example
 modules=$(sed -e "s|@MODULE@|$ex/notes-module.py|" -e "s|@NOTES@|$work/notes.jsonl|" "$ex/modules.json.in")
-if make_home "$home" "$modules" "$ex/tools.json" &&
-  "$basal" --home "$home" codemode describe --format typescript >"$work/example.d.ts"; then
-  if out=$(typecheck "$work/example.d.ts" "$ex/agent.js" "$work/agent.ts"); then
-    ok "typescript: the example agent script type-checks against the example catalog's declarations"
-  else
-    not_ok "typescript: the example agent script type-checks against the example catalog's declarations" "$out"
-  fi
+if declarations "$home" "$modules" "$ex/tools.json" "$work/example.d.ts"; then
+  expect_compiles "typescript: the example agent script type-checks against the example catalog's declarations" \
+    "$work/example.d.ts" "$ex/agent.js" "$work/agent.ts"
 else
   not_ok "typescript: the example catalog's declarations" "describe failed"
 fi
@@ -142,22 +165,13 @@ let refused = "";
 try { await tools.call("store", ["a", { b: 1 }]); } catch (e) { refused = e.data.code + ": " + e.data.message; }
 return { title: ticket.title, pong, refused };
 EOF
-if make_home "$home" "$modules" "$work/rich-tools.json" &&
-  "$basal" --home "$home" codemode describe --format typescript >"$work/rich.d.ts"; then
-  if out=$(typecheck "$work/rich.d.ts" "$work/rich.js" "$work/rich.ts"); then
-    ok "typescript: a catalog using every schema keyword compiles with a script using it"
-  else
-    not_ok "typescript: a catalog using every schema keyword compiles with a script using it" "$out"
-  fi
+if declarations "$home" "$modules" "$work/rich-tools.json" "$work/rich.d.ts"; then
+  expect_compiles "typescript: a catalog using every schema keyword compiles with a script using it" \
+    "$work/rich.d.ts" "$work/rich.js" "$work/rich.ts"
   # The add op of test_module wants {a, b}: the input passes the tool's schema, so the
   # module runs and answers its own error.
-  out=$("$basal" --home "$home" --json codemode run "$work/rich.js" 2>&1)
-  if printf '%s' "$out" | grep -q '"state":"succeeded"' &&
-    printf '%s' "$out" | grep -q '"result":{"title":"printer","pong":null,"refused":"invalid_arguments: add takes {a, b}"}'; then
-    ok "typescript: the script tsc accepted runs with codemode run"
-  else
-    not_ok "typescript: the script tsc accepted runs with codemode run" "$out"
-  fi
+  expect_run_result "typescript: the script tsc accepted runs with codemode run" "$home" "$work/rich.js" \
+    '"result":{"title":"printer","pong":null,"refused":"invalid_arguments: add takes {a, b}"}'
 else
   not_ok "typescript: the rich catalog's declarations" "describe failed"
 fi
@@ -186,26 +200,17 @@ cat >"$work/inherited-wrong.js" <<'EOF'
 await tools.call("label", { title: "a", toString: 5 });
 return null;
 EOF
-if make_home "$home" "$modules" "$work/inherited-tools.json" &&
-  "$basal" --home "$home" codemode describe --format typescript >"$work/inherited.d.ts"; then
-  if out=$(typecheck "$work/inherited.d.ts" "$work/inherited.js" "$work/inherited.ts"); then
-    ok "typescript: calls leaving out optional constructor, toString, valueOf, hasOwnProperty compile [guard: inherited member names]"
-  else
-    not_ok "typescript: calls leaving out optional constructor, toString, valueOf, hasOwnProperty compile [guard: inherited member names]" "$out"
-  fi
+if declarations "$home" "$modules" "$work/inherited-tools.json" "$work/inherited.d.ts"; then
+  expect_compiles "typescript: calls leaving out optional constructor, toString, valueOf, hasOwnProperty compile [guard: inherited member names]" \
+    "$work/inherited.d.ts" "$work/inherited.js" "$work/inherited.ts"
   out=$(typecheck "$work/inherited.d.ts" "$work/inherited-wrong.js" "$work/inherited-wrong.ts")
   if printf '%s\n' "$out" | grep -q 'inherited-wrong\.ts(2,[0-9]*): error TS'; then
     ok "typescript: a number for the string toString is still a compile error"
   else
     not_ok "typescript: a number for the string toString is still a compile error" "$out"
   fi
-  out=$("$basal" --home "$home" --json codemode run "$work/inherited.js" 2>&1)
-  if printf '%s' "$out" | grep -q '"state":"succeeded"' &&
-    printf '%s' "$out" | grep -q '"result":\["a","c","d",{}\]'; then
-    ok "typescript: the script tsc accepted runs with codemode run (the schema accepts it too)"
-  else
-    not_ok "typescript: the script tsc accepted runs with codemode run (the schema accepts it too)" "$out"
-  fi
+  expect_run_result "typescript: the script tsc accepted runs with codemode run (the schema accepts it too)" \
+    "$home" "$work/inherited.js" '"result":\["a","c","d",{}\]'
 else
   not_ok "typescript: the inherited-names catalog's declarations" "describe failed"
 fi

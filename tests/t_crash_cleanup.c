@@ -67,12 +67,6 @@ struct scenario {
 
 static struct scenario S;
 
-static void mkdir_or_fail(const char *path)
-{
-    if (mkdir(path, 0755) != 0 && errno != EEXIST)
-        fail("crash cleanup: mkdir", "%s: %s", path, strerror(errno));
-}
-
 static char *const NO_ENV[] = {NULL};
 
 static struct proc_result cli(bool json, const char *const *args)
@@ -93,12 +87,10 @@ static void scenario_begin(const char *name)
     sfmt(S.outside, sizeof S.outside, "%s/outside", S.t.dir);
     sfmt(S.log, sizeof S.log, "%s/effects.log", S.t.dir);
     sfmt(S.fifo, sizeof S.fifo, "%s/hold.fifo", S.t.dir);
-    mkdir_or_fail(S.out);
-    mkdir_or_fail(S.outside);
-    char catalog[4096], why[1024];
-    sfmt(catalog, sizeof catalog, CATALOG, harness_path("test/tools/test_module"), S.log);
-    if (!cli_home_setup(S.t.home, catalog, why, sizeof why))
-        fail("crash cleanup: setup", "%s", why);
+    mkdir_or_fail(S.out, "crash cleanup: mkdir");
+    mkdir_or_fail(S.outside, "crash cleanup: mkdir");
+    cli_home_setup_or_fail(S.t.home, "crash cleanup: setup", CATALOG,
+                           harness_path("test/tools/test_module"), S.log);
 }
 
 /* Writes, installs and approves flow id with script and the grants every scenario
@@ -645,7 +637,7 @@ static void test_temporaries_outside_roots(void)
     scenario_begin("temporaries-outside");
     char sub[PATH_MAX + 16], script[PATH_MAX + 128];
     sfmt(sub, sizeof sub, "%s/sub", S.out);
-    mkdir_or_fail(sub);
+    mkdir_or_fail(sub, "crash cleanup: mkdir");
     sfmt(script, sizeof script, "await fs.write('%s/a.txt', 'hello'); return 1;\n", sub);
     if (!flow_add("away", script))
         return;
@@ -673,14 +665,10 @@ static void test_temporaries_outside_roots(void)
 
 int main(void)
 {
-    if (!require_binary(harness_test_parent(), "ck-basal") ||
-        !require_binary(harness_path("test/tools/test_module"), "test_module") ||
-        !require_binary(harness_launcher(), "launch"))
+    if (!require_parent_and_module("ck-basal", "test_module") ||
+        !require_binary(harness_launcher(), "launch") ||
+        !harness_tmpdir_copy("crash-cleanup", g_root, sizeof g_root))
         return harness_finish();
-    const char *root = harness_tmpdir("crash-cleanup");
-    if (root == NULL)
-        return harness_finish();
-    snprintf(g_root, sizeof g_root, "%s", root);
     test_module_dies_with_parent();
     test_recover_waits();
     test_reconcile_waits();

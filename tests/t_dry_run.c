@@ -622,12 +622,7 @@ static void test_bad_input(void)
     write_text_file(fixtures, "{\"fixtures\": [{\"kind\": \"ops.call\", \"reslt\": 1}]}", 0644);
     char *before = snapshot();
     long long audits = audit_rows("1");
-    struct {
-        const char *name;
-        const char *const *args;
-        int code;
-        const char *err;
-    } cases[] = {
+    const struct cli_refusal cases[] = {
         {"bad input: no target is usage", ARGS("flow", "dry-run"), 2, "needs a directory"},
         {"bad input: an unknown flow", ARGS("flow", "dry-run", "nosuch", "--version", "1"), 1,
          "unknown flow 'nosuch'"},
@@ -646,13 +641,7 @@ static void test_bad_input(void)
         {"bad input: an unknown option is usage", ARGS("flow", "dry-run", "mut", "--approve"), 2,
          "unknown option '--approve'"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        struct proc_result r = cli(false, cases[i].args);
-        check(proc_exited_with(&r, cases[i].code) && strstr(r.err, cases[i].err) != NULL &&
-                  strchr(r.err, '\n') == r.err + r.err_len - 1 && r.out_len == 0,
-              cases[i].name, "%s, stderr %s", proc_describe(&r), r.err);
-        proc_result_free(&r);
-    }
+    cli_expect_refusals(g_home, cases, sizeof cases / sizeof cases[0]);
     char *after = snapshot();
     check_unchanged(before, after, "bad input: nothing changed");
     free(after);
@@ -662,13 +651,9 @@ static void test_bad_input(void)
 
 int main(void)
 {
-    if (!require_binary(harness_test_parent(), "dry run: ck-basal") ||
-        !require_binary(harness_path("test/tools/test_module"), "dry run: test_module"))
+    if (!require_parent_and_module("dry run: ck-basal", "dry run: test_module") ||
+        !harness_tmpdir_copy("dry-run", g_root, sizeof g_root))
         return harness_finish();
-    const char *root = harness_tmpdir("dry-run");
-    if (root == NULL)
-        return harness_finish();
-    sfmt(g_root, sizeof g_root, "%s", root);
     if (ok(setup(), "dry run: data home, roots, module catalog and an installed flow")) {
         test_nothing_changes();
         test_queries_and_fixtures();

@@ -378,18 +378,35 @@ static bool exhausted(const struct run *r, enum proto_budget which)
 
 /* ================================================================== protocol */
 
-static void expect_refused(struct worker *w, enum proto_refusal reason, const char *detail,
-                           const char *name)
+/* The next message is tag (PROTO_REFUSED or PROTO_FINISHED) with code, its reason or
+ * outcome, and a text matching want_text (NULL: any): a refusal's detail holds it, a
+ * finished run's value is it exactly. */
+static void expect_ending(struct worker *w, enum proto_tag tag, int code, const char *want_text,
+                          const char *name)
 {
     struct proto_msg msg;
     bool got = recv_msg(w, &msg);
-    check(got && msg.tag == PROTO_REFUSED && msg.refused.reason == reason &&
-              (detail == NULL || text_has(msg.refused.detail, detail)),
-          name, "got %s %s '%.*s'", got ? proto_msg_name(msg.tag) : "nothing",
-          got && msg.tag == PROTO_REFUSED ? proto_refusal_name(msg.refused.reason) : "",
-          got && msg.tag == PROTO_REFUSED ? (int)msg.refused.detail.len : 0,
-          got && msg.tag == PROTO_REFUSED ? msg.refused.detail.str : "");
+    bool refused = tag == PROTO_REFUSED;
+    bool tag_ok = got && msg.tag == tag;
+    int got_code = !tag_ok ? -1 : refused ? (int)msg.refused.reason : (int)msg.finished.outcome;
+    struct proto_text text = !tag_ok  ? proto_text_of("")
+                             : refused ? msg.refused.detail
+                                       : msg.finished.value;
+    bool text_ok = want_text == NULL ||
+                   (refused ? text_has(text, want_text) : text_eq(text, want_text));
+    check(tag_ok && got_code == code && text_ok, name, "got %s %s '%.*s'",
+          got ? proto_msg_name(msg.tag) : "nothing",
+          !tag_ok   ? ""
+          : refused ? proto_refusal_name(msg.refused.reason)
+                    : proto_outcome_name(msg.finished.outcome),
+          (int)text.len, text.str);
     proto_msg_free(&msg);
+}
+
+static void expect_refused(struct worker *w, enum proto_refusal reason, const char *detail,
+                           const char *name)
+{
+    expect_ending(w, PROTO_REFUSED, (int)reason, detail, name);
 }
 
 static bool expect_tag(struct worker *w, enum proto_tag tag, struct proto_msg *keep)
@@ -437,15 +454,7 @@ static void send_long_running(struct worker *w, uint32_t position)
 static void expect_finished(struct worker *w, enum proto_outcome outcome, const char *value,
                             const char *name)
 {
-    struct proto_msg msg;
-    bool got = recv_msg(w, &msg);
-    check(got && msg.tag == PROTO_FINISHED && msg.finished.outcome == outcome &&
-              (value == NULL || text_eq(msg.finished.value, value)),
-          name, "got %s %s '%.*s'", got ? proto_msg_name(msg.tag) : "nothing",
-          got && msg.tag == PROTO_FINISHED ? proto_outcome_name(msg.finished.outcome) : "",
-          got && msg.tag == PROTO_FINISHED ? (int)msg.finished.value.len : 0,
-          got && msg.tag == PROTO_FINISHED ? msg.finished.value.str : "");
-    proto_msg_free(&msg);
+    expect_ending(w, PROTO_FINISHED, (int)outcome, value, name);
 }
 
 static void test_protocol(void)

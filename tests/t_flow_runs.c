@@ -71,12 +71,6 @@ struct scenario {
 
 static struct scenario S;
 
-static void mkdir_or_fail(const char *path)
-{
-    if (mkdir(path, 0755) != 0 && errno != EEXIST)
-        fail("flow runs: mkdir", "%s: %s", path, strerror(errno));
-}
-
 /* ck-basal [--json] --home HOME args... with an optional environment. */
 static struct proc_result cli_env(bool json, char *const *envp, const char *const *args)
 {
@@ -124,15 +118,13 @@ static void scenario_begin(const char *name)
     sfmt(S.outside, sizeof S.outside, "%s/outside", S.t.dir);
     sfmt(S.log_keyed, sizeof S.log_keyed, "%s/keyed.log", S.t.dir);
     sfmt(S.log_plain, sizeof S.log_plain, "%s/plain.log", S.t.dir);
-    mkdir_or_fail(S.data);
-    mkdir_or_fail(S.out);
-    mkdir_or_fail(S.ro);
-    mkdir_or_fail(S.outside);
-    char catalog[4096], why[1024];
+    mkdir_or_fail(S.data, "flow runs: mkdir");
+    mkdir_or_fail(S.out, "flow runs: mkdir");
+    mkdir_or_fail(S.ro, "flow runs: mkdir");
+    mkdir_or_fail(S.outside, "flow runs: mkdir");
     const char *module = harness_path("test/tools/test_module");
-    sfmt(catalog, sizeof catalog, CATALOG, module, S.log_keyed, module, S.log_plain);
-    if (!cli_home_setup(S.t.home, catalog, why, sizeof why))
-        fail("flow runs: setup", "%s", why);
+    cli_home_setup_or_fail(S.t.home, "flow runs: setup", CATALOG, module, S.log_keyed, module,
+                           S.log_plain);
 }
 
 /* Writes the flow's files, installs and approves it. */
@@ -140,7 +132,7 @@ static bool flow_add(const char *id, const char *script, const char *grants)
 {
     char dir[PATH_MAX + 32], manifest[4096], why[1024];
     sfmt(dir, sizeof dir, "%s/flow-%s", S.t.dir, id);
-    mkdir_or_fail(dir);
+    mkdir_or_fail(dir, "flow runs: mkdir");
     sfmt(manifest, sizeof manifest,
          "{\"format\":1,\"id\":\"%s\",\"version\":1,\"purpose\":\"test\","
          "\"trigger\":{\"manual\":true}%s%s}", id, grants[0] != '\0' ? "," : "", grants);
@@ -375,7 +367,7 @@ static void test_refused_before_running(void)
     /* Unapproved: installed, never approved. */
     char dir[PATH_MAX + 32], path[PATH_MAX + 64], manifest[4096];
     sfmt(dir, sizeof dir, "%s/flow-unapproved", S.t.dir);
-    mkdir_or_fail(dir);
+    mkdir_or_fail(dir, "flow runs: mkdir");
     sfmt(path, sizeof path, "%s/flow.js", dir);
     write_text_file(path, MARK_FLOW, 0644);
     sfmt(manifest, sizeof manifest, "{\"format\":1,\"id\":\"unapproved\",\"version\":1,"
@@ -1094,8 +1086,7 @@ static void test_bad_input(void)
 
 int main(void)
 {
-    if (!require_binary(harness_test_parent(), "ck-basal") ||
-        !require_binary(harness_path("test/tools/test_module"), "test_module"))
+    if (!require_parent_and_module("ck-basal", "test_module"))
         return harness_finish();
     snprintf(g_root, sizeof g_root, "%s", harness_tmpdir("flow-runs"));
     /* Workers must be able to run from here: the harness dir is the test's own. */

@@ -87,6 +87,21 @@ static json_t *run_flow(const char *id, char *detail, size_t cap)
     return v;
 }
 
+/* flow_add, then run_flow into *run; false (after "not ok - ID: flow installed and
+ * approved") when the flow could not be added. */
+static bool add_and_run(const char *id, const char *script, const char *grants, json_t **run,
+                        char *detail, size_t cap)
+{
+    if (!flow_add(id, script, grants)) {
+        char name[128];
+        sfmt(name, sizeof name, "%s: flow installed and approved", id);
+        fail(name, "in %s", S.dir);
+        return false;
+    }
+    *run = run_flow(id, detail, cap);
+    return true;
+}
+
 /* ---- 1. numbers ---------------------------------------------------------------------- */
 
 /* Each value, and its JSON as JavaScript writes it (JSON.stringify). */
@@ -137,12 +152,10 @@ static void test_numbers(void)
          "  if (!same) differ.push(k + ': ' + JSON.stringify(back));\n"
          "}\n"
          "return {differ, big: 1e19};\n");
-    if (!flow_add("numbers", script, "")) {
-        fail("numbers: flow installed and approved", "in %s", S.dir);
-        return;
-    }
     char detail[1200];
-    json_t *run = run_flow("numbers", detail, sizeof detail);
+    json_t *run = NULL;
+    if (!add_and_run("numbers", script, "", &run, detail, sizeof detail))
+        return;
     json_t *result = json_object_get(run, "result");
     json_t *differ = json_object_get(result, "differ");
     json_t *big = json_object_get(result, "big");
@@ -190,12 +203,11 @@ static void test_result_to_json(void)
         "    return {t, codes};\n"
         "  }\n"
         "};\n";
-    if (!flow_add("tojson", script, "\"ops\":[{\"module\":\"plain\",\"op\":\"echo\"}]")) {
-        fail("tojson: flow installed and approved", "in %s", S.dir);
-        return;
-    }
     char detail[1200];
-    json_t *run = run_flow("tojson", detail, sizeof detail);
+    json_t *run = NULL;
+    if (!add_and_run("tojson", script, "\"ops\":[{\"module\":\"plain\",\"op\":\"echo\"}]",
+                     &run, detail, sizeof detail))
+        return;
     json_t *result = json_object_get(run, "result");
     char *journal = store_text(S.db, "SELECT group_concat(position || ' ' || kind, '; ') FROM journal");
     char *kv = store_text(S.db, "SELECT group_concat(key, ',') FROM kv");
@@ -226,13 +238,10 @@ static void test_result_to_json(void)
 
 int main(void)
 {
-    if (!require_binary(harness_test_parent(), "flow values: ck-basal test build present") ||
-        !require_binary(harness_path("test/tools/test_module"), "flow values: test_module"))
+    if (!require_parent_and_module("flow values: ck-basal test build present",
+                                   "flow values: test_module") ||
+        !harness_tmpdir_copy("flow-values", g_root, sizeof g_root))
         return harness_finish();
-    const char *root = harness_tmpdir("flow-values");
-    if (root == NULL)
-        return harness_finish();
-    snprintf(g_root, sizeof g_root, "%s", root);
     test_numbers();
     test_result_to_json();
     harness_remove_tree(g_root);

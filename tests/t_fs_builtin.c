@@ -119,6 +119,40 @@ static json_t *args_write(const char *path, const char *text)
     return json_pack("[s, s]", path, text);
 }
 
+/* A call on one path (dir and tail joined) that is refused with code, its message
+ * naming that path: a row of a table of guards. */
+struct path_refusal {
+    const char *kind;
+    const char *dir;
+    const char *tail;
+    const char *code;
+    const char *name;
+};
+
+static void expect_path_refusals(const struct fs_grants *g, const struct path_refusal *rows,
+                                 size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        const char *path = fmt("%s%s", rows[i].dir, rows[i].tail);
+        expect_code(g, rows[i].kind, args1(path), rows[i].code, path, rows[i].name);
+    }
+}
+
+/* A call whose arguments are malformed (stolen, like expect_code's): invalid_arguments. */
+struct invalid_call {
+    const char *kind;
+    json_t *args;
+    const char *name;
+};
+
+static void expect_invalid_calls(const struct fs_grants *g, const struct invalid_call *rows,
+                                 size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        expect_code(g, rows[i].kind, rows[i].args, HOST_CODE_INVALID_ARGUMENTS, NULL,
+                    rows[i].name);
+}
+
 static void expect_read_text(const struct fs_grants *g, json_t *args, const char *want,
                              const char *name)
 {
@@ -258,19 +292,19 @@ static void test_argument_guards(const struct fs_grants *g)
                     "args: path over PATH_MAX refused [guard path-max]");
         free(longp);
     }
-    expect_code(g, "fs.read", json_pack("{s:s}", "path", "/x"), iv, NULL,
-                "args: arguments not an array refused");
-    expect_code(g, "fs.read", json_pack("[i]", 42), iv, NULL, "args: path a number refused");
-    expect_code(g, "fs.read", json_array(), iv, NULL, "args: fs.read without a path refused");
-    expect_code(g, "fs.stat", json_pack("[s, s]", r_dir, "x"), iv, NULL,
-                "args: fs.stat with two arguments refused");
-    expect_code(g, "fs.list", json_pack("[n]"), iv, NULL, "args: fs.list path null refused");
-    expect_code(g, "fs.write", json_pack("[s, i]", fmt("%s/n.txt", w_dir), 5), iv, NULL,
-                "args: fs.write text a number refused");
-    expect_code(g, "fs.write", args1(fmt("%s/n.txt", w_dir)), iv, NULL,
-                "args: fs.write without text refused");
-    expect_code(g, "fs.read", json_pack("[s, s, s]", r_dir, "a", "b"), iv, NULL,
-                "args: fs.read with three arguments refused");
+    const struct invalid_call MALFORMED[] = {
+        {"fs.read", json_pack("{s:s}", "path", "/x"), "args: arguments not an array refused"},
+        {"fs.read", json_pack("[i]", 42), "args: path a number refused"},
+        {"fs.read", json_array(), "args: fs.read without a path refused"},
+        {"fs.stat", json_pack("[s, s]", r_dir, "x"), "args: fs.stat with two arguments refused"},
+        {"fs.list", json_pack("[n]"), "args: fs.list path null refused"},
+        {"fs.write", json_pack("[s, i]", fmt("%s/n.txt", w_dir), 5),
+         "args: fs.write text a number refused"},
+        {"fs.write", args1(fmt("%s/n.txt", w_dir)), "args: fs.write without text refused"},
+        {"fs.read", json_pack("[s, s, s]", r_dir, "a", "b"),
+         "args: fs.read with three arguments refused"},
+    };
+    expect_invalid_calls(g, MALFORMED, sizeof MALFORMED / sizeof MALFORMED[0]);
     check(access(fmt("%s/n.txt", w_dir), F_OK) != 0, "args: refused writes created nothing",
           "n.txt exists");
     expect_code(g, "fs.chmod", args1(r_dir), HOST_CODE_DENIED, NULL,
@@ -279,57 +313,53 @@ static void test_argument_guards(const struct fs_grants *g)
 
 static void test_escape_guards(const struct fs_grants *g)
 {
-    const char *p;
-    /* Guard: '..' resolved before the check, so it cannot climb out of a root. */
-    p = fmt("%s/../outside/secret.txt", r_dir);
-    expect_code(g, "fs.read", args1(p), HOST_CODE_DENIED, p,
-                "escape: '..' out of the root denied [guard dotdot-resolved]");
-    /* Guard: a link inside the root leading out is refused... */
-    p = fmt("%s/link_out", r_dir);
-    expect_code(g, "fs.read", args1(p), HOST_CODE_DENIED, p,
-                "escape: link inside root leading out denied [guard link-out-denied]");
-    expect_code(g, "fs.stat", args1(p), HOST_CODE_DENIED, p,
-                "escape: fs.stat through a link leading out denied [guard link-out-denied]");
+    /* Guard: '..' resolved before the check, so it cannot climb out of a root. Guard: a
+     * link inside the root leading out is refused... */
+    static const struct path_refusal DOTDOT_AND_LINK_OUT[] = {
+        {"fs.read", r_dir, "/../outside/secret.txt", HOST_CODE_DENIED,
+         "escape: '..' out of the root denied [guard dotdot-resolved]"},
+        {"fs.read", r_dir, "/link_out", HOST_CODE_DENIED,
+         "escape: link inside root leading out denied [guard link-out-denied]"},
+        {"fs.stat", r_dir, "/link_out", HOST_CODE_DENIED,
+         "escape: fs.stat through a link leading out denied [guard link-out-denied]"},
+    };
+    expect_path_refusals(g, DOTDOT_AND_LINK_OUT,
+                         sizeof DOTDOT_AND_LINK_OUT / sizeof DOTDOT_AND_LINK_OUT[0]);
     /* ...while the same target is readable when its directory is granted (control). */
     const char *both[2] = {r_dir, fmt("%s/outside", base)};
     struct fs_grants wide = {both, 2, NULL, 0, home_dir, NULL};
-    expect_read_text(&wide, args1(p), "secret",
+    expect_read_text(&wide, args1(fmt("%s/link_out", r_dir)), "secret",
                      "escape: the same link is followed once its target is granted (control)");
-    /* Guard: outside paths are denied whether or not they exist (no existence leak). */
-    p = fmt("%s/outside/nope.txt", base);
-    expect_code(g, "fs.read", args1(p), HOST_CODE_DENIED, p,
-                "escape: missing path outside the roots is denied, not not_found "
-                "[guard no-existence-leak]");
-    p = fmt("%s/outside/nodir/deeper/x", base);
-    expect_code(g, "fs.stat", args1(p), HOST_CODE_DENIED, p,
-                "escape: missing deep path outside the roots denied [guard no-existence-leak]");
-    expect_code(g, "fs.list", args1("/nonexistent-basal-dir/x"), HOST_CODE_DENIED,
-                "/nonexistent-basal-dir/x",
-                "escape: missing top-level path denied [guard no-existence-leak]");
-    p = fmt("%s/outside/secret.txt", base);
-    expect_code(g, "fs.read", args1(p), HOST_CODE_DENIED, p,
-                "escape: existing path outside the roots denied [guard outside-roots]");
-    p = fmt("%s/nope.txt", r_dir);
-    expect_code(g, "fs.read", args1(p), HOST_CODE_NOT_FOUND, p,
-                "escape: missing path inside a root is not_found (control)");
-    /* Guard: a dangling link is followed by hand; leading out it is denied. */
-    p = fmt("%s/dangling_out", r_dir);
-    expect_code(g, "fs.stat", args1(p), HOST_CODE_DENIED, p,
-                "escape: dangling link leading out denied [guard no-existence-leak]");
-    p = fmt("%s/dangling_in", r_dir);
-    expect_code(g, "fs.stat", args1(p), HOST_CODE_NOT_FOUND, p,
-                "escape: dangling link staying inside is not_found (control)");
-    /* Guard: containment is component-wise; r does not hold its sibling r2. */
-    p = fmt("%s/r2/file.txt", base);
-    expect_code(g, "fs.read", args1(p), HOST_CODE_DENIED, p,
-                "escape: sibling r2 of root r denied [guard component-wise-prefix]");
-    p = fmt("%s2", r_dir);
-    expect_code(g, "fs.list", args1(p), HOST_CODE_DENIED, p,
-                "escape: listing sibling r2 of root r denied [guard component-wise-prefix]");
+    static const struct path_refusal OUTSIDE_THE_ROOTS[] = {
+        /* Guard: outside paths are denied whether or not they exist (no existence leak). */
+        {"fs.read", base, "/outside/nope.txt", HOST_CODE_DENIED,
+         "escape: missing path outside the roots is denied, not not_found "
+         "[guard no-existence-leak]"},
+        {"fs.stat", base, "/outside/nodir/deeper/x", HOST_CODE_DENIED,
+         "escape: missing deep path outside the roots denied [guard no-existence-leak]"},
+        {"fs.list", "", "/nonexistent-basal-dir/x", HOST_CODE_DENIED,
+         "escape: missing top-level path denied [guard no-existence-leak]"},
+        {"fs.read", base, "/outside/secret.txt", HOST_CODE_DENIED,
+         "escape: existing path outside the roots denied [guard outside-roots]"},
+        {"fs.read", r_dir, "/nope.txt", HOST_CODE_NOT_FOUND,
+         "escape: missing path inside a root is not_found (control)"},
+        /* Guard: a dangling link is followed by hand; leading out it is denied. */
+        {"fs.stat", r_dir, "/dangling_out", HOST_CODE_DENIED,
+         "escape: dangling link leading out denied [guard no-existence-leak]"},
+        {"fs.stat", r_dir, "/dangling_in", HOST_CODE_NOT_FOUND,
+         "escape: dangling link staying inside is not_found (control)"},
+        /* Guard: containment is component-wise; r does not hold its sibling r2. */
+        {"fs.read", base, "/r2/file.txt", HOST_CODE_DENIED,
+         "escape: sibling r2 of root r denied [guard component-wise-prefix]"},
+        {"fs.list", r_dir, "2", HOST_CODE_DENIED,
+         "escape: listing sibling r2 of root r denied [guard component-wise-prefix]"},
+    };
+    expect_path_refusals(g, OUTSIDE_THE_ROOTS,
+                         sizeof OUTSIDE_THE_ROOTS / sizeof OUTSIDE_THE_ROOTS[0]);
     /* Guard: a root that does not exist (or is relative) grants nothing. */
     const char *missing_root[2] = {fmt("%s/gone", base), "relative"};
     struct fs_grants none = {missing_root, 2, NULL, 0, home_dir, NULL};
-    p = fmt("%s/gone/x", base);
+    const char *p = fmt("%s/gone/x", base);
     expect_code(&none, "fs.read", args1(p), HOST_CODE_DENIED, p,
                 "escape: missing root grants nothing [guard root-resolved-each-call]");
     /* Roots are resolved by realpath: a root given through a link works (control). */
@@ -367,23 +397,24 @@ static void test_read_limits(const struct fs_grants *g)
     expect_code(g, "fs.read", args_read_max(hello, 4), HOST_CODE_TOO_LARGE, hello,
                 "read limits: maxBytes one under size refused [guard read-max-bytes]");
     /* Guard: maxBytes must be an integer from 1 to 8 MiB and the only option. */
-    const char *iv = HOST_CODE_INVALID_ARGUMENTS;
-    expect_code(g, "fs.read", args_read_max(hello, 0), iv, NULL,
-                "read limits: maxBytes 0 refused [guard maxbytes-bounds]");
-    expect_code(g, "fs.read", args_read_max(hello, (json_int_t)FS_READ_MAX_BYTES + 1), iv, NULL,
-                "read limits: maxBytes 8 MiB + 1 refused [guard maxbytes-bounds]");
-    expect_code(g, "fs.read", args_read_max(hello, -1), iv, NULL,
-                "read limits: maxBytes -1 refused [guard maxbytes-bounds]");
-    expect_code(g, "fs.read", json_pack("[s, {s:f}]", hello, "maxBytes", 10.5), iv, NULL,
-                "read limits: fractional maxBytes refused [guard maxbytes-bounds]");
-    expect_code(g, "fs.read", json_pack("[s, {s:s}]", hello, "maxBytes", "10"), iv, NULL,
-                "read limits: string maxBytes refused [guard maxbytes-bounds]");
-    expect_code(g, "fs.read", json_pack("[s, {s:i}]", hello, "max", 10), iv, NULL,
-                "read limits: unknown option refused [guard options-closed]");
-    expect_code(g, "fs.read", json_pack("[s, {s:i, s:i}]", hello, "maxBytes", 10, "x", 1), iv,
-                NULL, "read limits: unknown option beside maxBytes refused [guard options-closed]");
-    expect_code(g, "fs.read", json_pack("[s, i]", hello, 10), iv, NULL,
-                "read limits: options not an object refused");
+    const struct invalid_call BAD_OPTIONS[] = {
+        {"fs.read", args_read_max(hello, 0),
+         "read limits: maxBytes 0 refused [guard maxbytes-bounds]"},
+        {"fs.read", args_read_max(hello, (json_int_t)FS_READ_MAX_BYTES + 1),
+         "read limits: maxBytes 8 MiB + 1 refused [guard maxbytes-bounds]"},
+        {"fs.read", args_read_max(hello, -1),
+         "read limits: maxBytes -1 refused [guard maxbytes-bounds]"},
+        {"fs.read", json_pack("[s, {s:f}]", hello, "maxBytes", 10.5),
+         "read limits: fractional maxBytes refused [guard maxbytes-bounds]"},
+        {"fs.read", json_pack("[s, {s:s}]", hello, "maxBytes", "10"),
+         "read limits: string maxBytes refused [guard maxbytes-bounds]"},
+        {"fs.read", json_pack("[s, {s:i}]", hello, "max", 10),
+         "read limits: unknown option refused [guard options-closed]"},
+        {"fs.read", json_pack("[s, {s:i, s:i}]", hello, "maxBytes", 10, "x", 1),
+         "read limits: unknown option beside maxBytes refused [guard options-closed]"},
+        {"fs.read", json_pack("[s, i]", hello, 10), "read limits: options not an object refused"},
+    };
+    expect_invalid_calls(g, BAD_OPTIONS, sizeof BAD_OPTIONS / sizeof BAD_OPTIONS[0]);
     expect_read_text(g, json_pack("[s, {}]", hello), "hello", "read limits: empty options ok");
     expect_read_text(g, json_pack("[s, n]", hello), "hello", "read limits: null options ok");
 }
@@ -628,17 +659,18 @@ static void test_write_guards(const struct fs_grants *g)
                           "write guard: parent a link staying inside accepted (control)"));
     expect_file(fmt("%s/adir/in.txt", w_dir), "in", "write guard: written through the inner link");
     /* Guard: the final component must name an entry. */
-    const char *iv = HOST_CODE_INVALID_ARGUMENTS;
-    expect_code(g, "fs.write", args_write(fmt("%s/", w_dir), "x"), iv, NULL,
-                "write guard: trailing '/' refused [guard write-final-name]");
-    expect_code(g, "fs.write", args_write(fmt("%s/.", w_dir), "x"), iv, NULL,
-                "write guard: final '.' refused [guard write-final-name]");
-    expect_code(g, "fs.write", args_write(fmt("%s/adir/..", w_dir), "x"), iv, NULL,
-                "write guard: final '..' refused [guard write-final-name]");
-    expect_code(g, "fs.write", args_write("/", "x"), iv, NULL,
-                "write guard: '/' refused [guard write-final-name]");
-    expect_code(g, "fs.write", args_write("rel.txt", "x"), iv, NULL,
-                "write guard: relative path refused [guard absolute-path]");
+    const struct invalid_call NO_FINAL_NAME[] = {
+        {"fs.write", args_write(fmt("%s/", w_dir), "x"),
+         "write guard: trailing '/' refused [guard write-final-name]"},
+        {"fs.write", args_write(fmt("%s/.", w_dir), "x"),
+         "write guard: final '.' refused [guard write-final-name]"},
+        {"fs.write", args_write(fmt("%s/adir/..", w_dir), "x"),
+         "write guard: final '..' refused [guard write-final-name]"},
+        {"fs.write", args_write("/", "x"), "write guard: '/' refused [guard write-final-name]"},
+        {"fs.write", args_write("rel.txt", "x"),
+         "write guard: relative path refused [guard absolute-path]"},
+    };
+    expect_invalid_calls(g, NO_FINAL_NAME, sizeof NO_FINAL_NAME / sizeof NO_FINAL_NAME[0]);
     check(no_temp_files(w_dir) && no_temp_files(fmt("%s/adir", w_dir)),
           "write guard: no temporary file left by refused writes", "found .basal-tmp-*");
 }
@@ -758,25 +790,34 @@ static void test_forbidden_roots(const struct fs_grants *g)
 {
     const char *home_parent = fmt("%s/..", home_dir);
     check(mkdir(fmt("%s/sub", home_dir), 0700) == 0, "roots: setup sub", "%s", strerror(errno));
-    expect_root(home_dir, false, "is basal's data home",
-                "roots: the data home itself refused [guard data-home-roots]");
-    expect_root(fmt("%s/sub", home_dir), false, "lies inside basal's data home",
-                "roots: a root inside the data home refused [guard data-home-roots]");
-    expect_root(home_parent, false, "contains basal's data home",
-                "roots: a read root holding the data home refused [guard data-home-roots]");
-    expect_root(home_parent, true, "contains basal's data home",
-                "roots: a write root holding the data home refused [guard data-home-roots]");
-    expect_root("/", false, "contains basal's data home",
-                "roots: '/' as a read root refused [guard data-home-roots]");
-    expect_root("/", true, "whole file system",
-                "roots: '/' as a write root refused [guard no-slash-write-root]");
-    expect_root("/proc/self", false, "/proc",
-                "roots: a root under /proc refused [guard no-proc-sys-roots]");
-    expect_root("/proc", false, "/proc", "roots: /proc refused [guard no-proc-sys-roots]");
-    expect_root("/sys/kernel", false, "/sys",
-                "roots: a root under /sys refused [guard no-proc-sys-roots]");
-    expect_root(r_dir, false, NULL, "roots: an ordinary read root allowed (control)");
-    expect_root(w_dir, true, NULL, "roots: an ordinary write root allowed (control)");
+    const struct {
+        const char *root;
+        bool writable;
+        const char *want_why;
+        const char *name;
+    } ROOTS[] = {
+        {home_dir, false, "is basal's data home",
+         "roots: the data home itself refused [guard data-home-roots]"},
+        {fmt("%s/sub", home_dir), false, "lies inside basal's data home",
+         "roots: a root inside the data home refused [guard data-home-roots]"},
+        {home_parent, false, "contains basal's data home",
+         "roots: a read root holding the data home refused [guard data-home-roots]"},
+        {home_parent, true, "contains basal's data home",
+         "roots: a write root holding the data home refused [guard data-home-roots]"},
+        {"/", false, "contains basal's data home",
+         "roots: '/' as a read root refused [guard data-home-roots]"},
+        {"/", true, "whole file system",
+         "roots: '/' as a write root refused [guard no-slash-write-root]"},
+        {"/proc/self", false, "/proc",
+         "roots: a root under /proc refused [guard no-proc-sys-roots]"},
+        {"/proc", false, "/proc", "roots: /proc refused [guard no-proc-sys-roots]"},
+        {"/sys/kernel", false, "/sys",
+         "roots: a root under /sys refused [guard no-proc-sys-roots]"},
+        {r_dir, false, NULL, "roots: an ordinary read root allowed (control)"},
+        {w_dir, true, NULL, "roots: an ordinary write root allowed (control)"},
+    };
+    for (size_t i = 0; i < sizeof ROOTS / sizeof ROOTS[0]; i++)
+        expect_root(ROOTS[i].root, ROOTS[i].writable, ROOTS[i].want_why, ROOTS[i].name);
 
     /* At the call: a root that is a link, retargeted at the data home after approval. */
     const char *link = fmt("%s/moving_root", base);

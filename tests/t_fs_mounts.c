@@ -101,6 +101,30 @@ static void expect(const json_t *result, const char *name, const char *want, con
           field(result, msg));
 }
 
+/* What one call of the flow must have met: result[key] is want. */
+struct expected_outcome {
+    const char *key;
+    const char *want;
+    const char *name;
+};
+
+/* Runs flow with trigger (the check named ran: it succeeded with an object result), then
+ * expect() of each row on that result. */
+static void run_flow_expecting(const struct test_home *h, const char *flow, const char *trigger,
+                               const char *ran, const struct expected_outcome *rows,
+                               size_t count)
+{
+    struct proc_result r = test_home_cli(h, true, ARGS("run", flow, "--trigger", trigger));
+    json_t *result = run_result(r.out);
+    if (check(proc_exited_with(&r, 0) && json_is_object(result), ran, "%s: %.400s%.300s",
+              proc_describe(&r), r.out, r.err)) {
+        for (size_t i = 0; i < count; i++)
+            expect(result, rows[i].key, rows[i].want, rows[i].name);
+    }
+    json_decref(result);
+    proc_result_free(&r);
+}
+
 /* Runs the flow in a child whose openat2 answers ENOSYS; its stdout, or NULL. */
 static char *run_without_openat2(const struct test_home *h, const char *trigger)
 {
@@ -191,29 +215,26 @@ static void test_mounts(void)
 
     char trigger[PATH_MAX + 32];
     sfmt(trigger, sizeof trigger, "{\"g\":\"%s\"}", g);
-    struct proc_result r = test_home_cli(&h, true, ARGS("run", "mounts", "--trigger", trigger));
-    json_t *result = run_result(r.out);
-    if (check(proc_exited_with(&r, 0) && json_is_object(result), "fs mounts: the flow ran",
-              "%s: %.400s%.300s", proc_describe(&r), r.out, r.err)) {
-        expect(result, "plain", "served", "fs mounts: control: a file of the root is read");
-        expect(result, "home_read", "denied",
-               "fs mounts: fs.read through a bind mount of the data home is denied [guard: "
-               "no mount crossed below a root; no component is the data home]");
-        expect(result, "home_list", "denied",
-               "fs mounts: fs.list of a bind mount of the data home is denied [same guard]");
-        expect(result, "home_write", "denied",
-               "fs mounts: fs.write into a bind mount of the data home is denied [same guard]");
-        expect(result, "proc_read", "denied",
-               "fs mounts: fs.read through a bind mount of /proc is denied [guard: no mount "
-               "crossed below a root; no component is /proc]");
-        expect(result, "proc_list", "denied",
-               "fs mounts: fs.list through a bind mount of /proc is denied [same guard]");
-        expect(result, "link_read", "denied",
-               "fs mounts: fs.read through a link to the data home is denied [guard: the "
-               "resolved path lies under the root]");
-    }
-    json_decref(result);
-    proc_result_free(&r);
+    static const struct expected_outcome THROUGH_MOUNTS[] = {
+        {"plain", "served", "fs mounts: control: a file of the root is read"},
+        {"home_read", "denied",
+         "fs mounts: fs.read through a bind mount of the data home is denied [guard: "
+         "no mount crossed below a root; no component is the data home]"},
+        {"home_list", "denied",
+         "fs mounts: fs.list of a bind mount of the data home is denied [same guard]"},
+        {"home_write", "denied",
+         "fs mounts: fs.write into a bind mount of the data home is denied [same guard]"},
+        {"proc_read", "denied",
+         "fs mounts: fs.read through a bind mount of /proc is denied [guard: no mount "
+         "crossed below a root; no component is /proc]"},
+        {"proc_list", "denied",
+         "fs mounts: fs.list through a bind mount of /proc is denied [same guard]"},
+        {"link_read", "denied",
+         "fs mounts: fs.read through a link to the data home is denied [guard: the "
+         "resolved path lies under the root]"},
+    };
+    run_flow_expecting(&h, "mounts", trigger, "fs mounts: the flow ran", THROUGH_MOUNTS,
+                       sizeof THROUGH_MOUNTS / sizeof THROUGH_MOUNTS[0]);
     sfmt(path, sizeof path, "%s/planted.txt", h.home);
     check(access(path, F_OK) != 0 && errno == ENOENT,
           "fs mounts: nothing was written into the data home", "%s exists", path);
@@ -227,24 +248,18 @@ static void test_mounts(void)
     char inner_trigger[PATH_MAX * 2 + 64];
     sfmt(inner_trigger, sizeof inner_trigger, "{\"inner\":\"%s\",\"other\":\"%s\"}",
          inner_root, other_root);
-    r = test_home_cli(&h, true, ARGS("run", "inner", "--trigger", inner_trigger));
-    result = run_result(r.out);
-    if (check(proc_exited_with(&r, 0) && json_is_object(result),
-              "fs mounts: the flow with mounted roots ran", "%s: %.400s%.300s",
-              proc_describe(&r), r.out, r.err)) {
-        expect(result, "inner_read", "denied",
-               "fs mounts: fs.read under a root that is a bind mount of a directory of the data "
-               "home is denied [guard: a mount root on the home's device that the home holds]");
-        expect(result, "inner_list", "denied",
-               "fs mounts: fs.list of that root is denied [same guard]");
-        expect(result, "other_read", "served",
-               "fs mounts: control: a root bind-mounted from elsewhere is read");
-    }
-    json_decref(result);
-    proc_result_free(&r);
+    static const struct expected_outcome MOUNTED_ROOTS[] = {
+        {"inner_read", "denied",
+         "fs mounts: fs.read under a root that is a bind mount of a directory of the data "
+         "home is denied [guard: a mount root on the home's device that the home holds]"},
+        {"inner_list", "denied", "fs mounts: fs.list of that root is denied [same guard]"},
+        {"other_read", "served", "fs mounts: control: a root bind-mounted from elsewhere is read"},
+    };
+    run_flow_expecting(&h, "inner", inner_trigger, "fs mounts: the flow with mounted roots ran",
+                       MOUNTED_ROOTS, sizeof MOUNTED_ROOTS / sizeof MOUNTED_ROOTS[0]);
 
     char *no_openat2 = run_without_openat2(&h, trigger);
-    result = no_openat2 != NULL ? run_result(no_openat2) : NULL;
+    json_t *result = no_openat2 != NULL ? run_result(no_openat2) : NULL;
     check(result != NULL && strcmp(field(result, "plain"), "denied") == 0 &&
               strstr(field(result, "plain_message"), "openat2") != NULL,
           "fs mounts: without openat2 (ENOSYS) every fs call is denied, saying why [guard: "

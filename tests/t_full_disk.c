@@ -277,10 +277,8 @@ int main(void)
     if (!check(unshare(CLONE_NEWNS) == 0 && mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0,
                "full disk: a mount namespace of the test's own", "%s", strerror(errno)))
         return harness_finish();
-    const char *root = harness_tmpdir("full-disk");
-    if (root == NULL)
+    if (!harness_tmpdir_copy("full-disk", g_root, sizeof g_root))
         return harness_finish();
-    snprintf(g_root, sizeof g_root, "%s", root);
     test_store_on_full_disk();
     test_sink_on_full_disk();
     char disk[PATH_MAX + 16];

@@ -709,10 +709,8 @@ int main(int argc, char **argv)
     if (!require_binary(harness_test_parent(), "hostile: ck-basal built") ||
         !require_binary(harness_path("test/tools/evil_worker"), "hostile: evil_worker built"))
         return harness_finish();
-    const char *tmp = harness_tmpdir("hostile");
-    if (tmp == NULL)
+    if (!harness_tmpdir_copy("hostile", g_root, sizeof g_root))
         return harness_finish();
-    snprintf(g_root, sizeof g_root, "%s", tmp);
     sfmt(g_home, sizeof g_home, "%s/home", g_root);
     sfmt(g_db, sizeof g_db, "%s/basal.db", g_home);
     char script[PATH_MAX];

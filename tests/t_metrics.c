@@ -650,10 +650,8 @@ int main(void)
     if (!require_binary(harness_test_parent(), "ck-basal") || !require_binary(PYTHON, "python3") ||
         !require_binary(CURL, "curl"))
         return harness_finish();
-    const char *dir = harness_tmpdir("metrics");
-    if (dir == NULL)
+    if (!harness_tmpdir_copy("metrics", g_dir, sizeof g_dir))
         return harness_finish();
-    sfmt(g_dir, sizeof g_dir, "%s", dir);
     sfmt(g_home, sizeof g_home, "%s/home", g_dir);
     test_real_home();
     test_label_escaping();

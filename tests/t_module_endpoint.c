@@ -309,12 +309,10 @@ static void test_unix_socket(void)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    const char *tmp = harness_tmpdir("endpoint");
-    if (tmp == NULL)
+    if (!harness_tmpdir_copy("endpoint", home, sizeof home))
         return harness_finish();
-    sfmt(home, sizeof home, "%s", tmp);
-    sfmt(log_path, sizeof log_path, "%s/requests.log", tmp);
-    sfmt(sock_path, sizeof sock_path, "%s/module.sock", tmp);
+    sfmt(log_path, sizeof log_path, "%s/requests.log", home);
+    sfmt(sock_path, sizeof sock_path, "%s/module.sock", home);
     test_catalog();
     struct test_server s = {0};
     if (check(server_start(&s, NULL), "server: the loopback module listens", "port %d", port)) {
@@ -322,8 +320,6 @@ int main(void)
         test_unix_socket();
     }
     test_server_stop(&s);
-    char dir[PATH_MAX];
-    sfmt(dir, sizeof dir, "%s", tmp);
-    harness_remove_tree(dir);
+    harness_remove_tree(home);
     return harness_finish();
 }

@@ -112,6 +112,20 @@ static void expect_error(const char *name, int code, const char *want, const cha
     json_decref(reply);
 }
 
+/* One request expect_error refuses: a row of a table the tests walk in order. */
+struct refusal {
+    const char *name;
+    int code;
+    const char *want;
+    const char *request;
+};
+
+static void expect_errors(const struct refusal *rows, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        expect_error(rows[i].name, rows[i].code, rows[i].want, rows[i].request);
+}
+
 static bool write_file(const char *dir, const char *name, const char *text)
 {
     char path[PATH_MAX + 64];
@@ -135,34 +149,39 @@ static void make_flow_dir(void)
 
 static void request_shape(void)
 {
-    expect_error("request an array [guard: the request's shape is checked]", 2, "not a JSON object",
-                 "[\"runs\"]");
-    expect_error("request a string", 2, "not a JSON object", "\"runs\"");
-    expect_error("request without cmd", 2, "\"cmd\"", "{\"args\":{}}");
-    expect_error("cmd a number", 2, "\"cmd\"", "{\"cmd\":7,\"args\":{}}");
-    expect_error("args an array", 2, "\"args\"", "{\"cmd\":\"runs\",\"args\":[]}");
-    expect_error("args null", 2, "\"args\"", "{\"cmd\":\"runs\",\"args\":null}");
-    expect_error("a key beside cmd and args", 2, "more than",
-                 "{\"cmd\":\"runs\",\"args\":{},\"x\":1}");
-    expect_error("unknown command", 2, "unknown command", "{\"cmd\":\"flow.drop\",\"args\":{}}");
-    expect_error("\"run\" without a serve: refused, naming what it needs", 1,
-                 "needs a running serve", "{\"cmd\":\"run\",\"args\":{\"flow\":\"alpha\"}}");
-    expect_error("\"flow.drain\" without a serve: refused, naming what it needs", 1,
-                 "needs a running serve", "{\"cmd\":\"flow.drain\",\"args\":{\"id\":\"alpha\"}}");
-    expect_error("\"serve.stop\" without a serve: refused, naming what it needs", 1,
-                 "needs a running serve", "{\"cmd\":\"serve.stop\"}");
+    static const struct refusal BAD_REQUESTS[] = {
+        {"request an array [guard: the request's shape is checked]", 2, "not a JSON object",
+         "[\"runs\"]"},
+        {"request a string", 2, "not a JSON object", "\"runs\""},
+        {"request without cmd", 2, "\"cmd\"", "{\"args\":{}}"},
+        {"cmd a number", 2, "\"cmd\"", "{\"cmd\":7,\"args\":{}}"},
+        {"args an array", 2, "\"args\"", "{\"cmd\":\"runs\",\"args\":[]}"},
+        {"args null", 2, "\"args\"", "{\"cmd\":\"runs\",\"args\":null}"},
+        {"a key beside cmd and args", 2, "more than", "{\"cmd\":\"runs\",\"args\":{},\"x\":1}"},
+        {"unknown command", 2, "unknown command", "{\"cmd\":\"flow.drop\",\"args\":{}}"},
+        {"\"run\" without a serve: refused, naming what it needs", 1, "needs a running serve",
+         "{\"cmd\":\"run\",\"args\":{\"flow\":\"alpha\"}}"},
+        {"\"flow.drain\" without a serve: refused, naming what it needs", 1,
+         "needs a running serve", "{\"cmd\":\"flow.drain\",\"args\":{\"id\":\"alpha\"}}"},
+        {"\"serve.stop\" without a serve: refused, naming what it needs", 1,
+         "needs a running serve", "{\"cmd\":\"serve.stop\"}"},
+    };
+    expect_errors(BAD_REQUESTS, sizeof BAD_REQUESTS / sizeof BAD_REQUESTS[0]);
 }
 
 static void flow_commands(void)
 {
     char request[PATH_MAX + 256];
     /* install: errors first, while nothing is installed. */
-    expect_error("flow.install: dir missing [guard: every argument is checked]", 2, "'dir' is missing",
-                 "{\"cmd\":\"flow.install\",\"args\":{}}");
-    expect_error("flow.install: dir a number", 2, "'dir' must be a string",
-                 "{\"cmd\":\"flow.install\",\"args\":{\"dir\":5}}");
-    expect_error("flow.install: dir relative", 2, "absolute",
-                 "{\"cmd\":\"flow.install\",\"args\":{\"dir\":\"alpha\"}}");
+    static const struct refusal BAD_INSTALLS[] = {
+        {"flow.install: dir missing [guard: every argument is checked]", 2, "'dir' is missing",
+         "{\"cmd\":\"flow.install\",\"args\":{}}"},
+        {"flow.install: dir a number", 2, "'dir' must be a string",
+         "{\"cmd\":\"flow.install\",\"args\":{\"dir\":5}}"},
+        {"flow.install: dir relative", 2, "absolute",
+         "{\"cmd\":\"flow.install\",\"args\":{\"dir\":\"alpha\"}}"},
+    };
+    expect_errors(BAD_INSTALLS, sizeof BAD_INSTALLS / sizeof BAD_INSTALLS[0]);
     sfmt(request, sizeof request,
          "{\"cmd\":\"flow.install\",\"args\":{\"dir\":\"%s\\u0000/x\"}}", g_root);
     expect_error("flow.install: dir with a NUL", 2, "NUL", request);
@@ -232,13 +251,17 @@ static void flow_commands(void)
     json_decref(reply);
 
     /* disable / enable */
-    expect_error("flow.disable: id missing", 2, "'id' is missing", "{\"cmd\":\"flow.disable\",\"args\":{}}");
-    expect_error("flow.enable: id an array", 2, "'id' must be a string",
-                 "{\"cmd\":\"flow.enable\",\"args\":{\"id\":[\"alpha\"]}}");
-    expect_error("flow.disable: unknown flow", 1, "beta",
-                 "{\"cmd\":\"flow.disable\",\"args\":{\"id\":\"beta\"}}");
-    expect_error("flow.enable: not a flow id", 1, "flow",
-                 "{\"cmd\":\"flow.enable\",\"args\":{\"id\":\"Bad Id\\n\"}}");
+    static const struct refusal BAD_DISABLE_ENABLE[] = {
+        {"flow.disable: id missing", 2, "'id' is missing",
+         "{\"cmd\":\"flow.disable\",\"args\":{}}"},
+        {"flow.enable: id an array", 2, "'id' must be a string",
+         "{\"cmd\":\"flow.enable\",\"args\":{\"id\":[\"alpha\"]}}"},
+        {"flow.disable: unknown flow", 1, "beta",
+         "{\"cmd\":\"flow.disable\",\"args\":{\"id\":\"beta\"}}"},
+        {"flow.enable: not a flow id", 1, "flow",
+         "{\"cmd\":\"flow.enable\",\"args\":{\"id\":\"Bad Id\\n\"}}"},
+    };
+    expect_errors(BAD_DISABLE_ENABLE, sizeof BAD_DISABLE_ENABLE / sizeof BAD_DISABLE_ENABLE[0]);
     data = expect_ok("flow.disable: ok", "{\"cmd\":\"flow.disable\",\"args\":{\"id\":\"alpha\"}}",
                      &reply);
     got = text_of(data);
@@ -291,15 +314,49 @@ static bool make_runs(void)
 
 static void run_commands(void)
 {
+    /* Every refusal first: the runs and journal answers below read the store, and only the
+     * cancel at the end changes it. */
+    static const struct refusal BAD_RUN_COMMANDS[] = {
+        /* runs */
+        {"runs: flow a number [guard: every argument is checked]", 2, "'flow' must be a string",
+         "{\"cmd\":\"runs\",\"args\":{\"flow\":1}}"},
+        {"runs: an extra argument", 2, "unexpected argument",
+         "{\"cmd\":\"runs\",\"args\":{\"state\":\"pending\"}}"},
+        {"runs: unknown flow", 1, "unknown flow 'beta'",
+         "{\"cmd\":\"runs\",\"args\":{\"flow\":\"beta\"}}"},
+        {"runs: not a flow id", 1, "not a flow id",
+         "{\"cmd\":\"runs\",\"args\":{\"flow\":\"../x\"}}"},
+        /* journal */
+        {"journal: run missing", 2, "'run' is missing", "{\"cmd\":\"journal\",\"args\":{}}"},
+        {"journal: run a number (it is text: N or cN)", 2, "'run' must be a string",
+         "{\"cmd\":\"journal\",\"args\":{\"run\":1}}"},
+        {"journal: run 0", 2, "'run'", "{\"cmd\":\"journal\",\"args\":{\"run\":\"0\"}}"},
+        {"journal: run -1", 2, "'run'", "{\"cmd\":\"journal\",\"args\":{\"run\":\"-1\"}}"},
+        {"journal: run past INT64_MAX", 2, "'run'",
+         "{\"cmd\":\"journal\",\"args\":{\"run\":\"9223372036854775808\"}}"},
+        {"journal: run text", 2, "'run'", "{\"cmd\":\"journal\",\"args\":{\"run\":\"one\"}}"},
+        {"journal: unknown run", 1, "unknown run 9",
+         "{\"cmd\":\"journal\",\"args\":{\"run\":\"9\"}}"},
+        {"journal: unknown codemode run", 1, "unknown codemode run c9",
+         "{\"cmd\":\"journal\",\"args\":{\"run\":\"c9\"}}"},
+        /* cancel */
+        {"cancel: run missing", 2, "'run' is missing", "{\"cmd\":\"cancel\",\"args\":{}}"},
+        {"cancel: run a string", 2, "'run' must be an integer",
+         "{\"cmd\":\"cancel\",\"args\":{\"run\":\"1\"}}"},
+        {"cancel: run 0", 2, "'run' must be from 1", "{\"cmd\":\"cancel\",\"args\":{\"run\":0}}"},
+        {"cancel: run a real", 2, "'run' must be an integer",
+         "{\"cmd\":\"cancel\",\"args\":{\"run\":1.0}}"},
+        {"cancel: reason a number", 2, "'reason' must be a string",
+         "{\"cmd\":\"cancel\",\"args\":{\"run\":1,\"reason\":7}}"},
+        {"cancel: reason with a line break", 2, "'reason'",
+         "{\"cmd\":\"cancel\",\"args\":{\"run\":1,\"reason\":\"a\\nb\"}}"},
+        {"cancel: reason empty", 2, "'reason' must be 1 to",
+         "{\"cmd\":\"cancel\",\"args\":{\"run\":1,\"reason\":\"\"}}"},
+        {"cancel: unknown run", 1, "9", "{\"cmd\":\"cancel\",\"args\":{\"run\":9}}"},
+    };
+    expect_errors(BAD_RUN_COMMANDS, sizeof BAD_RUN_COMMANDS / sizeof BAD_RUN_COMMANDS[0]);
+
     /* runs */
-    expect_error("runs: flow a number [guard: every argument is checked]", 2, "'flow' must be a string",
-                 "{\"cmd\":\"runs\",\"args\":{\"flow\":1}}");
-    expect_error("runs: an extra argument", 2, "unexpected argument",
-                 "{\"cmd\":\"runs\",\"args\":{\"state\":\"pending\"}}");
-    expect_error("runs: unknown flow", 1, "unknown flow 'beta'",
-                 "{\"cmd\":\"runs\",\"args\":{\"flow\":\"beta\"}}");
-    expect_error("runs: not a flow id", 1, "not a flow id",
-                 "{\"cmd\":\"runs\",\"args\":{\"flow\":\"../x\"}}");
     json_t *reply;
     json_t *data = expect_ok("runs: ok", "{\"cmd\":\"runs\",\"args\":{}}", &reply);
     check(json_array_size(data) == 2 &&
@@ -313,19 +370,6 @@ static void run_commands(void)
     json_decref(reply);
 
     /* journal */
-    expect_error("journal: run missing", 2, "'run' is missing", "{\"cmd\":\"journal\",\"args\":{}}");
-    expect_error("journal: run a number (it is text: N or cN)", 2, "'run' must be a string",
-                 "{\"cmd\":\"journal\",\"args\":{\"run\":1}}");
-    expect_error("journal: run 0", 2, "'run'", "{\"cmd\":\"journal\",\"args\":{\"run\":\"0\"}}");
-    expect_error("journal: run -1", 2, "'run'", "{\"cmd\":\"journal\",\"args\":{\"run\":\"-1\"}}");
-    expect_error("journal: run past INT64_MAX", 2, "'run'",
-                 "{\"cmd\":\"journal\",\"args\":{\"run\":\"9223372036854775808\"}}");
-    expect_error("journal: run text", 2, "'run'",
-                 "{\"cmd\":\"journal\",\"args\":{\"run\":\"one\"}}");
-    expect_error("journal: unknown run", 1, "unknown run 9",
-                 "{\"cmd\":\"journal\",\"args\":{\"run\":\"9\"}}");
-    expect_error("journal: unknown codemode run", 1, "unknown codemode run c9",
-                 "{\"cmd\":\"journal\",\"args\":{\"run\":\"c9\"}}");
     data = expect_ok("journal: ok", "{\"cmd\":\"journal\",\"args\":{\"run\":\"1\"}}", &reply);
     json_t *call = json_array_get(json_object_get(data, "calls"), 0);
     check(json_is_real(json_array_get(json_object_get(call, "args"), 1)) &&
@@ -347,17 +391,6 @@ static void run_commands(void)
     json_decref(reply);
 
     /* cancel */
-    expect_error("cancel: run missing", 2, "'run' is missing", "{\"cmd\":\"cancel\",\"args\":{}}");
-    expect_error("cancel: run a string", 2, "'run' must be an integer", "{\"cmd\":\"cancel\",\"args\":{\"run\":\"1\"}}");
-    expect_error("cancel: run 0", 2, "'run' must be from 1", "{\"cmd\":\"cancel\",\"args\":{\"run\":0}}");
-    expect_error("cancel: run a real", 2, "'run' must be an integer", "{\"cmd\":\"cancel\",\"args\":{\"run\":1.0}}");
-    expect_error("cancel: reason a number", 2, "'reason' must be a string",
-                 "{\"cmd\":\"cancel\",\"args\":{\"run\":1,\"reason\":7}}");
-    expect_error("cancel: reason with a line break", 2, "'reason'",
-                 "{\"cmd\":\"cancel\",\"args\":{\"run\":1,\"reason\":\"a\\nb\"}}");
-    expect_error("cancel: reason empty", 2, "'reason' must be 1 to",
-                 "{\"cmd\":\"cancel\",\"args\":{\"run\":1,\"reason\":\"\"}}");
-    expect_error("cancel: unknown run", 1, "9", "{\"cmd\":\"cancel\",\"args\":{\"run\":9}}");
     data = expect_ok("cancel: ok", "{\"cmd\":\"cancel\",\"args\":{\"run\":1,\"reason\":\"done\"}}",
                      &reply);
     char *got = text_of(data);
@@ -373,12 +406,15 @@ static void run_commands(void)
 
 static void health_command(void)
 {
-    expect_error("health: landlock missing [guard: every argument is checked]", 2, "'landlock' is missing",
-                 "{\"cmd\":\"health\",\"args\":{}}");
-    expect_error("health: landlock true", 2, "'landlock' must be a string",
-                 "{\"cmd\":\"health\",\"args\":{\"landlock\":true}}");
-    expect_error("health: landlock off", 2, "'landlock'",
-                 "{\"cmd\":\"health\",\"args\":{\"landlock\":\"off\"}}");
+    static const struct refusal BAD_HEALTHS[] = {
+        {"health: landlock missing [guard: every argument is checked]", 2,
+         "'landlock' is missing", "{\"cmd\":\"health\",\"args\":{}}"},
+        {"health: landlock true", 2, "'landlock' must be a string",
+         "{\"cmd\":\"health\",\"args\":{\"landlock\":true}}"},
+        {"health: landlock off", 2, "'landlock'",
+         "{\"cmd\":\"health\",\"args\":{\"landlock\":\"off\"}}"},
+    };
+    expect_errors(BAD_HEALTHS, sizeof BAD_HEALTHS / sizeof BAD_HEALTHS[0]);
     json_t *reply;
     json_t *data = expect_ok("health: ok", "{\"cmd\":\"health\",\"args\":{\"landlock\":\"optional\"}}",
                              &reply);

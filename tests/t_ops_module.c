@@ -145,88 +145,112 @@ static void test_catalog_happy(void)
     check(c.modules == NULL && c.count == 0, "catalog: free zeroes", "not zeroed");
 }
 
+/* One catalog refused: the whole text, or (text NULL) one_module's with extra and ops. */
+struct catalog_refusal {
+    const char *text;
+    const char *extra, *ops;
+    const char *want;
+    const char *name;
+};
+
 static void test_catalog_refusals(char *scratch_file)
 {
     char buf[8192];
-    /* guard: unknown fields are refused at every level (a typo never silently drops
-     * a bound). */
-    refuse("{\"modules\": {}, \"extra\": 1}", "modules.json: extra: unknown field",
-           "catalog: unknown top-level field refused [guard unknown-field]");
-    refuse_module(", \"color\": \"red\"", "{}", "modules.json: modules.t.color: unknown field",
-                  "catalog: unknown module field refused [guard unknown-field]");
-    refuse_module("", "{\"x\": {\"kind\": \"query\", \"safe\": true}}",
-                  "modules.json: modules.t.ops.x.safe: unknown field",
-                  "catalog: unknown op field refused [guard unknown-field]");
-    /* guard: duplicate keys (which one would win is not the operator's choice). */
-    sfmt(buf, sizeof buf,
+    /* The catalogs that name a program of this run. */
+    char duplicate_module[PATH_MAX * 2 + 128], not_executable[PATH_MAX + 64],
+        directory_program[PATH_MAX + 64], bad_module_name[PATH_MAX + 64],
+        seventeen_args[PATH_MAX + 192], number_arg[PATH_MAX + 96];
+    sfmt(duplicate_module, sizeof duplicate_module,
          "{\"modules\": {\"t\": {\"program\": \"%s\", \"ops\": {}}, \"t\": {\"program\": \"%s\","
          " \"ops\": {}}}}",
          module_bin, module_bin);
-    refuse(buf, "duplicate", "catalog: duplicate module key refused [guard JSON_REJECT_DUPLICATES]");
-    refuse_module("", "{\"x\": {\"kind\": \"query\", \"kind\": \"mutate\"}}", "duplicate",
-                  "catalog: duplicate op field refused [guard JSON_REJECT_DUPLICATES]");
-    /* guard: kind is one of two words. */
-    refuse_module("", "{\"create\": {\"kind\": \"write\"}}",
-                  "modules.json: modules.t.ops.create.kind: must be \"query\" or \"mutate\"",
-                  "catalog: bad op kind refused [guard kind-enum]");
-    refuse_module("", "{\"create\": {}}", "modules.t.ops.create.kind: missing",
-                  "catalog: missing op kind refused [guard kind-required]");
-    refuse_module("", "{\"x\": {\"kind\": \"query\", \"idempotent\": 1}}",
-                  "modules.t.ops.x.idempotent: must be true or false",
-                  "catalog: non-boolean idempotent refused");
-    /* guard: the program is an absolute path (no PATH search, no cwd dependence). */
-    refuse("{\"modules\": {\"t\": {\"program\": \"bin/true\", \"ops\": {}}}}",
-           "modules.t.program: must be an absolute path",
-           "catalog: relative program refused [guard program-absolute]");
-    /* guard: the program exists, is a regular file and is executable. */
-    sfmt(buf, sizeof buf, "{\"modules\": {\"t\": {\"program\": \"%s\", \"ops\": {}}}}",
-         scratch_file);
-    refuse(buf, "modules.t.program: the program is not executable",
-           "catalog: non-executable program refused [guard program-executable]");
-    refuse("{\"modules\": {\"t\": {\"program\": \"/nonexistent/prog\", \"ops\": {}}}}",
-           "modules.t.program: cannot use the program",
-           "catalog: missing program refused [guard program-exists]");
-    char as_program[PATH_MAX + 64];
-    sfmt(as_program, sizeof as_program, "{\"modules\": {\"t\": {\"program\": \"%s\", \"ops\": {}}}}",
-         home);
-    refuse(as_program, "modules.t.program: the program is not a regular file",
-           "catalog: directory as program refused [guard program-regular]");
-    /* guard: module and op names have the manifest's name form. */
-    sfmt(buf, sizeof buf, "{\"modules\": {\"Tickets\": {\"program\": \"%s\", \"ops\": {}}}}",
-         module_bin);
-    refuse(buf, "modules.Tickets: not a name", "catalog: bad module name refused [guard name-form]");
-    refuse_module("", "{\"-x\": {\"kind\": \"query\"}}", "modules.t.ops.-x: not a name",
-                  "catalog: bad op name refused [guard name-form]");
-    refuse_module("", "{\"a b\": {\"kind\": \"query\"}}", "modules.t.ops.\"a b\": not a name",
-                  "catalog: op name with a space refused, shown quoted [guard name-form]");
-    /* guard: at most 16 program arguments, all strings. */
-    sfmt(buf, sizeof buf,
+    sfmt(not_executable, sizeof not_executable,
+         "{\"modules\": {\"t\": {\"program\": \"%s\", \"ops\": {}}}}", scratch_file);
+    sfmt(directory_program, sizeof directory_program,
+         "{\"modules\": {\"t\": {\"program\": \"%s\", \"ops\": {}}}}", home);
+    sfmt(bad_module_name, sizeof bad_module_name,
+         "{\"modules\": {\"Tickets\": {\"program\": \"%s\", \"ops\": {}}}}", module_bin);
+    sfmt(seventeen_args, sizeof seventeen_args,
          "{\"modules\": {\"t\": {\"program\": \"%s\", \"args\": [\"1\",\"2\",\"3\",\"4\",\"5\","
          "\"6\",\"7\",\"8\",\"9\",\"10\",\"11\",\"12\",\"13\",\"14\",\"15\",\"16\",\"17\"], "
          "\"ops\": {}}}}",
          module_bin);
-    refuse(buf, "modules.t.args: 17 entries, more than the 16 allowed",
-           "catalog: 17 program args refused [guard max-args]");
-    sfmt(buf, sizeof buf,
+    sfmt(number_arg, sizeof number_arg,
          "{\"modules\": {\"t\": {\"program\": \"%s\", \"args\": [\"a\", 2], \"ops\": {}}}}",
          module_bin);
-    refuse(buf, "modules.t.args[1]: must be a string", "catalog: non-string arg refused");
-    /* guard: timeout and reply bounds. */
-    refuse_module(", \"timeout_ms\": 0", "{}", "modules.t.timeout_ms: must be between 1 and 600000",
-                  "catalog: timeout_ms 0 refused [guard timeout-bounds]");
-    refuse_module(", \"timeout_ms\": 600001", "{}", "modules.t.timeout_ms: must be between",
-                  "catalog: timeout_ms over 10 min refused [guard timeout-bounds]");
-    refuse_module(", \"timeout_ms\": \"10s\"", "{}", "modules.t.timeout_ms: must be an integer",
-                  "catalog: string timeout refused [guard timeout-bounds]");
-    refuse_module(", \"max_reply_bytes\": 8388609", "{}",
-                  "modules.t.max_reply_bytes: must be between 1 and 8388608",
-                  "catalog: max_reply_bytes over 8 MiB refused [guard reply-bounds]");
-    refuse_module("", "[]", "modules.t.ops: must be an object", "catalog: ops not an object");
-    refuse("{\"modules\": {\"t\": {\"program\": \"/bin/true\"}}}", "modules.t.ops: missing",
-           "catalog: module without ops refused");
-    refuse("{}", "modules.json: modules: missing", "catalog: no modules member refused");
-    refuse("{\"modules\": ", "modules.json: invalid JSON", "catalog: invalid JSON refused");
-    refuse("[]", "modules.json: must be an object", "catalog: a list refused");
+    const struct catalog_refusal REFUSALS[] = {
+        /* guard: unknown fields are refused at every level (a typo never silently drops
+         * a bound). */
+        {"{\"modules\": {}, \"extra\": 1}", NULL, NULL, "modules.json: extra: unknown field",
+         "catalog: unknown top-level field refused [guard unknown-field]"},
+        {NULL, ", \"color\": \"red\"", "{}", "modules.json: modules.t.color: unknown field",
+         "catalog: unknown module field refused [guard unknown-field]"},
+        {NULL, "", "{\"x\": {\"kind\": \"query\", \"safe\": true}}",
+         "modules.json: modules.t.ops.x.safe: unknown field",
+         "catalog: unknown op field refused [guard unknown-field]"},
+        /* guard: duplicate keys (which one would win is not the operator's choice). */
+        {duplicate_module, NULL, NULL, "duplicate",
+         "catalog: duplicate module key refused [guard JSON_REJECT_DUPLICATES]"},
+        {NULL, "", "{\"x\": {\"kind\": \"query\", \"kind\": \"mutate\"}}", "duplicate",
+         "catalog: duplicate op field refused [guard JSON_REJECT_DUPLICATES]"},
+        /* guard: kind is one of two words. */
+        {NULL, "", "{\"create\": {\"kind\": \"write\"}}",
+         "modules.json: modules.t.ops.create.kind: must be \"query\" or \"mutate\"",
+         "catalog: bad op kind refused [guard kind-enum]"},
+        {NULL, "", "{\"create\": {}}", "modules.t.ops.create.kind: missing",
+         "catalog: missing op kind refused [guard kind-required]"},
+        {NULL, "", "{\"x\": {\"kind\": \"query\", \"idempotent\": 1}}",
+         "modules.t.ops.x.idempotent: must be true or false",
+         "catalog: non-boolean idempotent refused"},
+        /* guard: the program is an absolute path (no PATH search, no cwd dependence). */
+        {"{\"modules\": {\"t\": {\"program\": \"bin/true\", \"ops\": {}}}}", NULL, NULL,
+         "modules.t.program: must be an absolute path",
+         "catalog: relative program refused [guard program-absolute]"},
+        /* guard: the program exists, is a regular file and is executable. */
+        {not_executable, NULL, NULL, "modules.t.program: the program is not executable",
+         "catalog: non-executable program refused [guard program-executable]"},
+        {"{\"modules\": {\"t\": {\"program\": \"/nonexistent/prog\", \"ops\": {}}}}", NULL, NULL,
+         "modules.t.program: cannot use the program",
+         "catalog: missing program refused [guard program-exists]"},
+        {directory_program, NULL, NULL, "modules.t.program: the program is not a regular file",
+         "catalog: directory as program refused [guard program-regular]"},
+        /* guard: module and op names have the manifest's name form. */
+        {bad_module_name, NULL, NULL, "modules.Tickets: not a name",
+         "catalog: bad module name refused [guard name-form]"},
+        {NULL, "", "{\"-x\": {\"kind\": \"query\"}}", "modules.t.ops.-x: not a name",
+         "catalog: bad op name refused [guard name-form]"},
+        {NULL, "", "{\"a b\": {\"kind\": \"query\"}}", "modules.t.ops.\"a b\": not a name",
+         "catalog: op name with a space refused, shown quoted [guard name-form]"},
+        /* guard: at most 16 program arguments, all strings. */
+        {seventeen_args, NULL, NULL, "modules.t.args: 17 entries, more than the 16 allowed",
+         "catalog: 17 program args refused [guard max-args]"},
+        {number_arg, NULL, NULL, "modules.t.args[1]: must be a string",
+         "catalog: non-string arg refused"},
+        /* guard: timeout and reply bounds. */
+        {NULL, ", \"timeout_ms\": 0", "{}", "modules.t.timeout_ms: must be between 1 and 600000",
+         "catalog: timeout_ms 0 refused [guard timeout-bounds]"},
+        {NULL, ", \"timeout_ms\": 600001", "{}", "modules.t.timeout_ms: must be between",
+         "catalog: timeout_ms over 10 min refused [guard timeout-bounds]"},
+        {NULL, ", \"timeout_ms\": \"10s\"", "{}", "modules.t.timeout_ms: must be an integer",
+         "catalog: string timeout refused [guard timeout-bounds]"},
+        {NULL, ", \"max_reply_bytes\": 8388609", "{}",
+         "modules.t.max_reply_bytes: must be between 1 and 8388608",
+         "catalog: max_reply_bytes over 8 MiB refused [guard reply-bounds]"},
+        {NULL, "", "[]", "modules.t.ops: must be an object", "catalog: ops not an object"},
+        {"{\"modules\": {\"t\": {\"program\": \"/bin/true\"}}}", NULL, NULL,
+         "modules.t.ops: missing", "catalog: module without ops refused"},
+        {"{}", NULL, NULL, "modules.json: modules: missing", "catalog: no modules member refused"},
+        {"{\"modules\": ", NULL, NULL, "modules.json: invalid JSON",
+         "catalog: invalid JSON refused"},
+        {"[]", NULL, NULL, "modules.json: must be an object", "catalog: a list refused"},
+    };
+    for (size_t i = 0; i < sizeof REFUSALS / sizeof REFUSALS[0]; i++) {
+        const struct catalog_refusal *r = &REFUSALS[i];
+        if (r->text != NULL)
+            refuse(r->text, r->want, r->name);
+        else
+            refuse_module(r->extra, r->ops, r->want, r->name);
+    }
     /* guard: a catalog anyone but the operator could have written is refused. */
     one_module(buf, sizeof buf, "", "{}");
     refuse_mode(buf, 0666, "group- or world-writable",
@@ -916,11 +940,10 @@ int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     module_bin = harness_path("test/tools/test_module");
-    const char *tmp = harness_tmpdir("ops");
-    if (tmp == NULL || !require_binary(module_bin, "ops: test_module built"))
+    if (!harness_tmpdir_copy("ops", home, sizeof home) ||
+        !require_binary(module_bin, "ops: test_module built"))
         return harness_finish();
-    sfmt(home, sizeof home, "%s", tmp);
-    sfmt(log_path, sizeof log_path, "%s/calls.log", tmp);
+    sfmt(log_path, sizeof log_path, "%s/calls.log", home);
     const char *plain = harness_tmp_file("plain-file", "not a program\n");
     char scratch[PATH_MAX];
     sfmt(scratch, sizeof scratch, "%s", plain);
@@ -932,10 +955,8 @@ int main(void)
     test_invoke();
     test_invoke_unprivileged();
     test_invoke_fails_closed();
-    test_sinks(tmp);
+    test_sinks(home);
 
-    char dir[PATH_MAX];
-    sfmt(dir, sizeof dir, "%s", tmp);
-    harness_remove_tree(dir);
+    harness_remove_tree(home);
     return harness_finish();
 }

@@ -77,28 +77,24 @@ static void test_required_fields(void)
     expect(WORKER_OS_MACOS, &w, false, "no Seatbelt",
            "welcome rules: macOS without Seatbelt refused (seccomp does not stand in) [guard macos-seatbelt]");
 
-    struct {
+    struct welcome_confinement win = WINDOWS_OK;
+    const struct {
         bool *field;
         const char *reason, *name;
-    } fields[5];
-    struct welcome_confinement win = WINDOWS_OK;
-    fields[0].field = &win.lpac_token;
-    fields[0].reason = "LPAC token";
-    fields[0].name = "welcome rules: Windows without the LPAC token refused [guard windows-lpac]";
-    fields[1].field = &win.untrusted_integrity;
-    fields[1].reason = "Untrusted";
-    fields[1].name = "welcome rules: Windows not at Untrusted refused [guard windows-untrusted]";
-    fields[2].field = &win.no_thread_token;
-    fields[2].reason = "impersonation token";
-    fields[2].name = "welcome rules: Windows with a thread token left refused [guard windows-thread-token]";
-    fields[3].field = &win.mitigations;
-    fields[3].reason = "mitigations";
-    fields[3].name = "welcome rules: Windows without the mitigations refused [guard windows-mitigations]";
-    fields[4].field = &win.handle_inventory;
-    fields[4].reason = "handle table";
-    fields[4].name = "welcome rules: Windows with a handle table outside its profile refused "
-                     "[guard windows-handles]";
-    for (size_t i = 0; i < 5; i++) {
+    } fields[] = {
+        {&win.lpac_token, "LPAC token",
+         "welcome rules: Windows without the LPAC token refused [guard windows-lpac]"},
+        {&win.untrusted_integrity, "Untrusted",
+         "welcome rules: Windows not at Untrusted refused [guard windows-untrusted]"},
+        {&win.no_thread_token, "impersonation token",
+         "welcome rules: Windows with a thread token left refused [guard windows-thread-token]"},
+        {&win.mitigations, "mitigations",
+         "welcome rules: Windows without the mitigations refused [guard windows-mitigations]"},
+        {&win.handle_inventory, "handle table",
+         "welcome rules: Windows with a handle table outside its profile refused "
+         "[guard windows-handles]"},
+    };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         win = WINDOWS_OK;
         *fields[i].field = false;
         expect(WORKER_OS_WINDOWS, &win, false, fields[i].reason, fields[i].name);

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,35 @@ bool cli_home_setup(const char *home, const char *modules_json, char *why, size_
             sfmt(why, why_cap, "cannot write %s", path);
     }
     return good;
+}
+
+bool cli_home_setup_or_fail(const char *home, const char *name, const char *modules_fmt, ...)
+{
+    char modules[8192], why[1024] = "";
+    va_list ap;
+    va_start(ap, modules_fmt);
+    int len = vsnprintf(modules, sizeof modules, modules_fmt, ap);
+    va_end(ap);
+    if (len < 0 || (size_t)len >= sizeof modules) {
+        fail(name, "the modules.json text is longer than %zu bytes", sizeof modules - 1);
+        return false;
+    }
+    if (!cli_home_setup(home, modules, why, sizeof why)) {
+        fail(name, "%s", why);
+        return false;
+    }
+    return true;
+}
+
+void cli_expect_refusals(const char *home, const struct cli_refusal *rows, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        struct proc_result r = cli_home(home, false, rows[i].args);
+        check(proc_exited_with(&r, rows[i].code) && strstr(r.err, rows[i].err) != NULL &&
+                  strchr(r.err, '\n') == r.err + r.err_len - 1 && r.out_len == 0,
+              rows[i].name, "%s, stderr %s", proc_describe(&r), r.err);
+        proc_result_free(&r);
+    }
 }
 
 bool flow_dir_write(const char *dir, const char *manifest_json, const char *script)

@@ -47,6 +47,23 @@ struct proc_result cli_home(const char *home, bool json, const char *const *args
 /* `setup` on home (an empty environment), then home/modules.json (0600) holding
  * modules_json unless it is NULL. False with the reason in why (why_cap > 0). */
 bool cli_home_setup(const char *home, const char *modules_json, char *why, size_t why_cap);
+/* cli_home_setup with the modules.json that modules_fmt and its arguments make (a
+ * catalog naming this run's test programs and logs); "not ok - name: <why>" when it
+ * fails, so a scenario can go on and fail where it needs the home. */
+__attribute__((format(printf, 3, 4))) bool cli_home_setup_or_fail(const char *home,
+                                                                 const char *name,
+                                                                 const char *modules_fmt, ...);
+
+/* A command line the CLI refuses: exit code, and one line on stderr holding err, nothing
+ * on stdout. */
+struct cli_refusal {
+    const char *name;
+    const char *const *args;
+    int code;
+    const char *err;
+};
+/* Runs each row's args on home as cli_home does and checks the refusal, named by the row. */
+void cli_expect_refusals(const char *home, const struct cli_refusal *rows, size_t count);
 
 /* Makes dir (if absent) and writes manifest.json and flow.js into it. */
 bool flow_dir_write(const char *dir, const char *manifest_json, const char *script);

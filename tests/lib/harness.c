@@ -250,6 +250,12 @@ bool require_binary(const char *path, const char *name)
     return true;
 }
 
+bool require_parent_and_module(const char *parent_name, const char *module_name)
+{
+    return require_binary(harness_test_parent(), parent_name) &&
+           require_binary(harness_path("test/tools/test_module"), module_name);
+}
+
 /* ---- time ----------------------------------------------------------------------- */
 
 static int64_t now_ms(void)
@@ -1118,6 +1124,25 @@ bool harness_real_tmpdir(const char *name, char *out, size_t cap)
     }
     memcpy(out, real, strlen(real) + 1);
     free(real);
+    return true;
+}
+
+void mkdir_or_fail(const char *path, const char *name)
+{
+    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+        fail(name, "%s: %s", path, strerror(errno));
+}
+
+bool harness_tmpdir_copy(const char *name, char *out, size_t cap)
+{
+    const char *tmp = harness_tmpdir(name);
+    if (tmp == NULL)
+        return false;
+    if (strlen(tmp) >= cap) {
+        fail("harness: temporary directory", "%s: path too long", tmp);
+        return false;
+    }
+    memcpy(out, tmp, strlen(tmp) + 1);
     return true;
 }
 

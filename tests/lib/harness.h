@@ -109,6 +109,9 @@ const char *harness_launcher(void);       /* build/test/tools/launch */
 /* Reports "not ok - name: <path> missing or not executable" and returns false if the
  * file is not an executable regular file. */
 bool require_binary(const char *path, const char *name);
+/* require_binary for harness_test_parent() and then build/test/tools/test_module (the
+ * operator module of the CLI tests), under the names given; true if both are there. */
+bool require_parent_and_module(const char *parent_name, const char *module_name);
 
 /* ---- child processes ----------------------------------------------------------- */
 
@@ -238,9 +241,15 @@ const char *harness_tmpdir(const char *name);
  * out: for tests that compare the paths basal reports. False (with a "not ok" line)
  * on failure. */
 bool harness_real_tmpdir(const char *name, char *out, size_t cap);
+/* harness_tmpdir as it is (links not resolved), copied into out: for a test that keeps
+ * its root in a buffer of its own. False (with a "not ok" line) on failure. */
+bool harness_tmpdir_copy(const char *name, char *out, size_t cap);
 /* Writes text to <harness_tmpdir>/<file> and returns the path (a ring of 16 static
  * buffers), or "/nonexistent" if it cannot be written (the run then fails visibly). */
 const char *harness_tmp_file(const char *file, const char *text);
+/* Makes the directory path (0755) unless it is there already; else "not ok - name"
+ * naming path and the error. */
+void mkdir_or_fail(const char *path, const char *name);
 /* Removes the directory made by harness_tmpdir and the files directly in it. */
 void harness_remove_tmpdir(void);
 /* Removes path and everything below it, never following a link; directories are

@@ -29,23 +29,18 @@ import argparse
 import json
 import socket
 import ssl
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
-from server_lifetime import end_with_test
+from server_lifetime import append_log_line, end_with_test, serve_loopback
 
 ARGS = None
-LOG_LOCK = threading.Lock()
 
 
 def log_request(method, path, key):
-    if ARGS.log is None:
-        return
-    with LOG_LOCK, open(ARGS.log, "a", encoding="utf-8") as f:
-        f.write(f"{method} {path} idem={key or '-'}\n")
-        f.flush()
+    if ARGS.log is not None:
+        append_log_line(ARGS.log, f"{method} {path} idem={key or '-'}")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -164,10 +159,7 @@ def main():
         print(f"port {listener.getsockname()[1]}", flush=True)
         silent(listener)
         return
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    print(f"port {server.server_address[1]}", flush=True)
-    server.serve_forever()
+    serve_loopback(Handler)
 
 
 if __name__ == "__main__":

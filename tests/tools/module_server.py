@@ -25,21 +25,17 @@ import argparse
 import json
 import socket
 import socketserver
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
-from server_lifetime import end_with_test
+from server_lifetime import append_log_line, end_with_test, serve_loopback
 
 ARGS = None
-LOG_LOCK = threading.Lock()
 
 
 def log_request(method, path, key, ctype, body):
-    with LOG_LOCK, open(ARGS.log, "a", encoding="utf-8") as f:
-        text = body.decode("utf-8", "replace").replace("\n", " ").strip()
-        f.write(f"{method} {path} idem={key or '-'} ctype={ctype or '-'} body={text}\n")
-        f.flush()
+    text = body.decode("utf-8", "replace").replace("\n", " ").strip()
+    append_log_line(ARGS.log, f"{method} {path} idem={key or '-'} ctype={ctype or '-'} body={text}")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -110,11 +106,9 @@ def main():
     if ARGS.unix:
         server = UnixServer(ARGS.unix, Handler)
         print(f"unix {ARGS.unix}", flush=True)
+        server.serve_forever()
     else:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
-        print(f"port {server.server_address[1]}", flush=True)
-    server.serve_forever()
+        serve_loopback(Handler)
 
 
 if __name__ == "__main__":

@@ -22,8 +22,8 @@
 # is not a trace that misses them.
 set -u
 cd "$(dirname "$0")/.." || exit 2
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/basal-one-shot.XXXXXX") || exit 2
-trap 'rm -rf "$scratch"' EXIT
+. tests/lib/harness.sh
+scratch_dir one-shot
 chmod 700 "$scratch"
 
 if ! command -v strace >/dev/null; then
@@ -109,9 +109,7 @@ for bin in build/bin build/test/bin; do
 {"format": 1, "id": "w1", "version": 1, "purpose": "Sum the numbers below 1000",
  "trigger": {"manual": true}}
 EOF
-    approve=$("$cb" --home "$home" flow install "$flow" 2>&1 | sed -n 's/^approve with: ck-basal //p')
-    # shellcheck disable=SC2086 # the printed command's words
-    if [ -n "$approve" ] && "$cb" --home "$home" $approve >/dev/null 2>&1; then
+    if install_approved "$cb" "$home" "$flow"; then
         workers "$bin" "run of an approved flow" 1 "$cb" --home "$home" run w1
         syncs "$bin" "$home" "$cb" --home "$home" run w1
     else

@@ -23,8 +23,8 @@
 # The control: the m=2 run's count is above S0, so the trace sees the syncs a run makes.
 set -u
 cd "$(dirname "$0")/.." || exit 2
-scratch=$(mktemp -d "${TMPDIR:-/tmp}/basal-query-durability.XXXXXX") || exit 2
-trap 'rm -rf "$scratch"' EXIT
+. tests/lib/harness.sh
+scratch_dir query-durability
 chmod 700 "$scratch"
 
 if ! command -v strace >/dev/null || ! command -v sqlite3 >/dev/null; then
@@ -72,24 +72,17 @@ wal_syncs() {
 check() { # LABEL GOT WANT_SYNCS WANT_CALLS
     local label=$1 got=$2 want=$3 calls=$4
     if [ "$got" = "$want $calls $calls succeeded" ]; then
-        echo "ok - query durability: $label: $want WAL syncs, $calls calls journaled with outcomes and audited"
+        ok "query durability: $label: $want WAL syncs, $calls calls journaled with outcomes and audited"
     else
-        echo "not ok - query durability: $label: got (syncs, calls with outcomes, audited, state) '$got', want '$want $calls $calls succeeded'"
+        not_ok "query durability: $label" "got (syncs, calls with outcomes, audited, state) '$got', want '$want $calls $calls succeeded'"
     fi
 }
 
 for bin in build/bin build/test/bin; do
-    cb=$bin/ck-basal
-    if [ ! -x "$cb" ]; then
-        echo "not ok - query durability: $cb is missing (make test-build)"
-        continue
-    fi
-    home=$scratch/home-${bin//\//-}
+    cb=$bin/ck-basal home=$scratch/home-${bin//\//-}
+    [ -x "$cb" ] || { not_ok "query durability: $cb" "missing (make test-build)"; continue; }
     rm -rf "$scratch/root"/out*
-    approve=$("$cb" --home "$home" setup >/dev/null 2>&1 &&
-        "$cb" --home "$home" flow install "$scratch/flow" 2>&1 | sed -n 's/^approve with: ck-basal //p')
-    # shellcheck disable=SC2086 # the printed command's words
-    if [ -z "$approve" ] || ! "$cb" --home "$home" $approve >/dev/null 2>&1; then
+    if ! install_approved "$cb" "$home" "$scratch/flow"; then
         echo "not ok - query durability: $bin: the flow could not be installed and approved"
         continue
     fi

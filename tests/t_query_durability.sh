@@ -21,14 +21,21 @@
 # owe_audit the fs.stat rows have none (checked red)]. A query's outcome is written
 # with its delivery order, not by a transaction of its own: one commit per query.
 # The control: the m=2 run's count is above S0, so the trace sees the syncs a run makes.
+#
+# A codemode run the same way (trigger {q, m}; C0 the syncs of a run without calls):
+#   q=4 calls of a query tool    C0 [guard: codemode_host.c's in_txn_as(h, query, ...):
+#                                with every row synced, each adds 2 (checked red)]
+#   then m=1 of a mutation tool  C0 + 2 (its row before the module runs, its outcome)
+# and every call row is settled, the run succeeded.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 . tests/lib/harness.sh
 scratch_dir query-durability
 chmod 700 "$scratch"
 
-if ! command -v strace >/dev/null || ! command -v sqlite3 >/dev/null; then
-    echo "not ok - query durability: strace or sqlite3 is missing (scripts/install-deps.sh --test installs them)"
+module=build/test/tools/test_module
+if ! command -v strace >/dev/null || ! command -v sqlite3 >/dev/null || [ ! -x "$module" ]; then
+    echo "not ok - query durability: strace, sqlite3 or $module is missing (scripts/install-deps.sh --test, make test-build)"
     exit 0
 fi
 
@@ -47,6 +54,31 @@ cat >"$scratch/flow/manifest.json" <<EOF
 {"format": 1, "id": "mix", "version": 1, "purpose": "Stat and write files",
  "trigger": {"manual": true}, "fs": {"read": ["$scratch/root"], "write": ["$scratch/root"]}}
 EOF
+
+cat >"$scratch/agent.js" <<'EOF'
+let seen = 0;
+for (let i = 0; i < trigger.q; i++) seen += (await tools.call('echo_note', {text: 'n' + i})) ? 1 : 0;
+for (let i = 0; i < trigger.m; i++) seen += await tools.call('add_numbers', {a: i, b: 1});
+return seen;
+EOF
+
+# codemode_syncs CB HOME TRIGGER: prints "SYNCS SETTLED_CALLS STATE" of one codemode run
+codemode_syncs() {
+    local cb=$1 home=$2 trigger=$3 trace=$scratch/trace
+    rm -f "$trace"
+    sqlite3 "$home/basal.db" "PRAGMA wal_checkpoint(TRUNCATE)" >/dev/null 2>&1
+    strace -f -qq -y -e trace=fsync,fdatasync -e signal=none -o "$trace" \
+        "$cb" --home "$home" codemode run "$scratch/agent.js" --input "$trigger" >/dev/null 2>&1 || {
+        echo "run-failed 0 none"
+        return
+    }
+    local syncs calls
+    syncs=$(grep -c "sync([0-9]*<$home/basal.db-wal>)" "$trace")
+    calls=$(sqlite3 "file:$home/basal.db?mode=ro" "SELECT count(*) || ' ' || (SELECT state FROM
+        codemode_runs ORDER BY id DESC LIMIT 1) FROM codemode_calls WHERE run_id =
+        (SELECT max(id) FROM codemode_runs) AND state = 'settled'" 2>&1)
+    echo "$syncs $calls"
+}
 
 # wal_syncs CB HOME TRIGGER: prints "SYNCS CALLS_WITH_OUTCOME STATE" of one run
 wal_syncs() {
@@ -103,5 +135,33 @@ for bin in build/bin build/test/bin; do
         echo "ok - query durability: $bin: the writes happened"
     else
         echo "not ok - query durability: $bin: out1 holds '$(cat "$scratch/root/out1" 2>&1)'"
+    fi
+
+    # codemode: a catalog of a query tool and a mutation tool
+    cat >"$home/modules.json" <<EOF
+{"modules": {"notes": {"program": "$PWD/$module", "args": ["--log", "$scratch/module.log"],
+  "ops": {"echo": {"kind": "query"}, "add": {"kind": "mutate"}}}}}
+EOF
+    cat >"$home/tools.json" <<'EOF'
+{"tools": {
+  "echo_note": {"description": "Echo a note.", "module": "notes", "op": "echo", "class": "query",
+    "input": {"type": "object", "properties": {"text": {"type": "string"}}}},
+  "add_numbers": {"description": "Add two numbers.", "module": "notes", "op": "add",
+    "class": "mutation", "input": {"type": "object", "properties": {"a": {"type": "integer"},
+    "b": {"type": "integer"}}}}}}
+EOF
+    base=$(codemode_syncs "$cb" "$home" '{"q":0,"m":0}')
+    c0=${base%% *}
+    got=$(codemode_syncs "$cb" "$home" '{"q":4,"m":0}')
+    if [ "$got" = "$c0 4 succeeded" ]; then
+        ok "query durability: $bin: codemode: 4 query tool calls add no sync to C0 ($c0), all settled"
+    else
+        not_ok "query durability: $bin: codemode: 4 query tool calls" "got (syncs, settled, state) '$got', want '$c0 4 succeeded' (C0 from '$base')"
+    fi
+    got=$(codemode_syncs "$cb" "$home" '{"q":4,"m":1}')
+    if [ "$got" = "$((c0 + 2)) 5 succeeded" ]; then
+        ok "query durability: $bin: codemode: a mutation tool call after them adds 2 syncs, all settled"
+    else
+        not_ok "query durability: $bin: codemode: a mutation tool call" "got (syncs, settled, state) '$got', want '$((c0 + 2)) 5 succeeded'"
     fi
 done

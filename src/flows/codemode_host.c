@@ -111,19 +111,29 @@ __attribute__((format(printf, 2, 3))) static void set_broken(struct codemode_hos
     va_end(ap);
 }
 
-/* One transaction around fn; on failure the host stops. 0 or -1. */
-static int in_txn(struct codemode_host *h,
-                  int (*fn)(struct codemode_host *h, const void *arg, char *err, size_t cap),
-                  const void *arg)
+/* One transaction around fn; on failure the host stops. 0 or -1. unsynced: the commit
+ * does not wait for the disk (a query tool's rows: the run's end, which does, takes
+ * them with it; docs/flows.md, "Durability"). */
+static int in_txn_as(struct codemode_host *h, bool unsynced,
+                     int (*fn)(struct codemode_host *h, const void *arg, char *err, size_t cap),
+                     const void *arg)
 {
     char err[512] = "";
     struct store *s = h->cfg.store;
-    if (store_begin_txn(s, err, sizeof err) != 0 ||
+    if ((unsynced ? store_begin_txn_unsynced(s, err, sizeof err)
+                  : store_begin_txn(s, err, sizeof err)) != 0 ||
         store_end_txn(s, fn(h, arg, err, sizeof err), err, sizeof err) != 0) {
         set_broken(h, "%s", err[0] != '\0' ? err : "store: cannot record a call");
         return -1;
     }
     return 0;
+}
+
+static int in_txn(struct codemode_host *h,
+                  int (*fn)(struct codemode_host *h, const void *arg, char *err, size_t cap),
+                  const void *arg)
+{
+    return in_txn_as(h, false, fn, arg);
 }
 
 struct record_args {
@@ -292,17 +302,18 @@ static int tool_call(struct codemode_host *h, const struct host_call *call,
     if (v.refused) {
         rc = record_refusal(h, call, &v, out);
     } else {
+        bool query = !v.tool->mutation; /* its rows need not wait for the disk */
         struct codemode_call_entry c;
         struct record_args a = {&c, NULL};
         if (fill_call(call, &v, &c) != 0 || codemode_call_key(h->cfg.run_id, call->position,
                                                                c.key) != 0) {
             rc = -1;
-        } else if (in_txn(h, record_fn, &a) != 0) {
+        } else if (in_txn_as(h, query, record_fn, &a) != 0) {
             rc = host_reject(out, HOST_CODE_IO_ERROR, "%s", h->broken);
         } else if ((rc = perform(h, &v, c.key, out)) == 0) {
             c.settlement = out->settlement;
             c.value = out->value;
-            if (in_txn(h, settle_fn, &c) != 0) {
+            if (in_txn_as(h, query, settle_fn, &c) != 0) {
                 /* The tool ran; the row stays pending for the record. */
                 host_settlement_free(out);
                 rc = host_reject(out, HOST_CODE_IO_ERROR, "%s", h->broken);

@@ -122,9 +122,7 @@ static int entry_read(sqlite3_stmt *st, struct journal_entry *e)
         value_col = 11;
     }
     e->has_outcome = settlement != NULL;
-    e->settlement = settlement != NULL && strcmp(settlement, "fulfilled") == 0
-                        ? PROTO_SETTLEMENT_FULFILLED
-                        : PROTO_SETTLEMENT_REJECTED;
+    e->settlement = sql_settlement_parse(settlement);
     e->delivery_order =
         sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9);
     if (sql_column_dup(st, 1, &e->kind, NULL) != 0 ||
@@ -150,23 +148,18 @@ static void entry_drop(void *elem)
 int journal_load(struct store *s, int64_t run_id, struct journal_entry **rows,
                  size_t *count, char *err, size_t err_cap)
 {
-    *rows = NULL;
-    *count = 0;
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
-    if (sql_prepare(db, "SELECT j.position, j.kind, j.args, j.args_digest, j.idempotency_key,"
-                        " j.class, j.state, j.settlement, j.value, j.delivery_order,"
-                        " m.settlement, m.value FROM journal j LEFT JOIN mailbox m"
-                        " ON m.run_id = j.run_id AND m.position = j.position"
-                        " WHERE j.run_id = ?1 ORDER BY j.position", &st, err, err_cap) != 0)
-        return -1;
-    sqlite3_bind_int64(st, 1, run_id);
     void *list;
-    if (sql_collect(db, st, sizeof **rows, entry_read_row, entry_drop, &list, count, err,
-                    err_cap) != 0)
-        return -1;
-    *rows = list;
-    return 0;
+    int rc = sql_select_by_id(store_db(s),
+                              "SELECT j.position, j.kind, j.args, j.args_digest,"
+                              " j.idempotency_key, j.class, j.state, j.settlement, j.value,"
+                              " j.delivery_order, m.settlement, m.value FROM journal j"
+                              " LEFT JOIN mailbox m ON m.run_id = j.run_id"
+                              " AND m.position = j.position"
+                              " WHERE j.run_id = ?1 ORDER BY j.position",
+                              run_id, sizeof **rows, entry_read_row, entry_drop, &list, count,
+                              err, err_cap);
+    *rows = list; /* NULL when rc is -1 */
+    return rc;
 }
 
 /* ---- writing ---------------------------------------------------------------------- */
@@ -192,11 +185,6 @@ int journal_insert(struct store *s, int64_t run_id, const struct journal_entry *
     return sql_run(db, st, err, err_cap);
 }
 
-static const char *settlement_name(enum proto_settlement settlement)
-{
-    return settlement == PROTO_SETTLEMENT_FULFILLED ? "fulfilled" : "rejected";
-}
-
 int journal_mailbox_put(struct store *s, int64_t run_id, uint32_t position,
                         enum proto_settlement settlement, const char *value, char *err,
                         size_t err_cap)
@@ -208,7 +196,7 @@ int journal_mailbox_put(struct store *s, int64_t run_id, uint32_t position,
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_int64(st, 2, position);
-    sqlite3_bind_text(st, 3, settlement_name(settlement), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, sql_settlement_name(settlement), -1, SQLITE_STATIC);
     sqlite3_bind_blob(st, 4, value, (int)strlen(value), SQLITE_STATIC);
     sqlite3_bind_int64(st, 5, sql_now_ms());
     return sql_run(db, st, err, err_cap);
@@ -240,7 +228,7 @@ int journal_deliver(struct store *s, int64_t run_id, uint32_t position,
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_int64(st, 2, position);
-    sqlite3_bind_text(st, 3, settlement_name(settlement), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, sql_settlement_name(settlement), -1, SQLITE_STATIC);
     sqlite3_bind_blob(st, 4, value, (int)strlen(value), SQLITE_STATIC);
     sqlite3_bind_int64(st, 5, order);
     sqlite3_bind_int64(st, 6, sql_now_ms());

@@ -2,6 +2,7 @@
 #include "store/codemode_store.h"
 
 #include "base/error_line.h"
+#include "store/audit.h"
 #include "store/journal.h"
 #include "store/runs.h"
 #include "store/sql.h"
@@ -197,19 +198,8 @@ void codemode_call_free(struct codemode_call *c)
 int codemode_audit(struct store *s, int64_t run_id, int64_t position, const char *kind,
                    bool allowed, const char *reason, char *err, size_t err_cap)
 {
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
-    if (sql_prepare(db, "INSERT INTO audit (at, codemode_run_id, position, kind, decision,"
-                        " reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &st, err, err_cap) != 0)
-        return -1;
-    sqlite3_bind_int64(st, 1, sql_now_ms());
-    sqlite3_bind_int64(st, 2, run_id);
-    if (position >= 0)
-        sqlite3_bind_int64(st, 3, position);
-    sqlite3_bind_text(st, 4, kind, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, allowed ? "allowed" : "refused", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 6, reason, -1, SQLITE_STATIC);
-    return sql_run(db, st, err, err_cap);
+    struct audit_row row = {NULL, -1, run_id, position, kind, allowed, reason};
+    return audit_append(s, &row, err, err_cap);
 }
 
 int codemode_call_record(struct store *s, int64_t run_id, const struct codemode_call_entry *c,

@@ -1,6 +1,7 @@
 #include "store/journal.h"
 
 #include "base/error_line.h"
+#include "base/hex_text.h"
 #include "base/sha256.h"
 #include "store/sql.h"
 #include "store/store_internal.h"
@@ -67,22 +68,12 @@ void journal_entries_free(struct journal_entry *list, size_t count)
 
 /* ---- digests and keys ------------------------------------------------------------- */
 
-static void hex(const unsigned char *bytes, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[bytes[i] >> 4];
-        out[2 * i + 1] = digits[bytes[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
 /* SHA-256 over parts, each given as (bytes, len), in hex. */
 static int sha256_hex(const void *const *parts, const size_t *lens, size_t n, char *out)
 {
     uint8_t digest[SHA256_BYTES];
     sha256_parts(parts, lens, n, digest);
-    hex(digest, sizeof digest, out);
+    hex_text(digest, sizeof digest, out);
     return 0;
 }
 

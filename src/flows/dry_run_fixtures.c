@@ -33,24 +33,38 @@ static bool kind_valid(const char *s, size_t n)
     return true;
 }
 
+static bool message_valid(const char *s, size_t n)
+{
+    (void)s;
+    return n <= MESSAGE_MAX;
+}
+
+/* The field key of obj (at path): present, a string, and valid(); else refused "missing"
+ * or with must. */
+static int want_string(struct field_check *c, const json_t *obj, const char *path,
+                       const char *key, bool (*valid)(const char *s, size_t n), const char *must)
+{
+    char at[FIELD_PATH_CAP];
+    const json_t *v = json_object_get(obj, key);
+    field_key_path(at, sizeof at, path, key);
+    if (v == NULL)
+        return field_fail(c, at, "missing");
+    if (!json_is_string(v) || !valid(json_string_value(v), json_string_length(v)))
+        return field_fail(c, at, "%s", must);
+    return 0;
+}
+
 static int check_error(struct field_check *c, json_t *error, const char *path)
 {
     static const char *const keys[] = {"code", "message", NULL};
     if (field_want_object(c, error, path, keys) != 0)
         return -1;
-    char at[FIELD_PATH_CAP];
-    const json_t *code = json_object_get(error, "code");
-    field_key_path(at, sizeof at, path, "code");
-    if (code == NULL)
-        return field_fail(c, at, "missing");
-    if (!json_is_string(code) || !code_valid(json_string_value(code), json_string_length(code)))
-        return field_fail(c, at, "must be 1-32 of [a-z0-9_]");
-    const json_t *message = json_object_get(error, "message");
-    field_key_path(at, sizeof at, path, "message");
-    if (message == NULL)
-        return field_fail(c, at, "missing");
-    if (!json_is_string(message) || json_string_length(message) > MESSAGE_MAX)
-        return field_fail(c, at, "must be a string of at most %u bytes", MESSAGE_MAX);
+    char message_must[64];
+    snprintf(message_must, sizeof message_must, "must be a string of at most %u bytes",
+             MESSAGE_MAX);
+    if (want_string(c, error, path, "code", code_valid, "must be 1-32 of [a-z0-9_]") != 0 ||
+        want_string(c, error, path, "message", message_valid, message_must) != 0)
+        return -1;
     return 0;
 }
 
@@ -59,14 +73,11 @@ static int check_entry(struct field_check *c, json_t *e, const char *path)
     static const char *const keys[] = {"kind", "position", "args", "result", "error", NULL};
     if (field_want_object(c, e, path, keys) != 0)
         return -1;
+    if (want_string(c, e, path, "kind", kind_valid,
+                    "must be a call's kind (1-64 printable ASCII characters, such as"
+                    " \"ops.call\")") != 0)
+        return -1;
     char at[FIELD_PATH_CAP];
-    const json_t *kind = json_object_get(e, "kind");
-    field_key_path(at, sizeof at, path, "kind");
-    if (kind == NULL)
-        return field_fail(c, at, "missing");
-    if (!json_is_string(kind) || !kind_valid(json_string_value(kind), json_string_length(kind)))
-        return field_fail(c, at, "must be a call's kind (1-64 printable ASCII characters, such"
-                          " as \"ops.call\")");
     const json_t *position = json_object_get(e, "position");
     long long ignored;
     if (position != NULL &&

@@ -2,11 +2,13 @@
 #include "flows/dry_run_host.h"
 
 #include "base/json_js.h"
+#include "base/position_search.h"
 #include "flows/flow_host.h"
 #include "flows/host_kinds.h"
 #include "store/store.h"
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,15 +83,8 @@ const char *dry_run_host_stopped(const struct dry_run_host *h)
 /* The records are in position order. */
 static struct dry_run_call *find_call(struct dry_run_host *h, uint32_t position)
 {
-    size_t lo = 0, hi = h->count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (h->calls[mid].position < position)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < h->count && h->calls[lo].position == position ? &h->calls[lo] : NULL;
+    return position_search(h->calls, h->count, sizeof *h->calls,
+                           offsetof(struct dry_run_call, position), position);
 }
 
 /* A new record at its place in position order (a call the driver refused without

@@ -2,6 +2,7 @@
 #include "store/codemode_store.h"
 
 #include "base/error_line.h"
+#include "store/audit.h"
 #include "store/journal.h"
 #include "store/runs.h"
 #include "store/sql.h"
@@ -197,24 +198,8 @@ void codemode_call_free(struct codemode_call *c)
 int codemode_audit(struct store *s, int64_t run_id, int64_t position, const char *kind,
                    bool allowed, const char *reason, char *err, size_t err_cap)
 {
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
-    if (sql_prepare(db, "INSERT INTO audit (at, codemode_run_id, position, kind, decision,"
-                        " reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &st, err, err_cap) != 0)
-        return -1;
-    sqlite3_bind_int64(st, 1, sql_now_ms());
-    sqlite3_bind_int64(st, 2, run_id);
-    if (position >= 0)
-        sqlite3_bind_int64(st, 3, position);
-    sqlite3_bind_text(st, 4, kind, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, allowed ? "allowed" : "refused", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 6, reason, -1, SQLITE_STATIC);
-    return sql_run(db, st, err, err_cap);
-}
-
-static const char *settlement_name(enum proto_settlement s)
-{
-    return s == PROTO_SETTLEMENT_FULFILLED ? "fulfilled" : "rejected";
+    struct audit_row row = {NULL, -1, run_id, position, kind, allowed, reason};
+    return audit_append(s, &row, err, err_cap);
 }
 
 int codemode_call_record(struct store *s, int64_t run_id, const struct codemode_call_entry *c,
@@ -244,7 +229,7 @@ int codemode_call_record(struct store *s, int64_t run_id, const struct codemode_
     sqlite3_bind_text(st, 11, c->allowed ? "allowed" : "refused", -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 12, c->settled ? "settled" : "pending", -1, SQLITE_STATIC);
     if (c->settled) {
-        sqlite3_bind_text(st, 13, settlement_name(c->settlement), -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 13, sql_settlement_name(c->settlement), -1, SQLITE_STATIC);
         if (c->value != NULL)
             sqlite3_bind_blob(st, 14, c->value, (int)strlen(c->value), SQLITE_STATIC);
         sqlite3_bind_int64(st, 16, now);
@@ -268,7 +253,7 @@ int codemode_call_settle(struct store *s, int64_t run_id, uint32_t position,
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_int64(st, 2, position);
-    sqlite3_bind_text(st, 3, settlement_name(settlement), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, sql_settlement_name(settlement), -1, SQLITE_STATIC);
     if (value != NULL)
         sqlite3_bind_blob(st, 4, value, (int)strlen(value), SQLITE_STATIC);
     sqlite3_bind_int64(st, 5, sql_now_ms());
@@ -355,18 +340,11 @@ int codemode_run_get(struct store *s, int64_t id, struct codemode_run_row *out, 
 int codemode_runs_list(struct store *s, struct codemode_run_row **rows, size_t *count,
                        char *err, size_t err_cap)
 {
-    *rows = NULL;
-    *count = 0;
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
-    if (sql_prepare(db, "SELECT " RUN_COLUMNS " FROM codemode_runs ORDER BY id", &st, err,
-                    err_cap) != 0)
-        return -1;
     void *list;
-    if (sql_collect(db, st, sizeof **rows, run_read, run_drop, &list, count, err, err_cap) != 0)
-        return -1;
-    *rows = list;
-    return 0;
+    int rc = sql_select_all(store_db(s), "SELECT " RUN_COLUMNS " FROM codemode_runs ORDER BY id",
+                            sizeof **rows, run_read, run_drop, &list, count, err, err_cap);
+    *rows = list; /* NULL when rc is -1 */
+    return rc;
 }
 
 static int call_read(sqlite3_stmt *st, void *elem)
@@ -383,10 +361,7 @@ static int call_read(sqlite3_stmt *st, void *elem)
     c->allowed = decision != NULL && strcmp(decision, "allowed") == 0;
     const char *state = (const char *)sqlite3_column_text(st, 11);
     c->settled = state != NULL && strcmp(state, "settled") == 0;
-    const char *settlement = (const char *)sqlite3_column_text(st, 12);
-    c->settlement = settlement != NULL && strcmp(settlement, "fulfilled") == 0
-                        ? PROTO_SETTLEMENT_FULFILLED
-                        : PROTO_SETTLEMENT_REJECTED;
+    c->settlement = sql_settlement_parse((const char *)sqlite3_column_text(st, 12));
     if (sql_column_dup(st, 1, &c->kind, NULL) != 0 || sql_column_dup(st, 2, &c->tool, NULL) != 0 ||
         sql_column_dup(st, 3, &c->module, NULL) != 0 || sql_column_dup(st, 4, &c->op, NULL) != 0 ||
         sql_column_dup(st, 5, &c->args, &c->args_len) != 0 ||
@@ -405,19 +380,13 @@ static void call_drop(void *elem)
 int codemode_calls_load(struct store *s, int64_t id, struct codemode_call **rows,
                         size_t *count, char *err, size_t err_cap)
 {
-    *rows = NULL;
-    *count = 0;
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
-    if (sql_prepare(db, "SELECT position, kind, tool, module, op, args, class, NULL,"
-                        " args_digest, idempotency_key, decision, state, settlement, value"
-                        " FROM codemode_calls WHERE run_id = ?1 ORDER BY position", &st, err,
-                    err_cap) != 0)
-        return -1;
-    sqlite3_bind_int64(st, 1, id);
     void *list;
-    if (sql_collect(db, st, sizeof **rows, call_read, call_drop, &list, count, err, err_cap) != 0)
-        return -1;
-    *rows = list;
-    return 0;
+    int rc = sql_select_by_id(store_db(s),
+                              "SELECT position, kind, tool, module, op, args, class, NULL,"
+                              " args_digest, idempotency_key, decision, state, settlement,"
+                              " value FROM codemode_calls WHERE run_id = ?1 ORDER BY position",
+                              id, sizeof **rows, call_read, call_drop, &list, count, err,
+                              err_cap);
+    *rows = list; /* NULL when rc is -1 */
+    return rc;
 }

@@ -107,16 +107,10 @@ int events_record(struct store *s, const char *module, const char *name, int64_t
 int events_pending(struct store *s, struct event_row **rows, size_t *count, char *err,
                    size_t err_cap)
 {
-    *rows = NULL;
-    *count = 0;
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
-    if (sql_prepare(db, "SELECT " EVENT_COLUMNS " FROM events WHERE state = 'pending'"
-                        " ORDER BY seq",
-                    &st, err, err_cap) != 0)
-        return -1;
-    return sql_collect(db, st, sizeof **rows, read_row, drop_row, (void **)rows, count, err,
-                       err_cap);
+    return sql_select_all(store_db(s),
+                          "SELECT " EVENT_COLUMNS " FROM events WHERE state = 'pending'"
+                          " ORDER BY seq",
+                          sizeof **rows, read_row, drop_row, (void **)rows, count, err, err_cap);
 }
 
 int events_mark_delivered(struct store *s, int64_t seq, char *err, size_t err_cap)

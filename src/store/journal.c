@@ -1,6 +1,7 @@
 #include "store/journal.h"
 
 #include "base/error_line.h"
+#include "base/hex_text.h"
 #include "base/sha256.h"
 #include "store/sql.h"
 #include "store/store_internal.h"
@@ -72,22 +73,12 @@ void journal_entries_free(struct journal_entry *list, size_t count)
 
 /* ---- digests and keys ------------------------------------------------------------- */
 
-static void hex(const unsigned char *bytes, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[bytes[i] >> 4];
-        out[2 * i + 1] = digits[bytes[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
 /* SHA-256 over parts, each given as (bytes, len), in hex. */
 static int sha256_hex(const void *const *parts, const size_t *lens, size_t n, char *out)
 {
     uint8_t digest[SHA256_BYTES];
     sha256_parts(parts, lens, n, digest);
-    hex(digest, sizeof digest, out);
+    hex_text(digest, sizeof digest, out);
     return 0;
 }
 
@@ -127,9 +118,7 @@ static int entry_read(sqlite3_stmt *st, struct journal_entry *e)
         value_col = 11;
     }
     e->has_outcome = settlement != NULL;
-    e->settlement = settlement != NULL && strcmp(settlement, "fulfilled") == 0
-                        ? PROTO_SETTLEMENT_FULFILLED
-                        : PROTO_SETTLEMENT_REJECTED;
+    e->settlement = sql_settlement_parse(settlement);
     e->delivery_order =
         sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9);
     if (sql_column_dup(st, 1, &e->kind, NULL) != 0 ||
@@ -155,23 +144,18 @@ static void entry_drop(void *elem)
 int journal_load(struct store *s, int64_t run_id, struct journal_entry **rows,
                  size_t *count, char *err, size_t err_cap)
 {
-    *rows = NULL;
-    *count = 0;
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
-    if (sql_prepare(db, "SELECT j.position, j.kind, j.args, j.args_digest, j.idempotency_key,"
-                        " j.class, j.state, j.settlement, j.value, j.delivery_order,"
-                        " m.settlement, m.value FROM journal j LEFT JOIN mailbox m"
-                        " ON m.run_id = j.run_id AND m.position = j.position"
-                        " WHERE j.run_id = ?1 ORDER BY j.position", &st, err, err_cap) != 0)
-        return -1;
-    sqlite3_bind_int64(st, 1, run_id);
     void *list;
-    if (sql_collect(db, st, sizeof **rows, entry_read_row, entry_drop, &list, count, err,
-                    err_cap) != 0)
-        return -1;
-    *rows = list;
-    return 0;
+    int rc = sql_select_by_id(store_db(s),
+                              "SELECT j.position, j.kind, j.args, j.args_digest,"
+                              " j.idempotency_key, j.class, j.state, j.settlement, j.value,"
+                              " j.delivery_order, m.settlement, m.value FROM journal j"
+                              " LEFT JOIN mailbox m ON m.run_id = j.run_id"
+                              " AND m.position = j.position"
+                              " WHERE j.run_id = ?1 ORDER BY j.position",
+                              run_id, sizeof **rows, entry_read_row, entry_drop, &list, count,
+                              err, err_cap);
+    *rows = list; /* NULL when rc is -1 */
+    return rc;
 }
 
 /* ---- writing ---------------------------------------------------------------------- */
@@ -197,11 +181,6 @@ int journal_insert(struct store *s, int64_t run_id, const struct journal_entry *
     return sql_run(db, st, err, err_cap);
 }
 
-static const char *settlement_name(enum proto_settlement settlement)
-{
-    return settlement == PROTO_SETTLEMENT_FULFILLED ? "fulfilled" : "rejected";
-}
-
 int journal_mailbox_put(struct store *s, int64_t run_id, uint32_t position,
                         enum proto_settlement settlement, const char *value, char *err,
                         size_t err_cap)
@@ -213,7 +192,7 @@ int journal_mailbox_put(struct store *s, int64_t run_id, uint32_t position,
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_int64(st, 2, position);
-    sqlite3_bind_text(st, 3, settlement_name(settlement), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, sql_settlement_name(settlement), -1, SQLITE_STATIC);
     sqlite3_bind_blob(st, 4, value, (int)strlen(value), SQLITE_STATIC);
     sqlite3_bind_int64(st, 5, sql_now_ms());
     return sql_run(db, st, err, err_cap);
@@ -245,7 +224,7 @@ int journal_deliver(struct store *s, int64_t run_id, uint32_t position,
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_int64(st, 2, position);
-    sqlite3_bind_text(st, 3, settlement_name(settlement), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, sql_settlement_name(settlement), -1, SQLITE_STATIC);
     sqlite3_bind_blob(st, 4, value, (int)strlen(value), SQLITE_STATIC);
     sqlite3_bind_int64(st, 5, order);
     sqlite3_bind_int64(st, 6, sql_now_ms());

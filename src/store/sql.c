@@ -221,3 +221,27 @@ int sql_select_all(sqlite3 *db, const char *sql, size_t elem_size,
         return -1;
     return sql_collect(db, st, elem_size, read, drop, rows, count, err, err_cap);
 }
+
+int sql_select_by_id(sqlite3 *db, const char *sql, int64_t id, size_t elem_size,
+                     int (*read)(sqlite3_stmt *st, void *elem), void (*drop)(void *elem),
+                     void **rows, size_t *count, char *err, size_t err_cap)
+{
+    *rows = NULL;
+    *count = 0;
+    sqlite3_stmt *st;
+    if (sql_prepare(db, sql, &st, err, err_cap) != 0)
+        return -1;
+    sqlite3_bind_int64(st, 1, id);
+    return sql_collect(db, st, elem_size, read, drop, rows, count, err, err_cap);
+}
+
+const char *sql_settlement_name(enum proto_settlement settlement)
+{
+    return settlement == PROTO_SETTLEMENT_FULFILLED ? "fulfilled" : "rejected";
+}
+
+enum proto_settlement sql_settlement_parse(const char *name)
+{
+    return name != NULL && strcmp(name, "fulfilled") == 0 ? PROTO_SETTLEMENT_FULFILLED
+                                                          : PROTO_SETTLEMENT_REJECTED;
+}

@@ -4,6 +4,8 @@
 #ifndef BASAL_STORE_SQL_H
 #define BASAL_STORE_SQL_H
 
+#include "proto/message.h"
+
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -63,6 +65,18 @@ int sql_collect(sqlite3 *db, sqlite3_stmt *st, size_t elem_size,
 int sql_select_all(sqlite3 *db, const char *sql, size_t elem_size,
                    int (*read)(sqlite3_stmt *st, void *elem), void (*drop)(void *elem),
                    void **rows, size_t *count, char *err, size_t err_cap);
+
+/* sql_collect over a statement whose one parameter, ?1, is id (a run's rows), prepared
+ * from sql here. */
+int sql_select_by_id(sqlite3 *db, const char *sql, int64_t id, size_t elem_size,
+                     int (*read)(sqlite3_stmt *st, void *elem), void (*drop)(void *elem),
+                     void **rows, size_t *count, char *err, size_t err_cap);
+
+/* A settlement as the store's settlement columns hold it (journal, mailbox,
+ * codemode_calls), and back: the schema's CHECK admits only "fulfilled" and
+ * "rejected", so any other text reads as rejected. */
+const char *sql_settlement_name(enum proto_settlement settlement);
+enum proto_settlement sql_settlement_parse(const char *name);
 
 /* CLOCK_REALTIME in milliseconds since the epoch. */
 int64_t sql_now_ms(void);

@@ -2,6 +2,7 @@
 
 #include "base/clock.h"
 #include "base/json_text.h"
+#include "base/position_search.h"
 #include "supervisor/colocate.h"
 #include "proto/utf8.h"
 
@@ -13,6 +14,7 @@
 #include <sys/uio.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -585,15 +587,8 @@ static void advance_position(struct run *r)
 /* The slot of position (live or gone), or NULL. */
 static struct slot *slot_find(struct run *r, uint32_t position)
 {
-    size_t lo = 0, hi = r->slot_count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (r->slots[mid].position < position)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < r->slot_count && r->slots[lo].position == position ? &r->slots[lo] : NULL;
+    return position_search(r->slots, r->slot_count, sizeof *r->slots,
+                           offsetof(struct slot, position), position);
 }
 
 static bool slot_add(struct run *r, uint32_t position)

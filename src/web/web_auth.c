@@ -2,6 +2,7 @@
  * (web/web_auth.h). */
 #include "web/web_auth.h"
 #include "base/error_line.h"
+#include "base/hex_text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,16 +30,6 @@ static int path_of(const char *home, const char *name, char *out, size_t cap, ch
     return 0;
 }
 
-static void hex_of(const unsigned char *bytes, size_t n, char *out)
-{
-    static const char DIGITS[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = DIGITS[bytes[i] >> 4];
-        out[2 * i + 1] = DIGITS[bytes[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
 static int random_hex(char out[WEB_SECRET_HEX + 1], char *err, size_t err_cap)
 {
     unsigned char bytes[WEB_SECRET_HEX / 2];
@@ -51,7 +42,7 @@ static int random_hex(char out[WEB_SECRET_HEX + 1], char *err, size_t err_cap)
             return error_line(err, err_cap, "getrandom failed: %s", strerror(errno));
         got += (size_t)n;
     }
-    hex_of(bytes, sizeof bytes, out);
+    hex_text(bytes, sizeof bytes, out);
     OPENSSL_cleanse(bytes, sizeof bytes);
     return 0;
 }
@@ -207,7 +198,7 @@ int web_csrf_token(const char *token, char out[WEB_SECRET_HEX + 1])
              sizeof CSRF_LABEL - 1, mac, &mac_len) == NULL ||
         mac_len != WEB_SECRET_HEX / 2)
         return -1;
-    hex_of(mac, mac_len, out);
+    hex_text(mac, mac_len, out);
     return 0;
 }
 

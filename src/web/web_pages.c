@@ -102,14 +102,6 @@ static void run_link(struct html *h, const json_t *run)
     html_raw(h, "</a>");
 }
 
-static void state_cell(struct html *h, const char *state)
-{
-    html_raw(h, "<td class=\"state state-");
-    query_value(h, state != NULL ? state : "");
-    html_raw(h, "\">");
-    html_text(h, state);
-    html_raw(h, "</td>");
-}
 
 static void page_begin(struct html *h, const char *title, const char *current)
 {
@@ -170,70 +162,178 @@ static void json_table(struct html *h, json_t *v)
         scalar_text(h, v);
 }
 
+/* ---------------------------------------------------------------- listings */
+
+/* What one cell of a listing is written from: the row's item, the field the column
+ * shows (NULL for a cell written from several), and on the flows page the flow's
+ * counters from health (NULL elsewhere). */
+struct cell_source {
+    const json_t *item;
+    const char *field;
+    const json_t *counters;
+};
+
+/* A column of a listing (flows, runs, a run's journal): its heading, how its cells are
+ * opened, and the writer of a cell's content. */
+struct column {
+    const char *title;
+    const char *cell_class; /* the class of every cell, or NULL for none */
+    bool state_class;       /* instead: "state state-<the field's value>", for the colours */
+    const char *field;
+    void (*write)(struct html *h, const struct cell_source *cell);
+};
+
+static void field_scalar(struct html *h, const struct cell_source *cell)
+{
+    scalar_text(h, json_object_get(cell->item, cell->field));
+}
+
+static void field_time(struct html *h, const struct cell_source *cell)
+{
+    time_text(h, json_object_get(cell->item, cell->field));
+}
+
+static void field_state(struct html *h, const struct cell_source *cell)
+{
+    html_text(h, str(cell->item, cell->field));
+}
+
+static void counter_scalar(struct html *h, const struct cell_source *cell)
+{
+    scalar_text(h, json_object_get(cell->counters, cell->field));
+}
+
+static void table_head(struct html *h, const struct column *columns, size_t count)
+{
+    html_raw(h, "<tr>");
+    for (size_t i = 0; i < count; i++) {
+        html_raw(h, "<th>");
+        html_raw(h, columns[i].title);
+        html_raw(h, "</th>");
+    }
+    html_raw(h, "</tr>");
+}
+
+static void table_row(struct html *h, const char *row_class, const struct column *columns,
+                      size_t count, const json_t *item, const json_t *counters)
+{
+    html_rawf(h, "<tr class=\"%s\">", row_class);
+    for (size_t i = 0; i < count; i++) {
+        const struct column *c = &columns[i];
+        if (c->state_class) {
+            const char *state = str(item, c->field);
+            html_raw(h, "<td class=\"state state-");
+            query_value(h, state != NULL ? state : "");
+            html_raw(h, "\">");
+        } else if (c->cell_class != NULL)
+            html_rawf(h, "<td class=\"%s\">", c->cell_class);
+        else
+            html_raw(h, "<td>");
+        struct cell_source cell = {item, c->field, counters};
+        c->write(h, &cell);
+        html_raw(h, "</td>");
+    }
+    html_raw(h, "</tr>");
+}
+
+#define COLUMN_COUNT(columns) (sizeof(columns) / sizeof(columns)[0])
+
 /* ---------------------------------------------------------------- flows */
+
+static void flow_link_cell(struct html *h, const struct cell_source *cell)
+{
+    const char *id = str(cell->item, "id");
+    html_raw(h, "<a href=\"/runs?flow=");
+    query_value(h, id != NULL ? id : "");
+    html_raw(h, "\">");
+    html_text(h, id);
+    html_raw(h, "</a>");
+}
+
+static void enabled_cell(struct html *h, const struct cell_source *cell)
+{
+    html_raw(h, json_is_true(json_object_get(cell->item, "enabled")) ? "yes" : "no");
+    if (str(cell->item, "disabled_reason") != NULL) {
+        html_raw(h, " (");
+        html_text(h, str(cell->item, "disabled_reason"));
+        html_raw(h, ")");
+    }
+}
+
+static void latest_version_cell(struct html *h, const struct cell_source *cell)
+{
+    scalar_text(h, json_object_get(cell->item, "latest_version"));
+    html_raw(h, " (");
+    scalar_text(h, json_object_get(cell->item, "latest_state"));
+    html_raw(h, ")");
+}
+
+static void trigger_cell(struct html *h, const struct cell_source *cell)
+{
+    /* flow.list says when a schedule fires next; other triggers fire on demand. */
+    html_raw(h, json_is_object(json_object_get(cell->item, "next_fire")) ? "schedule"
+                                                                          : "manual or event");
+}
+
+static void next_fire_cell(struct html *h, const struct cell_source *cell)
+{
+    const json_t *next = json_object_get(cell->item, "next_fire");
+    if (json_is_object(next)) {
+        scalar_text(h, json_object_get(next, "utc"));
+        html_raw(h, " (");
+        scalar_text(h, json_object_get(next, "tz"));
+        html_raw(h, ")");
+    } else
+        html_raw(h, "&#8212;");
+}
+
+static void run_states_cell(struct html *h, const struct cell_source *cell)
+{
+    json_t *states = json_object_get(cell->counters, "run_states");
+    const char *state;
+    json_t *n;
+    json_object_foreach(states, state, n) {
+        html_text(h, state);
+        html_rawf(h, " %" JSON_INTEGER_FORMAT "<br>", json_integer_value(n));
+    }
+}
+
+static void last_run_cell(struct html *h, const struct cell_source *cell)
+{
+    const json_t *last = json_object_get(cell->counters, "last_run");
+    if (json_is_object(last)) {
+        run_link(h, last);
+        html_raw(h, " ");
+        html_text(h, str(last, "state"));
+    } else
+        html_raw(h, "&#8212;");
+}
+
+static const struct column FLOW_COLUMNS[] = {
+    {"flow", NULL, false, NULL, flow_link_cell},
+    {"enabled", NULL, false, NULL, enabled_cell},
+    {"latest version", NULL, false, NULL, latest_version_cell},
+    {"approved version", NULL, false, "approved_version", field_scalar},
+    {"approved code hash", "text", false, "approved_code_hash", field_scalar},
+    {"trigger", NULL, false, NULL, trigger_cell},
+    {"next fire", NULL, false, NULL, next_fire_cell},
+    {"runs by state", NULL, false, NULL, run_states_cell},
+    {"queue", NULL, false, "queue_depth", counter_scalar},
+    {"last run", NULL, false, NULL, last_run_cell},
+};
 
 void web_page_flows(struct html *h, const json_t *flows, const json_t *health)
 {
     const json_t *per_flow = json_object_get(health, "flows");
     page_begin(h, "flows", "flows");
-    html_raw(h, "<table id=\"flows\"><tr><th>flow</th><th>enabled</th><th>latest version</th>"
-                "<th>approved version</th><th>approved code hash</th><th>trigger</th>"
-                "<th>next fire</th><th>runs by state</th><th>queue</th><th>last run</th></tr>");
+    html_raw(h, "<table id=\"flows\">");
+    table_head(h, FLOW_COLUMNS, COLUMN_COUNT(FLOW_COLUMNS));
     size_t i;
     const json_t *f;
     json_array_foreach(flows, i, f) {
         const char *id = str(f, "id");
         const json_t *counters = json_object_get(per_flow, id != NULL ? id : "");
-        html_raw(h, "<tr class=\"flow\"><td><a href=\"/runs?flow=");
-        query_value(h, id != NULL ? id : "");
-        html_raw(h, "\">");
-        html_text(h, id);
-        html_raw(h, "</a></td><td>");
-        html_raw(h, json_is_true(json_object_get(f, "enabled")) ? "yes" : "no");
-        if (str(f, "disabled_reason") != NULL) {
-            html_raw(h, " (");
-            html_text(h, str(f, "disabled_reason"));
-            html_raw(h, ")");
-        }
-        html_raw(h, "</td><td>");
-        scalar_text(h, json_object_get(f, "latest_version"));
-        html_raw(h, " (");
-        scalar_text(h, json_object_get(f, "latest_state"));
-        html_raw(h, ")</td><td>");
-        scalar_text(h, json_object_get(f, "approved_version"));
-        html_raw(h, "</td><td class=\"text\">");
-        scalar_text(h, json_object_get(f, "approved_code_hash"));
-        html_raw(h, "</td><td>");
-        const json_t *next = json_object_get(f, "next_fire");
-        /* flow.list says when a schedule fires next; other triggers fire on demand. */
-        html_raw(h, json_is_object(next) ? "schedule" : "manual or event");
-        html_raw(h, "</td><td>");
-        if (json_is_object(next)) {
-            scalar_text(h, json_object_get(next, "utc"));
-            html_raw(h, " (");
-            scalar_text(h, json_object_get(next, "tz"));
-            html_raw(h, ")");
-        } else
-            html_raw(h, "&#8212;");
-        html_raw(h, "</td><td>");
-        json_t *states = json_object_get(counters, "run_states");
-        const char *state;
-        json_t *n;
-        json_object_foreach(states, state, n) {
-            html_text(h, state);
-            html_rawf(h, " %" JSON_INTEGER_FORMAT "<br>", json_integer_value(n));
-        }
-        html_raw(h, "</td><td>");
-        scalar_text(h, json_object_get(counters, "queue_depth"));
-        html_raw(h, "</td><td>");
-        const json_t *last = json_object_get(counters, "last_run");
-        if (json_is_object(last)) {
-            run_link(h, last);
-            html_raw(h, " ");
-            html_text(h, str(last, "state"));
-        } else
-            html_raw(h, "&#8212;");
-        html_raw(h, "</td></tr>");
+        table_row(h, "flow", FLOW_COLUMNS, COLUMN_COUNT(FLOW_COLUMNS), f, counters);
     }
     html_raw(h, "</table>");
     page_end(h, false);
@@ -276,6 +376,35 @@ static void query_link(struct html *h, const char *path, const struct web_runs_q
     }
 }
 
+static void run_link_cell(struct html *h, const struct cell_source *cell)
+{
+    run_link(h, cell->item);
+}
+
+/* A flow's run names its flow, a codemode run its script. */
+static void run_flow_cell(struct html *h, const struct cell_source *cell)
+{
+    const char *shown = str(cell->item, "flow") != NULL ? "flow" : "script";
+    scalar_text(h, json_object_get(cell->item, shown));
+}
+
+static void run_outcome_cell(struct html *h, const struct cell_source *cell)
+{
+    const json_t *error = json_object_get(cell->item, "error");
+    json_value_text(h, json_is_string(error) ? error : json_object_get(cell->item, "result"));
+}
+
+static const struct column RUN_COLUMNS[] = {
+    {"run", NULL, false, NULL, run_link_cell},
+    {"flow", NULL, false, NULL, run_flow_cell},
+    {"version", NULL, false, "version", field_scalar},
+    {"state", NULL, true, "state", field_state},
+    {"trigger id", "text", false, "trigger_id", field_scalar},
+    {"admitted", NULL, false, "created_at_ms", field_time},
+    {"updated", NULL, false, "updated_at_ms", field_time},
+    {"result or error", "json", false, NULL, run_outcome_cell},
+};
+
 void web_runs_table(struct html *h, const json_t *runs, const struct web_runs_query *q)
 {
     size_t total = json_array_size(runs), matched = 0;
@@ -297,30 +426,10 @@ void web_runs_table(struct html *h, const json_t *runs, const struct web_runs_qu
      * replaces both. */
     html_raw(h, "<div id=\"runs\" data-live=\"");
     query_link(h, "/runs/table", q, q->page);
-    html_rawf(h, "\" data-count=\"%zu\"><table><tr><th>run</th><th>flow</th><th>version</th>"
-                 "<th>state</th><th>trigger id</th><th>admitted</th><th>updated</th>"
-                 "<th>result or error</th></tr>", matched);
-    for (size_t i = first; i < matched && i < first + WEB_RUNS_PER_PAGE; i++) {
-        const json_t *run = order[i];
-        html_raw(h, "<tr class=\"run\"><td>");
-        run_link(h, run);
-        html_raw(h, "</td><td>");
-        scalar_text(h, json_object_get(run, str(run, "flow") != NULL ? "flow" : "script"));
-        html_raw(h, "</td><td>");
-        scalar_text(h, json_object_get(run, "version"));
-        html_raw(h, "</td>");
-        state_cell(h, str(run, "state"));
-        html_raw(h, "<td class=\"text\">");
-        scalar_text(h, json_object_get(run, "trigger_id"));
-        html_raw(h, "</td><td>");
-        time_text(h, json_object_get(run, "created_at_ms"));
-        html_raw(h, "</td><td>");
-        time_text(h, json_object_get(run, "updated_at_ms"));
-        html_raw(h, "</td><td class=\"json\">");
-        const json_t *error = json_object_get(run, "error");
-        json_value_text(h, json_is_string(error) ? error : json_object_get(run, "result"));
-        html_raw(h, "</td></tr>");
-    }
+    html_rawf(h, "\" data-count=\"%zu\"><table>", matched);
+    table_head(h, RUN_COLUMNS, COLUMN_COUNT(RUN_COLUMNS));
+    for (size_t i = first; i < matched && i < first + WEB_RUNS_PER_PAGE; i++)
+        table_row(h, "run", RUN_COLUMNS, COLUMN_COUNT(RUN_COLUMNS), order[i], NULL);
     html_raw(h, "</table>");
     free((void *)order);
     html_raw(h, "<p class=\"pages\">");
@@ -398,6 +507,45 @@ static void reconcile_form(struct html *h, const char *csrf, const json_t *run,
               json_integer_value(json_object_get(call, "position")));
 }
 
+/* A tools.call names its tool after the kind. */
+static void call_kind_cell(struct html *h, const struct cell_source *cell)
+{
+    scalar_text(h, json_object_get(cell->item, "kind"));
+    if (str(cell->item, "tool") != NULL) {
+        html_raw(h, " ");
+        html_text(h, str(cell->item, "tool"));
+    }
+}
+
+static void call_delivery_cell(struct html *h, const struct cell_source *cell)
+{
+    const json_t *order = json_object_get(cell->item, "delivery_order");
+    if (json_is_integer(order))
+        html_rawf(h, "delivered #%" JSON_INTEGER_FORMAT, json_integer_value(order));
+    else if (json_is_string(json_object_get(cell->item, "decision")))
+        scalar_text(h, json_object_get(cell->item, "decision"));
+    else
+        html_raw(h, "not delivered");
+}
+
+static void call_outcome_cell(struct html *h, const struct cell_source *cell)
+{
+    const json_t *outcome = json_object_get(cell->item, "outcome");
+    if (json_is_object(outcome))
+        html_raw(h, json_object_get(outcome, "fulfilled") != NULL ? "fulfilled: " : "rejected: ");
+    scalar_text(h, json_object_get(cell->item, "value_text"));
+}
+
+static const struct column CALL_COLUMNS[] = {
+    {"position", NULL, false, "position", field_scalar},
+    {"kind", NULL, false, NULL, call_kind_cell},
+    {"arguments", "json", false, "args_text", field_scalar},
+    {"class", NULL, false, "class", field_scalar},
+    {"state", NULL, true, "state", field_state},
+    {"delivery", NULL, false, NULL, call_delivery_cell},
+    {"outcome", "json", false, NULL, call_outcome_cell},
+};
+
 void web_page_run(struct html *h, const json_t *run, const char *csrf)
 {
     bool flow_run = json_is_integer(json_object_get(run, "run"));
@@ -447,41 +595,12 @@ void web_page_run(struct html *h, const json_t *run, const char *csrf)
         }
     }
 
-    html_rawf(h, "<h2>journal (%zu calls)</h2><table id=\"journal\"><tr><th>position</th>"
-                 "<th>kind</th><th>arguments</th><th>class</th><th>state</th>"
-                 "<th>delivery</th><th>outcome</th></tr>", json_array_size(calls));
+    html_rawf(h, "<h2>journal (%zu calls)</h2><table id=\"journal\">", json_array_size(calls));
+    table_head(h, CALL_COLUMNS, COLUMN_COUNT(CALL_COLUMNS));
     size_t i;
     const json_t *call;
     json_array_foreach(calls, i, call) {
-        html_raw(h, "<tr class=\"call\"><td>");
-        scalar_text(h, json_object_get(call, "position"));
-        html_raw(h, "</td><td>");
-        scalar_text(h, json_object_get(call, "kind"));
-        if (str(call, "tool") != NULL) {
-            html_raw(h, " ");
-            html_text(h, str(call, "tool"));
-        }
-        html_raw(h, "</td><td class=\"json\">");
-        scalar_text(h, json_object_get(call, "args_text"));
-        html_raw(h, "</td><td>");
-        scalar_text(h, json_object_get(call, "class"));
-        html_raw(h, "</td>");
-        state_cell(h, str(call, "state"));
-        html_raw(h, "<td>");
-        const json_t *order = json_object_get(call, "delivery_order");
-        if (json_is_integer(order))
-            html_rawf(h, "delivered #%" JSON_INTEGER_FORMAT, json_integer_value(order));
-        else if (json_is_string(json_object_get(call, "decision")))
-            scalar_text(h, json_object_get(call, "decision"));
-        else
-            html_raw(h, "not delivered");
-        html_raw(h, "</td><td class=\"json\">");
-        const json_t *outcome = json_object_get(call, "outcome");
-        if (json_is_object(outcome))
-            html_raw(h, json_object_get(outcome, "fulfilled") != NULL ? "fulfilled: "
-                                                                       : "rejected: ");
-        scalar_text(h, json_object_get(call, "value_text"));
-        html_raw(h, "</td></tr>");
+        table_row(h, "call", CALL_COLUMNS, COLUMN_COUNT(CALL_COLUMNS), call, NULL);
     }
     html_raw(h, "</table>");
     page_end(h, false);

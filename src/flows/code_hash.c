@@ -1,6 +1,7 @@
 /* The code hash and the script validator (flows/code_hash.h; docs/manifest.md). */
 #include "flows/code_hash.h"
 
+#include "base/hex_text.h"
 #include "base/sha256.h"
 #include "proto/message.h"
 #include "proto/utf8.h"
@@ -36,16 +37,11 @@ int code_hash_raw(const void *script, size_t script_len, const void *manifest,
 int code_hash_hex(const void *script, size_t script_len, const void *manifest,
                   size_t manifest_len, char out[CODE_HASH_HEX_LEN + 1])
 {
-    static const char hex[] = "0123456789abcdef";
     uint8_t d[CODE_HASH_BYTES];
     out[0] = '\0';
     if (code_hash_raw(script, script_len, manifest, manifest_len, d) != 0)
         return -1;
-    for (size_t i = 0; i < CODE_HASH_BYTES; i++) {
-        out[2 * i] = hex[d[i] >> 4];
-        out[2 * i + 1] = hex[d[i] & 15];
-    }
-    out[CODE_HASH_HEX_LEN] = '\0';
+    hex_text(d, CODE_HASH_BYTES, out);
     return 0;
 }
 

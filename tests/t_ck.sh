@@ -114,6 +114,10 @@ demo_run() {
 # Bytes of the installed programs, for "nothing changed".
 fingerprint() { (cd "$1" && sha256sum ck-basal ck-basal-worker 2>&1); }
 store_version() { sqlite3 "$1/basal.db" 'PRAGMA user_version' 2>&1; }
+# the schema this build migrates to, and one it does not know
+schema=$(sed -n 's/^#define STORE_SCHEMA_VERSION \([0-9]*\)$/\1/p' src/store/store_schema.h)
+[ -n "$schema" ] || echo "not ok - ck: no STORE_SCHEMA_VERSION in src/store/store_schema.h"
+newer=$((${schema:-0} + 1))
 
 # --- ck setup ---------------------------------------------------------------------------
 h1=$scratch/data1
@@ -263,8 +267,8 @@ else
 fi
 bad=""
 for b in ck ck-basal ck-basal-worker; do cmp -s "$NEW/$b" "$pbin/$b" || bad="$bad $b"; done
-if [ -z "$bad" ] && [ "$(store_version "$h")" = 4 ]; then
-    echo "ok - ck upgrade: the new binaries are installed and the store migrated to schema 4"
+if [ -z "$bad" ] && [ "$(store_version "$h")" = "$schema" ]; then
+    echo "ok - ck upgrade: the new binaries are installed and the store migrated to schema $schema"
 else
     echo "not ok - ck upgrade: not the new bytes:$bad; store at $(store_version "$h")"
 fi
@@ -325,24 +329,24 @@ else
     echo "not ok - ck upgrade: a lower VERSION: exit $rc: $(one_line "$out")"
 fi
 # A store newer than the new build knows: the old build installed over a store a
-# later build left at schema 5 (user_version set by hand). Refused whatever the
+# later build left at schema $newer (user_version set by hand). Refused whatever the
 # binaries' order [guard upgrade-refuses-newer-store].
 p5=$scratch/prefix5
 h5=$scratch/data5
 if "$NEW/ck" setup --from "$OLD" --prefix "$p5" --home "$h5" >/dev/null 2>&1 &&
-    sqlite3 "$h5/basal.db" 'PRAGMA user_version = 5'; then
+    sqlite3 "$h5/basal.db" "PRAGMA user_version = $newer"; then
     before=$(fingerprint "$p5/bin")
     out=$("$NEW/ck" upgrade --reinstall --from "$NEW" --prefix "$p5" --home "$h5" 2>&1)
     rc=$?
-    if [ $rc = 1 ] && printf '%s' "$out" | grep -q 'is at schema 5, newer than the new build knows (4): refused' &&
-        [ "$(fingerprint "$p5/bin")" = "$before" ] && [ "$(store_version "$h5")" = 5 ] &&
+    if [ $rc = 1 ] && printf '%s' "$out" | grep -q "is at schema $newer, newer than the new build knows ($schema): refused" &&
+        [ "$(fingerprint "$p5/bin")" = "$before" ] && [ "$(store_version "$h5")" = "$newer" ] &&
         [ -z "$(find "$h5" -name 'basal.db.pre-upgrade-*')" ]; then
-        echo "ok - ck upgrade: a store at schema 5 with a schema-4 build is refused even with --reinstall, nothing changed [guard upgrade-refuses-newer-store]"
+        echo "ok - ck upgrade: a store at schema $newer with a schema-$schema build is refused even with --reinstall, nothing changed [guard upgrade-refuses-newer-store]"
     else
         echo "not ok - ck upgrade: a store newer than the new build: exit $rc: $(one_line "$out") [guard upgrade-refuses-newer-store]"
     fi
 else
-    echo "not ok - ck: could not prepare a store at schema 5"
+    echo "not ok - ck: could not prepare a store at schema $newer"
 fi
 
 out=$("$NEW/ck" upgrade --from "$NEW" --prefix "$p" --home "$h" 2>&1)

@@ -437,10 +437,12 @@ static int owe_audit(struct flow_host *fh, const struct journal_entry *e)
         fh->audits = grown;
         fh->audit_cap = cap;
     }
-    char *kind = strdup(e->kind);
-    if (kind == NULL)
+    struct owed_audit *a = &fh->audits[fh->audit_count];
+    a->position = e->position;
+    a->kind = strdup(e->kind);
+    if (a->kind == NULL)
         return -1;
-    fh->audits[fh->audit_count++] = (struct owed_audit){e->position, kind};
+    fh->audit_count++;
     return 0;
 }
 

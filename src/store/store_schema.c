@@ -258,8 +258,21 @@ static const char MIGRATION_4[] =
     ") STRICT;"
     "CREATE INDEX events_pending ON events(state, seq);";
 
+/* Version 5 (issue 25): the audit log's two indexes hold only the rows of their kind of
+ * run. A flow's row has no codemode_run_id and a codemode run's no run_id, so each
+ * audit row wrote a NULL entry into the other kind's index: one more WAL page per
+ * journaled call. A lookup by either id (= ?) implies IS NOT NULL, so SQLite still
+ * uses them. */
+static const char MIGRATION_5[] =
+    "DROP INDEX audit_by_run;"
+    "CREATE INDEX audit_by_run ON audit(run_id, position) WHERE run_id IS NOT NULL;"
+    "DROP INDEX audit_by_codemode_run;"
+    "CREATE INDEX audit_by_codemode_run ON audit(codemode_run_id, position)"
+    "  WHERE codemode_run_id IS NOT NULL;";
+
 static const char *const MIGRATIONS[STORE_SCHEMA_VERSION] = {MIGRATION_1, MIGRATION_2,
-                                                               MIGRATION_3, MIGRATION_4};
+                                                               MIGRATION_3, MIGRATION_4,
+                                                               MIGRATION_5};
 
 const char *store_schema_migration(int version)
 {

@@ -196,6 +196,15 @@ static void notify_waiters(struct daemon *d, int64_t run_id, json_t *reply)
 /* ------------------------------------------------------------------ runners */
 
 /* Under d->mu: the next run for a runner, by the rules in daemon.h; 0 if none. */
+/* Under d->mu: one idle runner looks for work. Not a broadcast: every woken runner
+ * reads the runs under d->mu, so waking all of them for one admission made the others
+ * wait. A runner that finds work wakes the next (runner_main), so a burst of
+ * admissions still reaches every idle runner, one after another. */
+static void wake_runner(struct daemon *d)
+{
+    pthread_cond_signal(&d->work);
+}
+
 static int64_t pick(struct daemon *d, struct store *st, char flow[FLOW_ID_MAX + 1])
 {
     struct run_head *heads = NULL;
@@ -263,8 +272,7 @@ static void drive_one(struct daemon *d, struct runner *r, struct run_driver *dri
     scheduler_poke(d->scheduler); /* a flow held by this run may fire now */
     r->flow[0] = '\0';
     r->run_id = 0;
-    d->busy--;
-    pthread_cond_broadcast(&d->work);
+    d->busy--; /* the flow's next run: this runner looks for it first (runner_main) */
     pthread_mutex_unlock(&d->mu);
     json_decref(reply);
     if (rc == 0)
@@ -298,6 +306,7 @@ static void *runner_main(void *arg)
             (void)pthread_cond_timedwait(&d->work, &d->mu, &until);
             continue;
         }
+        wake_runner(d); /* there may be more: the next idle runner looks */
         snprintf(r->flow, sizeof r->flow, "%s", flow);
         r->run_id = id;
         d->busy++;
@@ -497,7 +506,7 @@ static int admit_gated(struct daemon *d, struct store *st, const char *source, c
     snprintf(id_text, sizeof id_text, "%" PRId64, *run_id);
     serve_log("run_admitted", "run", id_text, "flow", flow, "source", source, LOG_END);
     pthread_mutex_lock(&d->mu);
-    pthread_cond_broadcast(&d->work);
+    wake_runner(d);
     pthread_mutex_unlock(&d->mu);
     return 0;
 }

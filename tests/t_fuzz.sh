@@ -21,7 +21,7 @@ for src in fuzz/fuzz_*.c; do
   if [ "$target" = activation ]; then
     extra=(src/supervisor/activation.c src/supervisor/colocate.c src/supervisor/worker_channel.c
            src/supervisor/worker_proc.c src/supervisor/worker_launch_linux.c src/base/thread_affinity.c
-           src/host/host.c src/base/json_text.c src/base/clock.c)
+           src/host/host.c src/base/json_text.c src/base/clock.c src/base/position_search.c)
     libs=(-ljansson)
   fi
   if ! clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -D_GNU_SOURCE \

@@ -11,7 +11,9 @@ start is counted:
   - the in-process floor: `ck-basal exec --repeat N` of the same script (one pool, no
     store), two at once so both CPUs work;
   - durable kv.set per second: a flow making 50 kv.set calls, one flow alone
-    (sequential) and 16 flows at once.
+    (sequential) and 16 flows at once;
+  - the admission latency of the 16-flow runs: each request sent (a connection of its
+    own, as a client makes) to its reply, which comes once the run is durable.
 A measurement, not a test: the exit status says only whether it ran.
 """
 import json
@@ -72,13 +74,18 @@ def start_serve(home, *extra):
     return p
 
 
-def through_serve(home, flows, runs_per_flow):
-    """Admits runs_per_flow runs of each flow (detach), then drains all; runs/s."""
+def through_serve(home, flows, runs_per_flow, latencies=None):
+    """Admits runs_per_flow runs of each flow (detach), then drains all; runs/s. With a
+    list, appends each admission's latency (s): the request sent (its connection
+    opened) to the reply read, which serve sends once the run is durable."""
     start = time.monotonic()
 
     def admit(fid):
         for i in range(runs_per_flow):
+            sent = time.monotonic()
             request(home, "run", {"flow": fid, "trigger": "{}", "detach": True})
+            if latencies is not None:
+                latencies.append(time.monotonic() - sent)
         request(home, "flow.drain", {"id": fid})
         request(home, "flow.enable", {"id": fid})
 
@@ -119,7 +126,9 @@ def main():
         # 16 runners, so that 16 flows can be busy at once.
         p = start_serve(home, "--max-runs", "16")
         try:
-            rates = {k: through_serve(home, [f"t{i}" for i in range(k)], max(2, runs // k))
+            lat = []
+            rates = {k: through_serve(home, [f"t{i}" for i in range(k)], max(2, runs // k),
+                                      lat if k == 16 else None)
                      for k in (1, 4, 16)}
             kv_runs = max(2, int(8 * scale))
             seq = through_serve(home, ["k0"], kv_runs) * kv_calls
@@ -135,6 +144,12 @@ def main():
     for k in (1, 4, 16):
         print(f"| trivial runs through serve, {k} flow{'s' if k > 1 else ''} busy | {rates[k]:.0f}/s "
               f"| {rates[k] / fl:.3f}x the in-process floor ({fl:.0f} activations/s, exec on 2 CPUs) |")
+    lat.sort()
+    p50 = lat[len(lat) // 2] * 1000
+    p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
+    print(f"| admission latency, 16 clients (request sent -> run durable and acknowledged; "
+          f"{len(lat)} admissions) | p50 {p50:.2f} ms, p99 {p99:.2f} ms | goal p50 <= 0.5 ms, "
+          f"p99 <= 2 ms |")
     print(f"| durable kv.set, 1 flow (sequential) | {seq:.0f}/s | 1x |")
     print(f"| durable kv.set, 16 flows busy | {par:.0f}/s | {par / seq:.2f}x the sequential rate (goal 4x) |")
 

@@ -42,11 +42,18 @@ static int refusal_pipe[2];      /* a byte per refusal, so the test can wait on 
 static int release_pipe[2];      /* "block" handlers each wait for one byte here */
 static int entered_pipe[2];      /* a byte per "block" handler that has started */
 
+static int threads_seen;  /* handler threads that answered a first request */
+static int threads_ended; /* thread-end hook calls */
+static _Thread_local bool toy_thread_seen;
+
 static void *toy_handler(void *ctx, const void *request)
 {
     (void)ctx;
     pthread_mutex_lock(&toy_lock);
     handled++;
+    if (!toy_thread_seen)
+        threads_seen++;
+    toy_thread_seen = true;
     pthread_mutex_unlock(&toy_lock);
     const char *cmd = json_string_value(json_object_get(request, "cmd"));
     if (cmd != NULL && strcmp(cmd, "block") == 0) {
@@ -57,6 +64,22 @@ static void *toy_handler(void *ctx, const void *request)
     }
     json_t *args = json_object_get(request, "args");
     return json_pack("{s:b,s:{s:O?}}", "ok", 1, "data", "echo", args);
+}
+
+static void toy_thread_end(void *ctx)
+{
+    (void)ctx;
+    pthread_mutex_lock(&toy_lock);
+    threads_ended++;
+    pthread_mutex_unlock(&toy_lock);
+}
+
+static int toy_count(const int *counter)
+{
+    pthread_mutex_lock(&toy_lock);
+    int n = *counter;
+    pthread_mutex_unlock(&toy_lock);
+    return n;
 }
 
 static void toy_refusal(void *ctx, const char *what, long uid, long pid)
@@ -267,6 +290,30 @@ static void check_round_trip(const char *home)
           "ops socket: the socket file is 0600 though the umask is 0 [guard fchmod before "
           "bind, mode confirmed after]",
           "mode %04o", stated ? (unsigned)(st.st_mode & 07777) : 0u);
+}
+
+/* Requests one after another, each read to the connection's end. */
+static void check_kept_threads(void)
+{
+    int before = toy_count(&threads_seen);
+    int answered = 0;
+    for (int i = 0; i < 10; i++) {
+        int fd = raw_connect();
+        static const char echo[] = "{\"cmd\":\"echo\",\"args\":\"again\"}\n";
+        bool eof = false;
+        json_t *reply = fd >= 0 && write(fd, echo, sizeof echo - 1) == (ssize_t)(sizeof echo - 1)
+                            ? raw_read_reply(fd, &eof)
+                            : NULL;
+        answered += is_echo_of(reply, "again") && eof;
+        json_decref(reply);
+        if (fd >= 0)
+            close(fd);
+    }
+    int started = toy_count(&threads_seen) - before;
+    check(answered == 10 && started <= 1,
+          "ops socket: requests one after another are answered by one kept handler thread "
+          "[guard: handler threads kept between requests]",
+          "%d of 10 answered, %d new handler threads", answered, started);
 }
 
 static void check_other_uid(const char *home)
@@ -622,7 +669,7 @@ static void check_client_connect(const char *dir, const char *home)
 
     /* A server starts over the stale file, and removes its own at stop. */
     struct ops_server *server =
-        ops_server_start(empty, toy_handler, toy_refusal, NULL, err, sizeof err);
+        ops_server_start(empty, toy_handler, NULL, toy_refusal, NULL, err, sizeof err);
     json_t *reply =
         server != NULL ? client_call(empty, "{\"cmd\":\"echo\",\"args\":\"again\"}", err,
                                      sizeof err)
@@ -655,7 +702,7 @@ static void check_start_refusals(const char *dir)
     mkdir(path, 0700);
     chmod(path, 0755);
     struct ops_server *server =
-        ops_server_start(path, toy_handler, toy_refusal, NULL, err, sizeof err);
+        ops_server_start(path, toy_handler, NULL, toy_refusal, NULL, err, sizeof err);
     check(server == NULL && strstr(err, "mode 0755, not 0700") != NULL,
           "ops socket: a data home wider than 0700 is refused [guard home mode check]",
           "%s", server != NULL ? "started" : err);
@@ -665,7 +712,7 @@ static void check_start_refusals(const char *dir)
     mkdir(path, 0700);
     if (chown(path, NOBODY, NOBODY) != 0)
         fail("ops socket: chown a home to uid 65534", "%s", strerror(errno));
-    server = ops_server_start(path, toy_handler, toy_refusal, NULL, err, sizeof err);
+    server = ops_server_start(path, toy_handler, NULL, toy_refusal, NULL, err, sizeof err);
     check(server == NULL && strstr(err, "owned by uid 65534") != NULL,
           "ops socket: a data home owned by another uid is refused [guard home owner check]",
           "%s", server != NULL ? "started" : err);
@@ -676,7 +723,7 @@ static void check_start_refusals(const char *dir)
     char in_the_way[700];
     sfmt(in_the_way, sizeof in_the_way, "%s/%s", path, OPS_SOCKET_NAME);
     write_text_file(in_the_way, "not a socket\n", 0600);
-    server = ops_server_start(path, toy_handler, toy_refusal, NULL, err, sizeof err);
+    server = ops_server_start(path, toy_handler, NULL, toy_refusal, NULL, err, sizeof err);
     char *kept = read_text_file(in_the_way);
     check(server == NULL && strstr(err, "is not a socket") != NULL && kept != NULL &&
               strcmp(kept, "not a socket\n") == 0,
@@ -691,7 +738,7 @@ static void check_start_refusals(const char *dir)
     longer[120] = '\0';
     sfmt(path, sizeof path, "%s/%s", dir, longer);
     mkdir(path, 0700);
-    server = ops_server_start(path, toy_handler, toy_refusal, NULL, err, sizeof err);
+    server = ops_server_start(path, toy_handler, NULL, toy_refusal, NULL, err, sizeof err);
     check(server == NULL && strstr(err, "too long for a Unix socket") != NULL,
           "ops socket: a socket path longer than sun_path is refused with a clear line",
           "%s", server != NULL ? "started" : err);
@@ -729,12 +776,13 @@ int main(void)
 
     char err[256] = "";
     struct ops_server *server =
-        ops_server_start(home, toy_handler, toy_refusal, NULL, err, sizeof err);
+        ops_server_start(home, toy_handler, toy_thread_end, toy_refusal, NULL, err, sizeof err);
     if (!check(server != NULL, "ops socket: the server starts on a 0700 home", "%s", err)) {
         harness_remove_tree(dir);
         return harness_finish();
     }
     check_round_trip(home);
+    check_kept_threads();
     check_other_uid(home);
     check_oversized();
     check_stalled_peer(home);
@@ -747,6 +795,11 @@ int main(void)
      * stop below (none is blocked when every check passed). */
     release_blocked(8);
     ops_server_stop(server);
+    check(toy_count(&threads_seen) > 1 && toy_count(&threads_ended) == toy_count(&threads_seen),
+          "ops socket: every handler thread runs the thread-end hook when the server stops "
+          "[guard: what a handler keeps per thread is released]",
+          "%d handler threads, %d thread ends", toy_count(&threads_seen),
+          toy_count(&threads_ended));
 
     check_client_connect(dir, home);
     check_start_refusals(dir);

@@ -840,17 +840,32 @@ static void hook_live_health(void *ctx, void *health)
     json_object_set_new(h, "pool", pool);
 }
 
+/* The ops handler thread's store connection, opened at its first request and kept
+ * (with its prepared statements) until the thread ends (handler_thread_end). */
+static _Thread_local struct store *t_handler_store;
+
 static void *handle_request(void *ctx, const void *request)
 {
     struct daemon *d = ctx;
-    struct store *st;
     char err[512];
-    if (open_store(d, &st, err, sizeof err) != 0)
+    if (t_handler_store == NULL && open_store(d, &t_handler_store, err, sizeof err) != 0)
         return ops_reply_error(1, err);
-    struct ops_context c = {st, d->o->home, &d->hooks};
+    struct ops_context c = {t_handler_store, d->o->home, &d->hooks};
     void *reply = ops_dispatch(&c, request);
-    store_close(st);
+    /* A handler that left a transaction open must not hand it to the next request
+     * (nor hold the writers' lock): closing rolls it back. */
+    if (!store_idle(t_handler_store)) {
+        store_close(t_handler_store);
+        t_handler_store = NULL;
+    }
     return reply;
+}
+
+static void handler_thread_end(void *ctx)
+{
+    (void)ctx;
+    store_close(t_handler_store);
+    t_handler_store = NULL;
 }
 
 static void refused_peer(void *ctx, const char *what, long uid, long pid)
@@ -1063,7 +1078,8 @@ static void log_start(const struct daemon *d, size_t left_behind)
 static int start_listeners(struct serve_process *s, char *err, size_t err_cap)
 {
     const struct serve_options *o = s->d.o;
-    s->ops = ops_server_start(o->home, handle_request, refused_peer, &s->d, err, err_cap);
+    s->ops = ops_server_start(o->home, handle_request, handler_thread_end, refused_peer, &s->d,
+                              err, err_cap);
     if (s->ops == NULL)
         return -1;
     if (o->metrics_listen != NULL) {

@@ -1,6 +1,7 @@
 /* The ops socket's server (serve/ops_socket.h, docs/ops-protocol.md). One thread polls
  * the listening socket, a stop eventfd and every connection still being read; each
- * complete request goes to a handler thread of its own, which answers and closes. */
+ * complete request goes to a handler thread (an idle kept one, else a new one), which
+ * answers and closes. */
 #include "serve/ops_socket.h"
 
 #include "base/clock.h"
@@ -23,6 +24,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Connections being read at once; one more is accepted only to be told so. */
@@ -41,9 +43,17 @@ struct ops_connection {
     size_t len, cap;
 };
 
+/* A handler thread, kept between requests: once it has answered it waits for the next
+ * job (up to OPS_HANDLER_IDLE_MS, then it retires), so a request costs neither a thread
+ * start nor what the handler keeps per thread (serve: a store connection with its
+ * prepared statements). Guarded by the server's lock. */
 struct ops_handler_slot {
-    bool used; /* a thread was started and not yet joined */
-    bool done; /* it has returned (joined by the server thread or at stop) */
+    struct ops_server *server;
+    bool used;           /* a thread was started and not yet joined */
+    bool done;           /* it has retired (joined by the server thread or at stop) */
+    bool idle;           /* it waits on wake for its next job */
+    struct ops_job *job; /* handed over by dispatch, taken by the thread */
+    pthread_cond_t wake;
     pthread_t thread;
 };
 
@@ -56,6 +66,7 @@ struct ops_server {
     int stop_fd; /* eventfd: readable once stop was asked */
     long long accept_paused_until_ms;
     ops_handler_fn handler;
+    ops_thread_end_fn thread_end;
     ops_refusal_fn refusal;
     void *ctx;
     pthread_t thread;
@@ -63,14 +74,13 @@ struct ops_server {
     struct ops_connection reading[OPS_READING_MAX];
     size_t reading_count;
 
-    pthread_mutex_t lock; /* guards slots and refusing */
+    pthread_mutex_t lock; /* guards slots, stopping and refusing */
+    bool stopping;        /* idle handler threads retire */
     struct ops_handler_slot slots[OPS_HANDLERS_MAX];
     char refusing[128]; /* ops_server_refuse_new's reason: "" while requests are handled */
 };
 
 struct ops_job {
-    struct ops_server *server;
-    struct ops_handler_slot *slot;
     int fd;
     json_t *request;
 };
@@ -113,10 +123,10 @@ static void write_reply(int fd, const char *line, size_t len)
     (void)socket_send_all(fd, line, len, -1, OPS_WRITE_STALL_MS);
 }
 
-static void *handler_main(void *arg)
+/* Answers one job: the handler's reply written (the connection is the caller's to
+ * close). */
+static void answer(struct ops_server *server, const struct ops_job *job)
 {
-    struct ops_job *job = arg;
-    struct ops_server *server = job->server;
     json_t *reply = server->handler(server->ctx, job->request);
     json_decref(job->request);
 
@@ -130,12 +140,53 @@ static void *handler_main(void *arg)
     if (line != NULL)
         write_reply(job->fd, line, strlen(line));
     free(line);
-    close(job->fd);
+}
 
+static struct timespec monotonic_after_ms(long long ms)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    t.tv_sec += (time_t)(ms / 1000);
+    t.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
+/* Answers its slot's jobs until it has waited OPS_HANDLER_IDLE_MS for one, or the
+ * server stops; then tells the owner (thread_end, on this thread) and returns. */
+static void *handler_main(void *arg)
+{
+    struct ops_handler_slot *slot = arg;
+    struct ops_server *server = slot->server;
     pthread_mutex_lock(&server->lock);
-    job->slot->done = true;
+    while (slot->job != NULL) {
+        struct ops_job *job = slot->job;
+        slot->job = NULL;
+        pthread_mutex_unlock(&server->lock);
+        answer(server, job);
+        /* Idle before the close: a client that saw its connection end finds this
+         * thread ready for its next request. */
+        pthread_mutex_lock(&server->lock);
+        slot->idle = true;
+        pthread_mutex_unlock(&server->lock);
+        close(job->fd);
+        free(job);
+        pthread_mutex_lock(&server->lock);
+        struct timespec until = monotonic_after_ms(OPS_HANDLER_IDLE_MS);
+        while (slot->job == NULL && !server->stopping &&
+               pthread_cond_timedwait(&slot->wake, &server->lock, &until) != ETIMEDOUT)
+            ;
+        slot->idle = false;
+    }
     pthread_mutex_unlock(&server->lock);
-    free(job);
+    if (server->thread_end != NULL)
+        server->thread_end(server->ctx);
+    pthread_mutex_lock(&server->lock);
+    slot->done = true;
+    pthread_mutex_unlock(&server->lock);
     return NULL;
 }
 
@@ -171,27 +222,53 @@ static void dispatch(struct ops_server *server, int fd, json_t *request, long ui
         close(fd);
         return;
     }
-    struct ops_handler_slot *slot = NULL;
-    for (size_t i = 0; i < OPS_HANDLERS_MAX && slot == NULL; i++)
-        if (!server->slots[i].used)
-            slot = &server->slots[i];
-    struct ops_job *job = slot != NULL ? malloc(sizeof *job) : NULL;
-    if (job == NULL) {
+    struct ops_job *job = malloc(sizeof *job);
+    if (job != NULL)
+        *job = (struct ops_job){fd, request};
+    pthread_mutex_lock(&server->lock);
+    struct ops_handler_slot *slot = NULL, *unused = NULL;
+    for (size_t i = 0; i < OPS_HANDLERS_MAX && slot == NULL && job != NULL; i++) {
+        struct ops_handler_slot *each = &server->slots[i];
+        if (each->used && each->idle && each->job == NULL)
+            slot = each;
+        else if (!each->used && unused == NULL)
+            unused = each;
+    }
+    if (slot != NULL) {
+        /* A kept thread takes it. */
+        slot->job = job;
+        pthread_cond_signal(&slot->wake);
+        pthread_mutex_unlock(&server->lock);
+        return;
+    }
+    if (unused != NULL) {
+        unused->used = true;
+        unused->done = false;
+        unused->idle = false;
+        unused->job = job;
+    }
+    pthread_mutex_unlock(&server->lock);
+    if (unused == NULL) {
         char what[96];
-        snprintf(what, sizeof what, "busy: %d requests are being handled", OPS_HANDLERS_MAX);
+        if (job != NULL)
+            snprintf(what, sizeof what, "busy: %d requests are being handled",
+                     OPS_HANDLERS_MAX);
+        else
+            snprintf(what, sizeof what, "busy: out of memory");
+        free(job);
         send_error_now(fd, 1, what);
         refuse(server, what, uid, pid);
         json_decref(request);
         close(fd);
         return;
     }
-    *job = (struct ops_job){server, slot, fd, request};
-    slot->used = true;
-    slot->done = false;
     /* The server thread blocks every signal, and handler threads inherit that: the
      * daemon's signals go to its main thread. */
-    if (pthread_create(&slot->thread, NULL, handler_main, job) != 0) {
-        slot->used = false;
+    if (pthread_create(&unused->thread, NULL, handler_main, unused) != 0) {
+        pthread_mutex_lock(&server->lock);
+        unused->used = false;
+        unused->job = NULL;
+        pthread_mutex_unlock(&server->lock);
         free(job);
         send_error_now(fd, 1, "busy: cannot start a handler thread");
         refuse(server, "busy: cannot start a handler thread", uid, pid);
@@ -495,9 +572,35 @@ static int bind_socket(struct ops_server *server, char *err, size_t err_cap)
     return 0;
 }
 
+static void destroy_slots(struct ops_server *server, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        pthread_cond_destroy(&server->slots[i].wake);
+}
+
+/* Each slot's condition variable waits on the monotonic clock (the idle bound). */
+static int init_slots(struct ops_server *server)
+{
+    pthread_condattr_t attr;
+    if (pthread_condattr_init(&attr) != 0)
+        return -1;
+    int rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    size_t made = 0;
+    for (; rc == 0 && made < OPS_HANDLERS_MAX; made++) {
+        server->slots[made].server = server;
+        rc = pthread_cond_init(&server->slots[made].wake, &attr);
+    }
+    pthread_condattr_destroy(&attr);
+    if (rc != 0) {
+        destroy_slots(server, made == 0 ? 0 : made - 1);
+        return -1;
+    }
+    return 0;
+}
+
 struct ops_server *ops_server_start(const char *home, ops_handler_fn handler,
-                                    ops_refusal_fn refusal, void *ctx, char *err,
-                                    size_t err_cap)
+                                    ops_thread_end_fn thread_end, ops_refusal_fn refusal,
+                                    void *ctx, char *err, size_t err_cap)
 {
     if (home == NULL || handler == NULL) {
         error_line(err, err_cap, "ops socket: no data home or handler");
@@ -512,6 +615,7 @@ struct ops_server *ops_server_start(const char *home, ops_handler_fn handler,
     server->stop_fd = -1;
     server->owner = geteuid();
     server->handler = handler;
+    server->thread_end = thread_end;
     server->refusal = refusal;
     server->ctx = ctx;
     int len = snprintf(server->path, sizeof server->path, "%s/%s", home, OPS_SOCKET_NAME);
@@ -536,12 +640,18 @@ struct ops_server *ops_server_start(const char *home, ops_handler_fn handler,
         error_line(err, err_cap, "ops socket: cannot make a mutex");
         goto fail;
     }
+    if (init_slots(server) != 0) {
+        pthread_mutex_destroy(&server->lock);
+        error_line(err, err_cap, "ops socket: cannot make the handlers' condition variables");
+        goto fail;
+    }
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int rc = pthread_create(&server->thread, NULL, server_main, server);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
+        destroy_slots(server, OPS_HANDLERS_MAX);
         pthread_mutex_destroy(&server->lock);
         error_line(err, err_cap, "ops socket: cannot start its thread: %s", strerror(rc));
         goto fail;
@@ -608,9 +718,16 @@ void ops_server_stop(struct ops_server *server)
     unlink_own_socket(server);
     refuse_the_rest(server);
     close(server->listen_fd);
+    /* Idle handler threads retire now; busy ones once their handler returned. */
+    pthread_mutex_lock(&server->lock);
+    server->stopping = true;
+    for (size_t i = 0; i < OPS_HANDLERS_MAX; i++)
+        pthread_cond_signal(&server->slots[i].wake);
+    pthread_mutex_unlock(&server->lock);
     for (size_t i = 0; i < OPS_HANDLERS_MAX; i++)
         if (server->slots[i].used)
             pthread_join(server->slots[i].thread, NULL);
+    destroy_slots(server, OPS_HANDLERS_MAX);
     pthread_mutex_destroy(&server->lock);
     close(server->stop_fd);
     free(server);

@@ -8,9 +8,12 @@
  * OPS_REQUEST_TIMEOUT_MS of the connection and at most OPS_REQUEST_MAX bytes, or the
  * peer gets an error reply (when it can still be written) and is closed. A stalled or
  * slow peer never holds up another: connections are read by one poll loop on the
- * server's own thread, and each complete request is handled on a thread of its own
- * (the handler may block, e.g. until a run ends), at most OPS_HANDLERS_MAX at once
- * (beyond that a request gets a "busy" error reply).
+ * server's own thread, and each complete request is handled on a handler thread of
+ * its own (the handler may block, e.g. until a run ends), at most OPS_HANDLERS_MAX at
+ * once (beyond that a request gets a "busy" error reply). A handler thread is kept
+ * after its reply and takes the next request; one idle for OPS_HANDLER_IDLE_MS, or
+ * any at the stop, calls the thread-end hook on itself and ends, so the handler may
+ * keep what it opened for the thread (serve: its store connection) until then.
  *
  * Reply shapes: {"ok":true,"data":...} or {"ok":false,"exit":1|2,"error":"one line"}. */
 #ifndef BASAL_SERVE_OPS_SOCKET_H
@@ -23,10 +26,15 @@
 #define OPS_REQUEST_MAX (256u << 10)
 #define OPS_REQUEST_TIMEOUT_MS 5000
 #define OPS_HANDLERS_MAX 64
+#define OPS_HANDLER_IDLE_MS 10000
 
 /* Answers one request (a json_t * object, borrowed) with a new reply object (a json_t *,
  * owned by the caller afterwards). Runs on a handler thread. */
 typedef void *(*ops_handler_fn)(void *ctx, const void *request);
+
+/* Called on a handler thread as it ends, after its last request (may be NULL): what
+ * the handler kept for this thread is released here. */
+typedef void (*ops_thread_end_fn)(void *ctx);
 
 /* Told of every refused peer or request, to audit and log it: what is one line
  * ("peer uid 1000 is not the owner", "request over 262144 bytes", "request not complete
@@ -40,8 +48,8 @@ struct ops_server;
  * holds the home's serve lock) and starts the server thread. NULL with a one-line
  * reason in err. */
 struct ops_server *ops_server_start(const char *home, ops_handler_fn handler,
-                                    ops_refusal_fn refusal, void *ctx, char *err,
-                                    size_t err_cap);
+                                    ops_thread_end_fn thread_end, ops_refusal_fn refusal,
+                                    void *ctx, char *err, size_t err_cap);
 
 /* From now on every complete request is answered {"ok":false,"exit":1,"error":why}
  * without reaching the handler (serve: "serve is stopping"); handlers already running

@@ -273,6 +273,7 @@ void store_close(struct store *s)
     free(s);
 }
 
+bool store_idle(struct store *s) { return !s->writing && sqlite3_get_autocommit(s->db) != 0; }
 int store_schema_version(const struct store *s) { return s->version; }
 int store_schema_version_at_open(const struct store *s) { return s->version_at_open; }
 bool store_created(const struct store *s) { return s->created; }

@@ -40,6 +40,10 @@ struct store;
 int store_open(const char *home, struct store **out, char *err, size_t err_cap);
 void store_close(struct store *s);
 
+/* No transaction is open on s (read or write): a connection kept for the next
+ * request must be, or be closed (which rolls back). */
+bool store_idle(struct store *s);
+
 /* The schema version now in force, and the one found when opening (0: new store). */
 int store_schema_version(const struct store *s);
 int store_schema_version_at_open(const struct store *s);

@@ -160,6 +160,12 @@ static int finish(struct run_driver *d, const struct run_row *run, int64_t gener
     enum run_state state = end_state(out, fh, error, sizeof error);
     if (out->status == ACTIVATION_NO_WORKER)
         state = RUN_PENDING; /* nothing ran: recover tries again */
+    /* The pool's counters are copied before the transaction: the pool's lock is held
+     * while a worker starts (milliseconds), and no writer of the store may wait on it
+     * while holding the store's write lock. Only the scalar counters are read. */
+    pool_lock(d->pool);
+    struct health counters = *pool_health(d->pool);
+    pool_unlock(d->pool);
     struct store *s = d->store;
     if (store_begin_txn(s, err, err_cap) != 0)
         return -1;
@@ -173,13 +179,9 @@ static int finish(struct run_driver *d, const struct run_row *run, int64_t gener
     if (rc == 0)
         rc = runs_end_activation(s, run->id, seq, activation_status_name(out->status),
                                  (long)out->pid, err, err_cap);
-    if (rc == 0) {
-        pool_lock(d->pool);
-        rc = health_store_add(s, pool_health(d->pool),
-                              d->shared_mark != NULL ? d->shared_mark : &d->mark, run->flow_id,
-                              out->status);
-        pool_unlock(d->pool);
-    }
+    if (rc == 0)
+        rc = health_store_add(s, &counters, d->shared_mark != NULL ? d->shared_mark : &d->mark,
+                              run->flow_id, out->status);
     if (rc != 0 && err[0] == '\0')
         error_line(err, err_cap, "store: %s", store_errmsg(s));
     if (store_end_txn(s, rc, err, err_cap) != 0)

@@ -7,6 +7,7 @@
 #include "flows/reconcile.h"
 #include "flows/run_driver.h"
 #include "host/curl_library.h"
+#include "serve/admission_batch.h"
 #include "serve/admission_rate.h"
 #include "serve/event_delivery.h"
 #include "serve/metrics_http.h"
@@ -100,6 +101,7 @@ struct daemon {
     struct ops_daemon_hooks hooks;
     struct scheduler *scheduler; /* set before any runner starts */
     struct admission_rate rate; /* guarded by mu */
+    struct admission_batch batch; /* admissions written together */
 };
 
 /* A connection for the calling thread (a connection is used and closed only by the
@@ -494,9 +496,16 @@ static int admit_gated(struct daemon *d, struct store *st, const char *source, c
     int64_t now_ms = serve_clock_now_ms();
     if (rate_take(d, st, flow, now_ms, err, err_cap) != 0)
         return -1;
-    int rc = runs_admit_queued(st, flow, version, trigger, trigger_id, d->o->backlog, run_id, err,
-                               err_cap);
+    struct run_admission a = {.flow = flow,
+                              .version = version,
+                              .trigger = trigger,
+                              .trigger_id = trigger_id,
+                              .max_waiting = d->o->backlog};
+    admission_batch_admit(&d->batch, st, &a);
+    int rc = a.rc;
+    *run_id = a.run_id;
     if (rc != 0) {
+        snprintf(err, err_cap, "%s", a.err);
         pthread_mutex_lock(&d->mu); /* only admissions count against the rate */
         admission_rate_release(&d->rate, flow, now_ms);
         pthread_mutex_unlock(&d->mu);
@@ -1048,6 +1057,8 @@ static int daemon_init(struct daemon *d, const struct serve_options *o)
     d->pool_cfg.policy = o->landlock;
     d->pool_cfg.spares = o->spares;
     d->pool = pool_new(&d->pool_cfg);
+    if (admission_batch_init(&d->batch) != 0)
+        return -1;
     d->rate.limit = o->rate_limit > 0 ? o->rate_limit : ADMISSION_RATE_LIMIT_DEFAULT;
     d->runner_count = o->max_runs < SERVE_RUNNERS_MAX ? o->max_runs : SERVE_RUNNERS_MAX;
     return d->pool != NULL ? 0 : -1;

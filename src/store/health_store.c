@@ -43,7 +43,9 @@ int health_store_add(struct store *s, const struct health *now, struct health_ma
     for (size_t i = 0; i < FIELD_COUNT; i++) {
         unsigned long long value = health_value(now, i);
         unsigned long long *seen = (unsigned long long *)((char *)mark + FIELDS[i].offset_mark);
-        if (value > *seen && store_health_add(s, FIELDS[i].name, (long long)(value - *seen)) != 0)
+        if (value <= *seen)
+            continue; /* counters copied before another writer moved the mark */
+        if (store_health_add(s, FIELDS[i].name, (long long)(value - *seen)) != 0)
             return -1;
         *seen = value;
     }

@@ -21,8 +21,11 @@ struct health_mark {
         respawned, sigsys_deaths;
 };
 
-/* Inside the caller's transaction: adds what now counts above *mark (then moves the
- * mark) and, if flow is not NULL, one activation of flow with status. 0 or -1. */
+/* Inside the caller's write transaction: adds what now counts above *mark (then moves
+ * the mark forward, never back: now may be a copy older than what another writer
+ * already added) and, if flow is not NULL, one activation of flow with status. A mark
+ * shared by threads is guarded by the store's write lock: only one write transaction
+ * is open at a time. 0 or -1. */
 int health_store_add(struct store *s, const struct health *now, struct health_mark *mark,
                      const char *flow, enum activation_status status);
 

@@ -239,14 +239,18 @@ static int admitted_before(sqlite3 *db, const char *flow, const char *trigger_id
 }
 
 /* A duplicate trigger id is reported before the backlog: a trigger that fires again
- * (a schedule after a crash, an event sent twice) finds its run, full backlog or not. */
+ * (a schedule after a crash, an event sent twice) finds its run, full backlog or not.
+ * *refused tells a refusal (admitted before, backlog full, a run unfinished: found
+ * before anything was written) from the store's error. */
 static int admit_in_txn(sqlite3 *db, const char *flow, int64_t version, const char *trigger,
                         const char *trigger_id, unsigned max_waiting, int64_t *run_id,
-                        bool *duplicate, char *err, size_t err_cap)
+                        bool *duplicate, bool *refused, char *err, size_t err_cap)
 {
+    *refused = false;
     int before = admitted_before(db, flow, trigger_id, run_id, err, err_cap);
     if (before != 0) {
         *duplicate = before == 1;
+        *refused = before == 1;
         return before == 1 ? error_line(err, err_cap,
                                         "flow '%s': trigger id '%s' was already admitted", flow,
                                         trigger_id)
@@ -256,7 +260,8 @@ static int admit_in_txn(sqlite3 *db, const char *flow, int64_t version, const ch
         int64_t waiting;
         if (waiting_runs(db, flow, &waiting, err, err_cap) != 0)
             return -1;
-        if (waiting >= max_waiting)
+        *refused = waiting >= max_waiting;
+        if (*refused)
             return error_line(err, err_cap,
                               "flow '%s': %" PRId64 " runs are already waiting, the most its "
                               "backlog holds (serve --backlog)", flow, waiting);
@@ -264,7 +269,8 @@ static int admit_in_txn(sqlite3 *db, const char *flow, int64_t version, const ch
         char what[96];
         if (unfinished_run(db, flow, what, sizeof what, err, err_cap) != 0)
             return -1;
-        if (what[0] != '\0')
+        *refused = what[0] != '\0';
+        if (*refused)
             return error_line(err, err_cap,
                               "flow '%s': %s (runs of a flow execute one at a time; finish it "
                               "with ck-basal recover, flow reconcile or cancel)", flow, what);
@@ -282,9 +288,11 @@ static int admit_in_txn(sqlite3 *db, const char *flow, int64_t version, const ch
     sqlite3_bind_int64(st, 5, sql_now_ms());
     if (sql_run(db, st, err, err_cap) != 0)
         return -1;
-    if (sqlite3_changes(db) == 0)
+    if (sqlite3_changes(db) == 0) {
+        *refused = true; /* DO NOTHING: nothing was written */
         return error_line(err, err_cap, "flow '%s': trigger id '%s' was already admitted", flow,
                           trigger_id);
+    }
     *run_id = sqlite3_last_insert_rowid(db);
     return 0;
 }
@@ -306,11 +314,46 @@ static int admit(struct store *s, const char *flow, int64_t version, const char 
     }
     if (store_begin_txn(s, err, err_cap) != 0)
         return -1;
+    bool refused;
     int rc = admit_in_txn(store_db(s), flow, version, trigger, trigger_id, max_waiting, run_id,
-                          duplicate, err, err_cap);
+                          duplicate, &refused, err, err_cap);
     if (rc == 0 && claim != NULL)
         rc = claim_in_txn(s, *run_id, &claim->generation, &claim->activation_seq, err, err_cap);
     return store_end_txn(s, rc, err, err_cap);
+}
+
+int runs_admit_batch(struct store *s, struct run_admission *const *items, size_t count,
+                     char *err, size_t err_cap)
+{
+    char generated[RUN_TRIGGER_ID_MAX + 1];
+    int rc = store_begin_txn(s, err, err_cap);
+    bool open = rc == 0;
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        struct run_admission *a = items[i];
+        const char *trigger_id = a->trigger_id;
+        if (trigger_id == NULL) {
+            rc = random_trigger_id(generated) == 0 ? 0 : error_line(err, err_cap, "getrandom failed");
+            trigger_id = generated;
+        }
+        bool duplicate = false, refused = false;
+        a->err[0] = '\0';
+        if (rc == 0)
+            a->rc = admit_in_txn(store_db(s), a->flow, a->version, a->trigger, trigger_id,
+                                 a->max_waiting > 0 ? a->max_waiting : 1, &a->run_id, &duplicate,
+                                 &refused, a->err, sizeof a->err);
+        if (rc == 0 && a->rc != 0 && duplicate)
+            a->rc = 1;
+        /* A refusal left nothing to undo; the store's error ends the whole batch. */
+        if (rc == 0 && a->rc != 0 && !refused)
+            rc = error_line(err, err_cap, "%s", a->err);
+    }
+    if (open && store_end_txn(s, rc, err, err_cap) == 0)
+        return 0;
+    for (size_t i = 0; i < count; i++) {
+        items[i]->rc = -1;
+        snprintf(items[i]->err, sizeof items[i]->err, "%s", err);
+    }
+    return -1;
 }
 
 int runs_admit(struct store *s, const char *flow, int64_t version, const char *trigger,

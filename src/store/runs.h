@@ -82,6 +82,26 @@ int runs_admit_queued(struct store *s, const char *flow, int64_t version, const 
                       const char *trigger_id, unsigned max_waiting, int64_t *run_id, char *err,
                       size_t err_cap);
 
+/* One admission of a batch (runs_admit_batch): what runs_admit_queued takes, and its
+ * outcome. */
+struct run_admission {
+    const char *flow;
+    int64_t version;
+    const char *trigger;    /* NULL: "{}" */
+    const char *trigger_id; /* NULL: a new random one */
+    unsigned max_waiting;
+    int rc;         /* as runs_admit_queued returns: 0, 1 (admitted before) or -1 */
+    int64_t run_id; /* rc 0 or 1 */
+    char err[512];  /* rc != 0 */
+};
+
+/* runs_admit_queued of each item, in order, in one transaction and one commit: every
+ * item's outcome is durable once this returns 0 (an item refused changed nothing).
+ * -1 (with the store's reason in err) when the transaction could not be made durable:
+ * then no item was admitted, and every item says so (rc -1). */
+int runs_admit_batch(struct store *s, struct run_admission *const *items, size_t count,
+                     char *err, size_t err_cap);
+
 /* The first unfinished run of each flow, the one a flow's next activation belongs to
  * (runs of a flow execute one at a time in admission order), by id. */
 struct run_head {

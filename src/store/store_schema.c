@@ -270,9 +270,17 @@ static const char MIGRATION_5[] =
     "CREATE INDEX audit_by_codemode_run ON audit(codemode_run_id, position)"
     "  WHERE codemode_run_id IS NOT NULL;";
 
+/* Version 6 (issue 25): the runs not yet ended, by flow. A serve's runner looks for
+ * the next run to start (runs_heads: each flow's oldest unfinished run) whenever it is
+ * free; without this index that read walked every run ever made, ended or not, so a
+ * serve slowed down as its history grew. The index holds only the unfinished runs. */
+static const char MIGRATION_6[] =
+    "CREATE INDEX runs_unfinished ON runs(flow_id, id)"
+    "  WHERE state NOT IN ('succeeded', 'failed', 'cancelled');";
+
 static const char *const MIGRATIONS[STORE_SCHEMA_VERSION] = {MIGRATION_1, MIGRATION_2,
                                                                MIGRATION_3, MIGRATION_4,
-                                                               MIGRATION_5};
+                                                               MIGRATION_5, MIGRATION_6};
 
 const char *store_schema_migration(int version)
 {

@@ -1,0 +1,18 @@
+/* A counting VFS under SQLite, for tests of what the store asks of the disk: a shim
+ * registered as the default VFS that forwards every call to the system's VFS and counts
+ * the syncs of each -wal file and the reads of every file (database and WAL). Install
+ * it before the first store_open of the test. */
+#ifndef BASAL_TESTS_LIB_COUNTING_VFS_H
+#define BASAL_TESTS_LIB_COUNTING_VFS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+extern atomic_long counting_vfs_wal_syncs;   /* WAL syncs finished */
+extern atomic_long counting_vfs_sync_starts; /* WAL syncs begun */
+extern atomic_long counting_vfs_reads;       /* xRead calls, every file */
+
+/* Registers the VFS as the process's default; false if it could not. */
+bool counting_vfs_install(void);
+
+#endif

@@ -15,6 +15,7 @@ static sqlite3_vfs *g_real;
 atomic_long counting_vfs_wal_syncs;
 atomic_long counting_vfs_sync_starts;
 atomic_long counting_vfs_reads;
+atomic_long counting_vfs_write_locks;
 
 #define REAL(f) (((struct counted_file *)(void *)(f))->real)
 
@@ -69,6 +70,9 @@ static int c_shm_map(sqlite3_file *f, int pg, int sz, int extend, void volatile 
 }
 static int c_shm_lock(sqlite3_file *f, int off, int n, int flags)
 {
+    /* WAL mode's write lock is the first shared-memory lock, taken exclusive. */
+    if (off == 0 && n == 1 && flags == (SQLITE_SHM_LOCK | SQLITE_SHM_EXCLUSIVE))
+        atomic_fetch_add(&counting_vfs_write_locks, 1);
     return REAL(f)->pMethods->xShmLock(REAL(f), off, n, flags);
 }
 static void c_shm_barrier(sqlite3_file *f) { REAL(f)->pMethods->xShmBarrier(REAL(f)); }

@@ -31,6 +31,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <jansson.h>
 #include <poll.h>
 #include <pthread.h>
@@ -1249,8 +1250,16 @@ static int serve_stop(struct serve_process *s, const char *stop_name)
     return 0;
 }
 
+/* glibc gives the free top of a thread's heap back (madvise) once it passes the trim
+ * threshold, 128 KiB by default; SQLite's temporary b-trees and statement journals
+ * pass it on every run, and each give-back is a TLB shootdown on every CPU running one
+ * of serve's threads: 9-10% of serve's samples, and half its throughput under load
+ * (docs/benchmarks.md, issue 25). A few MiB per heap stay instead. */
+#define SERVE_MALLOC_TRIM_BYTES (4 << 20)
+
 int serve_main(const struct serve_options *o)
 {
+    (void)mallopt(M_TRIM_THRESHOLD, SERVE_MALLOC_TRIM_BYTES);
     struct serve_process s;
     memset(&s, 0, sizeof s);
     if (serve_start(&s, o) != 0)

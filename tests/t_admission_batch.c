@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define THREADS 16
-#define EACH 20
+#define THREADS 16L
+#define EACH 20L
 
 static char g_home[4096];
 static char g_db[4200];

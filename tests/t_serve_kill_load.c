@@ -225,6 +225,7 @@ static bool serve_up(struct serve_proc *s)
     s->reading = pthread_create(&s->reader, NULL, log_reader, s) == 0;
     if (!s->reading) {
         proc_kill(&s->p);
+        s->p.pid = 0; /* reaped: nothing left to end */
         return false;
     }
     long long deadline = ms_now() + WAIT_MS;
@@ -234,6 +235,18 @@ static bool serve_up(struct serve_proc *s)
     bool up = g.ready > 0;
     pthread_mutex_unlock(&g.mu);
     return up;
+}
+
+static int serve_end(struct serve_proc *s, int sig);
+
+/* serve_up, or a serve that did not get ready ended (its log kept for the detail). */
+static bool serve_up_or_end(struct serve_proc *s)
+{
+    if (serve_up(s))
+        return true;
+    if (s->p.pid > 0)
+        (void)serve_end(s, SIGKILL);
+    return false;
 }
 
 /* Kills (signal) or stops serve, reads its log to the end and reaps it: its exit code,
@@ -719,7 +732,7 @@ int main(void)
         return harness_finish();
 
     struct serve_proc s;
-    if (!check(serve_up(&s), "serve kill load: the first serve starts", "%.800s", g.tail))
+    if (!check(serve_up_or_end(&s), "serve kill load: the first serve starts", "%.800s", g.tail))
         return harness_finish();
     serve_ready();
     pthread_t clients[CLIENTS];
@@ -736,7 +749,7 @@ int main(void)
         on_course = kill_round(k, &s, &caught_running, &caught_pending);
         rounds += on_course;
         /* Restarted either way, so that the checks below say what is left behind. */
-        up = serve_up(&s);
+        up = serve_up_or_end(&s);
         if (!up) {
             fail("serve kill load: a new serve starts after the kill", "%.800s", g.tail);
             pthread_mutex_lock(&g.mu);

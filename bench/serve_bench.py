@@ -14,13 +14,17 @@ start is counted:
   - durable kv.set per second: a flow making 50 kv.set calls, one flow alone
     (sequential) and 16 flows at once;
   - the admission latency of the 16-flow runs: each request sent (a connection of its
-    own, as a client makes) to its reply, which comes once the run is durable.
+    own, as a client makes) to its reply, which comes once the run is durable;
+  - one serve's memory with 10,000 runs queued (a serve of its own, --max-runs 1, its
+    one runner held by a run whose module call waits on a FIFO; the runs admitted with
+    detach by 16 clients over 16 other flows): VmRSS and VmHWM from /proc/PID/status.
 A measurement, not a test: the exit status says only whether it ran.
 """
 import json
 import os
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -54,26 +58,47 @@ def request(home, cmd, args):
     return reply.get("data")
 
 
-def add_flow(home, work, fid, script):
+def add_flow(home, work, fid, script, ops=None):
     d = os.path.join(work, "flow-" + fid)
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "flow.js"), "w") as f:
         f.write(script)
+    manifest = {"format": 1, "id": fid, "version": 1, "purpose": "bench",
+                "trigger": {"manual": True}}
+    if ops is not None:
+        manifest["ops"] = ops
     with open(os.path.join(d, "manifest.json"), "w") as f:
-        json.dump({"format": 1, "id": fid, "version": 1, "purpose": "bench",
-                   "trigger": {"manual": True}}, f)
+        json.dump(manifest, f)
     out = json.loads(ck(home, "flow", "install", d, json_out=True))
     ck(home, "flow", "approve", fid, "--version", "1", "--code-hash", out["code_hash"])
 
 
 def start_serve(home, *extra):
+    """serve, once its event=ready line came; its log is read to the end by a thread
+    (serve_log_line waits on it)."""
     p = subprocess.Popen([CK, "--home", home, "serve"] + list(extra), stderr=subprocess.PIPE,
                          text=True)
     for line in p.stderr:
         if "event=ready" in line:
             break
-    threading.Thread(target=lambda: [None for _ in p.stderr], daemon=True).start()
+    p.log_lines = []
+    p.log_changed = threading.Condition()
+
+    def read_log():
+        for line in p.stderr:
+            with p.log_changed:
+                p.log_lines.append(line)
+                p.log_changed.notify_all()
+
+    threading.Thread(target=read_log, daemon=True).start()
     return p
+
+
+def serve_log_line(p, needle, timeout=120):
+    """Waits for a line of serve's log holding needle; raises if none comes in time."""
+    with p.log_changed:
+        if not p.log_changed.wait_for(lambda: any(needle in l for l in p.log_lines), timeout):
+            raise RuntimeError(f"serve logged no {needle} within {timeout} s")
 
 
 def through_serve(home, flows, runs_per_flow, latencies=None):
@@ -99,6 +124,82 @@ def through_serve(home, flows, runs_per_flow, latencies=None):
     for t in threads:
         t.join()
     return len(flows) * runs_per_flow / (time.monotonic() - start)
+
+
+# The module program of the memory phase: reads its request, then waits until the
+# bench opens the FIFO (argv[1]) and closes it; its call holds serve's one runner.
+HOLD_MODULE = """import sys
+sys.stdin.read()
+with open(sys.argv[1]) as f:
+    f.read()
+print('{"result": 1}')
+"""
+
+
+def status_kib(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/{pid}/status")
+
+
+def queued_memory(work, queued):
+    """A serve of its own whose one runner is held by a run waiting on a module call
+    (HOLD_MODULE), so every run admitted after it stays queued: queued runs over 16
+    flows, admitted with detach by 16 clients. Returns (VmRSS, VmHWM) of the serve in
+    KiB once they are all admitted, the VmRSS of the same serve idle before, and the
+    pending runs the store holds then."""
+    home = os.path.join(work, "mem-home")
+    ck(home, "setup")
+    fifo = os.path.join(work, "hold.fifo")
+    os.mkfifo(fifo, 0o600)
+    script = os.path.join(work, "hold_module.py")
+    with open(script, "w") as f:
+        f.write(HOLD_MODULE)
+    with open(os.path.join(home, "modules.json"), "w") as f:
+        json.dump({"modules": {"hold": {"program": sys.executable, "args": [script, fifo],
+                                        "timeout_ms": 600000,
+                                        "ops": {"wait": {"kind": "query"}}}}}, f)
+    os.chmod(os.path.join(home, "modules.json"), 0o600)
+    add_flow(home, work, "hold", "await ops.call('hold', 'wait', {});\nreturn 1;\n",
+             ops=[{"module": "hold", "op": "wait"}])
+    flows = [f"q{i}" for i in range(16)]
+    for fid in flows:
+        add_flow(home, work, fid, "return 1;\n")
+    per_flow = (queued + len(flows) - 1) // len(flows)
+    p = start_serve(home, "--max-runs", "1", "--backlog", str(per_flow),
+                    "--rate-limit", str(RATE_LIMIT_MAX), "--grace-seconds", "0")
+    try:
+        idle = status_kib(p.pid, "VmRSS")
+        request(home, "run", {"flow": "hold", "trigger": "{}", "detach": True})
+        # The hold run has the runner once its module program is waiting on the FIFO.
+        serve_log_line(p, "event=run_started")
+        counts = [per_flow] * len(flows)
+        counts[-1] -= per_flow * len(flows) - queued
+
+        def admit(fid, n):
+            for _ in range(n):
+                request(home, "run", {"flow": fid, "trigger": "{}", "detach": True})
+
+        threads = [threading.Thread(target=admit, args=(fid, n)) for fid, n in zip(flows, counts)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        rss, hwm = status_kib(p.pid, "VmRSS"), status_kib(p.pid, "VmHWM")
+        db = sqlite3.connect(f"file:{os.path.join(home, 'basal.db')}?mode=ro", uri=True)
+        pending = db.execute("SELECT count(*) FROM runs WHERE state = 'pending'").fetchone()[0]
+        db.close()
+        # Let the held call return (ENXIO: it is not waiting, nothing to release).
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+    finally:
+        p.terminate()
+        p.wait()
+    return rss, hwm, idle, pending
 
 
 def floor(work, n):
@@ -148,6 +249,9 @@ def main():
             p.terminate()
             p.wait()
         fl = floor(work, max(200, int(2000 * scale)))
+        # The goal's 10,000 queued runs; fewer for a short run (--scale under 1).
+        queued = max(1000, int(10000 * min(scale, 1.0)))
+        rss, hwm, idle, pending = queued_memory(work, queued)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("| what | rate | against |")
@@ -163,6 +267,10 @@ def main():
           f"p99 <= 2 ms |")
     print(f"| durable kv.set, 1 flow (sequential) | {seq:.0f}/s | 1x |")
     print(f"| durable kv.set, 16 flows busy | {par:.0f}/s | {par / seq:.2f}x the sequential rate (goal 4x) |")
+    held = "" if pending == queued else f"; only {pending} were pending: the held run did not hold"
+    print(f"| one serve's memory with {queued:,} queued runs (16 flows, admitted by 16 clients) "
+          f"| VmRSS {rss / 1024:.1f} MiB, VmHWM {hwm / 1024:.1f} MiB | {hwm / 1024 / 64:.2f}x the "
+          f"goal of < 64 MiB (peak); the same serve idle {idle / 1024:.1f} MiB{held} |")
 
 
 if __name__ == "__main__":

@@ -70,10 +70,13 @@ static struct version_entry *put(struct version_cache *c, const char *flow, int6
 static void test_cache_alone(void)
 {
     struct version_cache *c = version_cache_new(2, 1000);
-    if (!ok(c != NULL, "cache: made with capacity 2, 1000 bytes"))
+    struct version_entry *a = c != NULL ? put(c, "a", 1, hash_of('a'), "return 'a';") : NULL;
+    if (a == NULL) {
+        fail("cache: a cache of capacity 2, 1000 bytes, and a first entry", "out of memory");
+        version_cache_free(c);
         return;
-    struct version_entry *a = put(c, "a", 1, hash_of('a'), "return 'a';");
-    ok(a != NULL && strcmp(a->script.bytes, "return 'a';") == 0 && a->manifest.deadline_s == 1,
+    }
+    ok(strcmp(a->script.bytes, "return 'a';") == 0 && a->manifest.deadline_s == 1,
        "cache: a put returns its entry, held, with the bytes and manifest passed");
     struct version_entry *again = version_cache_get(c, "a", 1, hash_of('a'));
     ok(again == a, "cache: a get of the same flow, version and hash is that entry");
@@ -273,11 +276,11 @@ static void test_catalog_alone(void)
     ok(chmod(path, 0666) == 0, "catalog: made world-writable");
     check(catalog_cache_get(c, home, &next, err, sizeof err) == -1 &&
               strstr(err, "world-writable") != NULL && next.catalog == NULL,
-          "catalog: a mode change is seen (ctime), the load refused [guard: same_file]", "%s",
-          err);
+          "catalog: a mode change is seen (mode, ctime), the load refused [guard: same_file]",
+          "%s", err);
     catalog_cache_free(c);
 
-    struct catalog_cache *slow = catalog_cache_new(3600 * 1000);
+    struct catalog_cache *slow = catalog_cache_new(3600LL * 1000);
     ok(slow != NULL && chmod(path, 0600) == 0, "catalog: a cache keeping only an hour-old file");
     bool loaded = slow != NULL && catalog_cache_get(slow, home, &first, err, sizeof err) == 0 &&
                   catalog_cache_get(slow, home, &again, err, sizeof err) == 0;

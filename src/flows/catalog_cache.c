@@ -114,7 +114,8 @@ int catalog_cache_get(struct catalog_cache *c, const char *home, struct catalog_
     out->catalog = &made->catalog;
     out->held = made;
     struct stat after;
-    if (!seen || stat(path, &after) != 0 || !same_file(&before, &after) || !settled(&after, c->settled_ms))
+    if (!seen || stat(path, &after) != 0 || !same_file(&before, &after) ||
+        !settled(&after, c->settled_ms))
         return 0; /* used by this run alone */
     pthread_mutex_lock(&c->mu);
     struct held_catalog *old = c->current;

@@ -98,11 +98,16 @@ static int load_verified(struct run_driver *d, struct version_cache *cache, cons
     if (manifest_parse(manifest_bytes.bytes, manifest_bytes.len, &parsed, why, sizeof why) != 0) {
         flows_blob_free(&script);
         flows_blob_free(&manifest_bytes);
-        return error_line(err, err_cap, "flow '%s' version %" PRId64 ": %s", flow, v, why);
+        error_line(err, err_cap, "flow '%s' version %" PRId64 ": %s", flow, v, why);
+        return -1;
     }
     *version = v;
     in->entry = version_cache_put(cache, flow, v, verified, &script, &manifest_bytes, &parsed);
-    return in->entry != NULL ? 0 : error_line(err, err_cap, "out of memory");
+    if (in->entry == NULL) {
+        error_line(err, err_cap, "out of memory");
+        return -1;
+    }
+    return 0;
 }
 
 static int inputs_load(struct run_driver *d, const char *flow, int64_t want,
@@ -110,8 +115,10 @@ static int inputs_load(struct run_driver *d, const char *flow, int64_t want,
 {
     memset(in, 0, sizeof *in);
     struct version_cache *cache = versions();
-    if (cache == NULL || catalogs() == NULL)
-        return error_line(err, err_cap, "out of memory");
+    if (cache == NULL || catalogs() == NULL) {
+        error_line(err, err_cap, "out of memory");
+        return -1;
+    }
     /* Asked every time, cached or not: enabled, and the approval's version and hash. */
     char approved[CODE_HASH_HEX_LEN + 1];
     if (flows_run_approval(d->store, flow, want, version, approved, err, err_cap) != 0)
@@ -121,13 +128,13 @@ static int inputs_load(struct run_driver *d, const char *flow, int64_t want,
     if (!hit && load_verified(d, cache, flow, version, in, err, err_cap) != 0)
         return -1;
     in->manifest = &in->entry->manifest;
-    char why[400];
     if (hit && names_directories(in->manifest)) {
+        char why[400];
         if (manifest_parse(in->entry->manifest_bytes.bytes, in->entry->manifest_bytes.len,
                            &in->resolved, why, sizeof why) != 0) {
+            error_line(err, err_cap, "flow '%s' version %" PRId64 ": %s", flow, *version, why);
             inputs_free(in);
-            return error_line(err, err_cap, "flow '%s' version %" PRId64 ": %s", flow,
-                              *version, why);
+            return -1;
         }
         in->manifest = &in->resolved;
     }

@@ -110,6 +110,24 @@ struct version_entry *version_cache_get(struct version_cache *c, const char *flo
     return e;
 }
 
+/* Under the lock: the oldest entries leave until the table is within its bounds.
+ * kept (the newest, which fits alone) never leaves. */
+static void evict(struct version_cache *c, const struct version_entry *kept)
+{
+    struct version_entry *old = c->oldest;
+    while (old != NULL && old != kept &&
+           (c->count > c->capacity || c->bytes > c->max_bytes)) {
+        struct version_entry *newer = old->newer;
+        unlink_entry(c, old);
+        old->listed = false;
+        c->count--;
+        c->bytes -= entry_bytes(old);
+        if (old->refs == 0)
+            entry_free(old);
+        old = newer;
+    }
+}
+
 static void take(void *dst, void *src, size_t size)
 {
     memcpy(dst, src, size);
@@ -137,13 +155,12 @@ struct version_entry *version_cache_put(struct version_cache *c, const char *flo
     take(&made->script, script, sizeof *script);
     take(&made->manifest_bytes, manifest_bytes, sizeof *manifest_bytes);
     take(&made->manifest, parsed, sizeof *parsed);
-    struct version_entry *dropped = NULL; /* freed after the lock; a list through older */
+    struct version_entry *duplicate = NULL;
     pthread_mutex_lock(&c->mu);
     struct version_entry *e = find(c, flow, version, code_hash);
     if (e != NULL) {
         hold(c, e);
-        dropped = made; /* another thread's put came first: the same bytes */
-        made->older = NULL;
+        duplicate = made; /* another thread's put came first: the same bytes */
     } else if (entry_bytes(made) > c->max_bytes) {
         made->refs = 1; /* the caller's alone: not listed, freed on its release */
         e = made;
@@ -154,25 +171,11 @@ struct version_entry *version_cache_put(struct version_cache *c, const char *flo
         c->count++;
         c->bytes += entry_bytes(made);
         e = made;
-        /* made itself fits, so the walk stops before it */
-        while ((c->count > c->capacity || c->bytes > c->max_bytes) && c->oldest != made) {
-            struct version_entry *old = c->oldest;
-            unlink_entry(c, old);
-            old->listed = false;
-            c->count--;
-            c->bytes -= entry_bytes(old);
-            if (old->refs == 0) {
-                old->older = dropped;
-                dropped = old;
-            }
-        }
+        evict(c, made);
     }
     pthread_mutex_unlock(&c->mu);
-    while (dropped != NULL) {
-        struct version_entry *next = dropped->older;
-        entry_free(dropped);
-        dropped = next;
-    }
+    if (duplicate != NULL)
+        entry_free(duplicate);
     return e;
 }
 

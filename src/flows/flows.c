@@ -322,9 +322,10 @@ int flows_list(struct store *s, struct flow_summary **out, size_t *count, char *
 
 /* ---- runnable --------------------------------------------------------------------- */
 
-static int runnable_check(struct store *s, const char *id, int64_t want, int64_t *version,
-                          struct flow_blob *script, struct flow_blob *manifest, char *err,
-                          size_t err_cap)
+/* The registry half of the check: the flow exists and is enabled, and the approval a
+ * run uses (its version and hash). Inside the caller's read transaction. */
+static int approval_check(struct store *s, const char *id, int64_t want, int64_t *version,
+                          char approved[CODE_HASH_HEX_LEN + 1], char *err, size_t err_cap)
 {
     bool enabled = false;
     int exists = flow_registry_lookup(s, id, &enabled, err, err_cap);
@@ -334,15 +335,24 @@ static int runnable_check(struct store *s, const char *id, int64_t want, int64_t
         return error_line(err, err_cap, "unknown flow '%s'", id);
     if (!enabled)
         return error_line(err, err_cap, "flow '%s' is disabled (ck-basal flow enable %s)", id, id);
-    int64_t v = 0;
-    char approved[CODE_HASH_HEX_LEN + 1] = "";
-    int found_approval = flow_registry_approval(s, id, want, &v, approved, err, err_cap);
+    approved[0] = '\0';
+    int found_approval = flow_registry_approval(s, id, want, version, approved, err, err_cap);
     if (found_approval < 0)
         return -1;
     if (found_approval == 0 && want != 0)
         return error_line(err, err_cap, "flow '%s' version %" PRId64 " is not approved", id, want);
     if (found_approval == 0)
         return error_line(err, err_cap, "flow '%s' has no approved version", id);
+    return 0;
+}
+
+static int runnable_check(struct store *s, const char *id, int64_t want, int64_t *version,
+                          struct flow_blob *script, struct flow_blob *manifest,
+                          char approved[CODE_HASH_HEX_LEN + 1], char *err, size_t err_cap)
+{
+    int64_t v = 0;
+    if (approval_check(s, id, want, &v, approved, err, err_cap) != 0)
+        return -1;
     struct flow_version_row sv;
     int found = flow_registry_version(s, id, v, &sv, err, err_cap);
     if (found < 0)
@@ -379,13 +389,14 @@ int flows_runnable(struct store *s, const char *id, int64_t *version,
                    struct flow_blob *script, struct flow_blob *manifest, char *err,
                    size_t err_cap)
 {
-    return flows_runnable_version(s, id, 0, version, script, manifest, err, err_cap);
+    return flows_runnable_version(s, id, 0, version, script, manifest, NULL, err, err_cap);
 }
 
 int flows_runnable_version(struct store *s, const char *id, int64_t want, int64_t *version,
-                           struct flow_blob *script, struct flow_blob *manifest, char *err,
-                           size_t err_cap)
+                           struct flow_blob *script, struct flow_blob *manifest,
+                           char code_hash[CODE_HASH_HEX_LEN + 1], char *err, size_t err_cap)
 {
+    char approved[CODE_HASH_HEX_LEN + 1];
     *version = 0;
     memset(script, 0, sizeof *script);
     memset(manifest, 0, sizeof *manifest);
@@ -394,7 +405,27 @@ int flows_runnable_version(struct store *s, const char *id, int64_t want, int64_
     /* One read transaction, so every check sees the same state. */
     if (store_begin_read(s, err, err_cap) != 0)
         return -1;
-    int rc = runnable_check(s, id, want, version, script, manifest, err, err_cap);
+    int rc = runnable_check(s, id, want, version, script, manifest, approved, err, err_cap);
     store_end_read(s);
+    if (rc == 0 && code_hash != NULL)
+        memcpy(code_hash, approved, sizeof approved);
+    return rc;
+}
+
+int flows_run_approval(struct store *s, const char *id, int64_t want, int64_t *version,
+                       char code_hash[CODE_HASH_HEX_LEN + 1], char *err, size_t err_cap)
+{
+    *version = 0;
+    code_hash[0] = '\0';
+    if (!flow_id_valid(id))
+        return error_line(err, err_cap, "unknown flow '%.80s' (not a flow id)", id);
+    if (store_begin_read(s, err, err_cap) != 0)
+        return -1;
+    int rc = approval_check(s, id, want, version, code_hash, err, err_cap);
+    store_end_read(s);
+    if (rc != 0) {
+        *version = 0;
+        code_hash[0] = '\0';
+    }
     return rc;
 }

@@ -107,9 +107,17 @@ int flows_runnable(struct store *s, const char *id, int64_t *version,
 
 /* The same check for one version (want >= 1; 0 means the highest approved): a run
  * admitted at a version is resumed at that version, and only while its approval
- * still holds. */
+ * still holds. code_hash (NULL: not wanted) gets the approval's hash, which the bytes
+ * were just verified against. */
 int flows_runnable_version(struct store *s, const char *id, int64_t want, int64_t *version,
-                           struct flow_blob *script, struct flow_blob *manifest, char *err,
-                           size_t err_cap);
+                           struct flow_blob *script, struct flow_blob *manifest,
+                           char code_hash[CODE_HASH_HEX_LEN + 1], char *err, size_t err_cap);
+
+/* The registry half of flows_runnable_version, without reading or hashing the bytes:
+ * flow id exists and is enabled, and has the approval a run uses (want as there). 0
+ * with *version and code_hash (the approval's) set, or -1 with the same refusals. What a
+ * run with cached, already verified bytes checks each time (flows/version_cache.h). */
+int flows_run_approval(struct store *s, const char *id, int64_t want, int64_t *version,
+                       char code_hash[CODE_HASH_HEX_LEN + 1], char *err, size_t err_cap);
 
 #endif

@@ -1,15 +1,18 @@
 #include "flows/run_driver.h"
 
 #include "base/error_line.h"
+#include "flows/catalog_cache.h"
 #include "flows/flow_host.h"
 #include "flows/flows.h"
 #include "flows/run_cleanup.h"
+#include "flows/version_cache.h"
 #include "store/call_processes.h"
 #include "store/journal.h"
 #include "store/store.h"
 #include "host/ops_module.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,37 +28,117 @@ void run_report_free(struct run_report *r)
     r->result = r->error = r->console = NULL;
 }
 
-/* What the run needs besides its row: the approved bytes, the parsed manifest and
- * the operator's catalog. */
+/* What the run needs besides its row: the approved bytes and the parsed manifest (a
+ * held entry of the version cache), and the operator's catalog (held). */
 struct run_inputs {
-    struct flow_blob script, manifest_bytes;
-    struct manifest manifest;
-    struct ops_catalog catalog;
+    struct version_entry *entry;
+    struct manifest resolved;        /* a manifest naming directories, parsed for this run */
+    const struct manifest *manifest; /* the entry's, or resolved */
+    struct catalog_hold catalog;
 };
+
+/* One of each cache per process, shared by every driver (a serve's runners and its
+ * admissions): the versions are keyed by code hash, so they hold the same bytes in
+ * whatever store a driver reads; the catalog by its file's path and identity. */
+#define VERSION_CACHE_ENTRIES 64
+#define VERSION_CACHE_BYTES (16u << 20) /* a bound on what 64 scripts of 1 MiB would hold */
+static struct version_cache *shared_versions;
+static struct catalog_cache *shared_catalog;
+static pthread_once_t shared_once = PTHREAD_ONCE_INIT;
+
+static void shared_make(void)
+{
+    shared_versions = version_cache_new(VERSION_CACHE_ENTRIES, VERSION_CACHE_BYTES);
+    shared_catalog = catalog_cache_new(CATALOG_SETTLED_MS);
+}
+
+static struct version_cache *versions(void)
+{
+    (void)pthread_once(&shared_once, shared_make);
+    return shared_versions;
+}
+
+static struct catalog_cache *catalogs(void)
+{
+    (void)pthread_once(&shared_once, shared_make);
+    return shared_catalog;
+}
 
 static void inputs_free(struct run_inputs *in)
 {
-    flows_blob_free(&in->script);
-    flows_blob_free(&in->manifest_bytes);
-    manifest_free(&in->manifest);
-    ops_catalog_free(&in->catalog);
+    if (in->entry != NULL)
+        version_cache_release(versions(), in->entry);
+    manifest_free(&in->resolved);
+    if (in->catalog.held != NULL)
+        catalog_cache_release(catalogs(), &in->catalog);
+    memset(in, 0, sizeof *in);
+}
+
+/* A manifest's fs and git roots are real paths resolved when it is parsed, and must
+ * exist then: the operator may move or remove one under a running serve. */
+static bool names_directories(const struct manifest *m)
+{
+    return m->fs_read.count + m->fs_write.count + m->git_read.count > 0;
+}
+
+/* The cache's miss: the bytes read and verified against the approval now
+ * (flows_runnable_version), parsed, and put under the hash they were verified
+ * against. */
+static int load_verified(struct run_driver *d, struct version_cache *cache, const char *flow,
+                         int64_t *version, struct run_inputs *in, char *err, size_t err_cap)
+{
+    struct flow_blob script, manifest_bytes;
+    char verified[CODE_HASH_HEX_LEN + 1];
+    int64_t v = 0;
+    if (flows_runnable_version(d->store, flow, *version, &v, &script, &manifest_bytes, verified,
+                               err, err_cap) != 0)
+        return -1;
+    struct manifest parsed;
+    char why[400];
+    if (manifest_parse(manifest_bytes.bytes, manifest_bytes.len, &parsed, why, sizeof why) != 0) {
+        flows_blob_free(&script);
+        flows_blob_free(&manifest_bytes);
+        error_line(err, err_cap, "flow '%s' version %" PRId64 ": %s", flow, v, why);
+        return -1;
+    }
+    *version = v;
+    in->entry = version_cache_put(cache, flow, v, verified, &script, &manifest_bytes, &parsed);
+    if (in->entry == NULL) {
+        error_line(err, err_cap, "out of memory");
+        return -1;
+    }
+    return 0;
 }
 
 static int inputs_load(struct run_driver *d, const char *flow, int64_t want,
                        int64_t *version, struct run_inputs *in, char *err, size_t err_cap)
 {
     memset(in, 0, sizeof *in);
-    if (flows_runnable_version(d->store, flow, want, version, &in->script, &in->manifest_bytes,
-                               err, err_cap) != 0)
+    struct version_cache *cache = versions();
+    if (cache == NULL || catalogs() == NULL) {
+        error_line(err, err_cap, "out of memory");
         return -1;
-    char why[400];
-    if (manifest_parse(in->manifest_bytes.bytes, in->manifest_bytes.len, &in->manifest, why,
-                       sizeof why) != 0) {
-        inputs_free(in);
-        return error_line(err, err_cap, "flow '%s' version %" PRId64 ": %s", flow, *version,
-                          why);
     }
-    if (ops_catalog_load(d->home, &in->catalog, err, err_cap) != 0) {
+    /* Asked every time, cached or not: enabled, and the approval's version and hash. */
+    char approved[CODE_HASH_HEX_LEN + 1];
+    if (flows_run_approval(d->store, flow, want, version, approved, err, err_cap) != 0)
+        return -1;
+    in->entry = version_cache_get(cache, flow, *version, approved);
+    bool hit = in->entry != NULL;
+    if (!hit && load_verified(d, cache, flow, version, in, err, err_cap) != 0)
+        return -1;
+    in->manifest = &in->entry->manifest;
+    if (hit && names_directories(in->manifest)) {
+        char why[400];
+        if (manifest_parse(in->entry->manifest_bytes.bytes, in->entry->manifest_bytes.len,
+                           &in->resolved, why, sizeof why) != 0) {
+            error_line(err, err_cap, "flow '%s' version %" PRId64 ": %s", flow, *version, why);
+            inputs_free(in);
+            return -1;
+        }
+        in->manifest = &in->resolved;
+    }
+    if (catalog_cache_get(catalogs(), d->home, &in->catalog, err, err_cap) != 0) {
         inputs_free(in);
         return -1;
     }
@@ -200,7 +283,7 @@ static int finish(struct run_driver *d, const struct run_row *run, int64_t gener
 /* What is left of the run's deadline (manifest "deadline", from its admission), ms. */
 static long long run_time_left(const struct run_row *run, const struct run_inputs *in)
 {
-    return (long long)in->manifest.deadline_s * 1000 - (store_now_ms() - run->created_at);
+    return (long long)in->manifest->deadline_s * 1000 - (store_now_ms() - run->created_at);
 }
 
 static void request_for(const struct run_row *run, int64_t seq, const struct run_inputs *in,
@@ -210,10 +293,10 @@ static void request_for(const struct run_row *run, int64_t seq, const struct run
     memset(req, 0, sizeof *req);
     activation_request_defaults(req, PROTO_PROFILE_FLOW);
     req->activation_id = ((uint64_t)run->id << 16) | ((uint64_t)seq & 0xffff);
-    req->script = in->script.bytes;
-    req->script_len = in->script.len;
+    req->script = in->entry->script.bytes;
+    req->script_len = in->entry->script.len;
     req->trigger = run->trigger;
-    req->budgets = in->manifest.limits;
+    req->budgets = in->manifest->limits;
     /* Each activation has the profile's wall deadline, and none outlives the run's. */
     long long left = run_time_left(run, in);
     if (left < req->deadline_ms)
@@ -241,7 +324,7 @@ static int activate(struct run_driver *d, const struct run_row *run, int64_t gen
     /* Taken before the worker is: never later than the driver's own deadline. */
     long long deadline_at = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000 + req.deadline_ms;
     struct flow_host_config cfg = {d->store, d->home, run->flow_id, run->id, run->trigger_id,
-                                   generation, &in->manifest, &in->catalog, rows, row_count,
+                                   generation, in->manifest, in->catalog.catalog, rows, row_count,
                                    deadline_at};
     struct flow_host *fh = flow_host_new(&cfg);
     if (fh == NULL) {
@@ -328,14 +411,14 @@ static int drive(struct run_driver *d, int64_t id, const struct run_claim *claim
         rc = journal_load(d->store, id, &rows, &row_count, err, err_cap);
     }
     if (rc == 0) {
-        (void)run_cleanup_temporaries(&in.manifest, d->home, rows, row_count);
+        (void)run_cleanup_temporaries(in.manifest, d->home, rows, row_count);
         const struct journal_entry *doubt = in_doubt(rows, row_count);
         char why[128];
         if (doubt != NULL) {
             rc = to_reconcile(d, &run, generation, seq, doubt, rep, err, err_cap);
         } else if (run_time_left(&run, &in) <= 0) {
             snprintf(why, sizeof why, "deadline: the run outlived its deadline of %u s",
-                     (unsigned)in.manifest.deadline_s);
+                     (unsigned)in.manifest->deadline_s);
             rc = end_without_worker(d, &run, generation, seq, RUN_FAILED, why, NULL, rep, err,
                                     err_cap);
         } else

@@ -4,7 +4,15 @@
  *   1. The flow must still be runnable at the run's version (enabled, approved, the
  *      stored bytes still hash to the approval: flows_runnable_version), its
  *      manifest must parse (roots still exist) and the operator's catalog must load.
- *      Any refusal returns before anything is stored.
+ *      Any refusal returns before anything is stored. The verified bytes and the
+ *      parsed manifest are kept in the process's version cache (flows/version_cache.h,
+ *      64 entries) under the approval's code hash: a later run of that approval asks
+ *      the registry only whether the flow is enabled and which version and hash its
+ *      approval names (flows_run_approval), and runs the cached bytes, which are the
+ *      approved ones even if the stored copy was changed since. A manifest naming fs
+ *      or git roots is parsed again from them at each run (its roots are resolved
+ *      then); the catalog is kept while modules.json stays the same file
+ *      (flows/catalog_cache.h).
  *   2. While a module program of one of the run's calls may still run (one that
  *      outlived its ck-basal: store/call_processes.h) the run is refused, nothing
  *      changed, unless that call is an unkeyed mutation in doubt (it only goes to

@@ -23,6 +23,13 @@ int admission_batch_init(struct admission_batch *b)
     return 0;
 }
 
+/* Adds w at the end of the waiting list. Under b->mu. */
+static void append_waiter(struct admission_batch *b, struct admission_waiter *w)
+{
+    *b->tail = w;
+    b->tail = &w->next;
+}
+
 /* Takes up to ADMISSION_BATCH_MAX waiters off the list, oldest first. Under b->mu. */
 static size_t take_waiting(struct admission_batch *b, struct admission_waiter **taken)
 {
@@ -38,10 +45,11 @@ static size_t take_waiting(struct admission_batch *b, struct admission_waiter **
 
 void admission_batch_admit(struct admission_batch *b, struct store *st, struct run_admission *a)
 {
+    /* On the list only while this call waits: a writer takes it off before it sets
+     * done, and this returns only once done is set. */
     struct admission_waiter me = {a, false, NULL};
     pthread_mutex_lock(&b->mu);
-    *b->tail = &me;
-    b->tail = &me.next;
+    append_waiter(b, &me);
     while (!me.done) {
         if (b->writing) {
             pthread_cond_wait(&b->written, &b->mu);

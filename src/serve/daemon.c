@@ -878,6 +878,15 @@ static void handler_thread_end(void *ctx)
     t_handler_store = NULL;
 }
 
+/* The web page's requests, on threads of libmicrohttpd's that tell nobody when they
+ * end: a connection of the request's own, closed after it. */
+static void *handle_web_request(void *ctx, const void *request)
+{
+    void *reply = handle_request(ctx, request);
+    handler_thread_end(ctx);
+    return reply;
+}
+
 static void refused_peer(void *ctx, const char *what, long uid, long pid)
 {
     struct daemon *d = ctx;
@@ -1108,7 +1117,7 @@ static int start_listeners(struct serve_process *s, char *err, size_t err_cap)
         /* The page asks what the ops socket answers, by the same dispatch. */
         struct web_env env = {o->home,
                               o->landlock == LANDLOCK_POLICY_OPTIONAL ? "optional" : "required",
-                              handle_request, &s->d};
+                              handle_web_request, &s->d};
         s->web = web_server_start(o->web_listen, o->web_allow_remote, &env, err, err_cap);
         if (s->web == NULL) {
             metrics_http_stop(s->metrics);

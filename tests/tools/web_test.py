@@ -357,7 +357,8 @@ def main():
        run_state(home, hold_run))
     code = serve.stop()
     ok(code == 0 and not os.path.exists(os.path.join(home, "web-address")),
-       "serve stops and removes web-address", "exit %s" % code)
+       "serve stops and removes web-address",
+       "exit %s; its log ends: %s" % (code, " | ".join(l.strip() for l in serve.log[-6:])))
 
     # The CLI's reconcile of the other run in doubt, with no serve running (the CLI then
     # drives the run itself): the same audit row as the page's.

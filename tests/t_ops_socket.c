@@ -5,6 +5,7 @@
  * children that drop to uid 65534 (the test runs as root; if not, those checks fail).
  * Every wait is a poll on a descriptor with a safety bound, never a sleep. Each check
  * names the guard it proves. */
+#include "base/clock.h"
 #include "serve/ops_client.h"
 #include "serve/ops_socket.h"
 #include "lib/harness.h"
@@ -41,6 +42,7 @@ static long last_refusal_uid;
 static int refusal_pipe[2];      /* a byte per refusal, so the test can wait on it */
 static int release_pipe[2];      /* "block" handlers each wait for one byte here */
 static int entered_pipe[2];      /* a byte per "block" handler that has started */
+static int marked_pipe[2];       /* a byte per "mark" request handled (its reply made) */
 
 static int threads_seen;  /* handler threads that answered a first request */
 static int threads_ended; /* thread-end hook calls */
@@ -63,7 +65,13 @@ static void *toy_handler(void *ctx, const void *request)
         return json_pack("{s:b,s:s}", "ok", 1, "data", "released");
     }
     json_t *args = json_object_get(request, "args");
-    return json_pack("{s:b,s:{s:O?}}", "ok", 1, "data", "echo", args);
+    json_t *reply = json_pack("{s:b,s:{s:O?}}", "ok", 1, "data", "echo", args);
+    if (cmd != NULL && strcmp(cmd, "mark") == 0) {
+        char byte = 'm';
+        if (write(marked_pipe[1], &byte, 1) != 1)
+            abort();
+    }
+    return reply;
 }
 
 static void toy_thread_end(void *ctx)
@@ -141,29 +149,29 @@ static int raw_connect(void)
     return fd;
 }
 
-/* Reads one reply line (or up to EOF) from fd into a parsed object; NULL if the server
- * closed without one. *eof tells whether the connection then ended (closed by server). */
+/* Reads one reply line from fd (a byte at a time: what follows it stays unread) into a
+ * parsed object; NULL if the server closed without one. If eof is not NULL, it then
+ * tells whether the connection ended (closed by the server) with nothing after the
+ * line: a server keeps a connection while the client's side is open, so a caller that
+ * expects the end of a normal reply closes its own side first. */
 static json_t *raw_read_reply(int fd, bool *eof)
 {
     char buf[4096];
     size_t len = 0;
-    *eof = false;
-    for (;;) {
+    bool line = false;
+    while (len < sizeof buf - 1 && !line) {
         struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, SAFETY_MS) != 1)
+        if (poll(&p, 1, SAFETY_MS) != 1 || read(fd, buf + len, 1) != 1)
             break;
-        ssize_t n = read(fd, buf + len, sizeof buf - 1 - len);
-        if (n <= 0) {
-            *eof = true;
-            break;
-        }
-        len += (size_t)n;
-        if (len == sizeof buf - 1)
-            break;
+        line = buf[len++] == '\n';
     }
     buf[len] = '\0';
-    char *nl = strchr(buf, '\n');
-    return nl != NULL ? json_loadb(buf, (size_t)(nl - buf), 0, NULL) : NULL;
+    if (eof != NULL) {
+        char after;
+        struct pollfd p = {fd, POLLIN, 0};
+        *eof = poll(&p, 1, SAFETY_MS) == 1 && read(fd, &after, 1) == 0;
+    }
+    return line ? json_loadb(buf, len - 1, 0, NULL) : NULL;
 }
 
 static const char *reply_error(const json_t *reply)
@@ -301,7 +309,9 @@ static void check_kept_threads(void)
         int fd = raw_connect();
         static const char echo[] = "{\"cmd\":\"echo\",\"args\":\"again\"}\n";
         bool eof = false;
-        json_t *reply = fd >= 0 && write(fd, echo, sizeof echo - 1) == (ssize_t)(sizeof echo - 1)
+        json_t *reply = fd >= 0 &&
+                                write(fd, echo, sizeof echo - 1) == (ssize_t)(sizeof echo - 1) &&
+                                shutdown(fd, SHUT_WR) == 0
                             ? raw_read_reply(fd, &eof)
                             : NULL;
         answered += is_echo_of(reply, "again") && eof;
@@ -381,7 +391,7 @@ static void check_oversized(void)
     big[len - 1] = '\n';
     fd = raw_connect();
     sent = fd >= 0 && fd_write_all(fd, big, len, SAFETY_MS) == 0;
-    reply = sent ? raw_read_reply(fd, &eof) : NULL;
+    reply = sent ? raw_read_reply(fd, NULL) : NULL;
     check(is_echo_of(reply, "max"),
           "ops socket: a request of exactly OPS_REQUEST_MAX bytes is answered", "sent %d, %s",
           sent, reply != NULL ? reply_error(reply) : "no reply");
@@ -493,7 +503,8 @@ static void check_blocking_handler(const char *home)
 
     release_blocked(1);
     bool eof = false;
-    json_t *late = entered ? raw_read_reply(blocked, &eof) : NULL;
+    json_t *late = entered && shutdown(blocked, SHUT_WR) == 0 ? raw_read_reply(blocked, &eof)
+                                                               : NULL;
     check(json_is_true(json_object_get(late, "ok")) &&
               strcmp(json_string_value(json_object_get(late, "data")) != NULL
                          ? json_string_value(json_object_get(late, "data"))
@@ -501,7 +512,7 @@ static void check_blocking_handler(const char *home)
                      "released") == 0 &&
               eof,
           "ops socket: the blocked handler's reply arrives once it returns, then the "
-          "connection closes",
+          "connection closes (the client had closed its side)",
           "%s", late == NULL ? "no reply" : reply_error(late));
     json_decref(late);
     if (blocked >= 0)
@@ -523,11 +534,10 @@ static void check_busy(void)
     }
     int before = handled_now();
     int extra = raw_connect();
-    bool eof = false;
     json_t *reply = NULL;
     if (started == OPS_HANDLERS_MAX && extra >= 0 &&
         fd_write_all(extra, block, sizeof block - 1, SAFETY_MS) == 0)
-        reply = raw_read_reply(extra, &eof);
+        reply = raw_read_reply(extra, NULL);
     char what[256] = "";
     bool refused = reply != NULL && wait_refusal(what, sizeof what, NULL);
     check(reply != NULL && reply_exit(reply) == 1 &&
@@ -544,7 +554,7 @@ static void check_busy(void)
     release_blocked(started);
     int answered = 0;
     for (int i = 0; i < started; i++) {
-        json_t *r = raw_read_reply(fds[i], &eof);
+        json_t *r = raw_read_reply(fds[i], NULL);
         answered += json_is_true(json_object_get(r, "ok"));
         json_decref(r);
     }
@@ -552,6 +562,183 @@ static void check_busy(void)
         close(fds[i]);
     check_int_eq(answered, OPS_HANDLERS_MAX,
                  "ops socket: every released handler then answers its own client");
+}
+
+/* ---- pipelining: many requests on one connection -------------------------------------- */
+
+static bool is_released(const json_t *reply)
+{
+    const char *data = json_string_value(json_object_get(reply, "data"));
+    return json_is_true(json_object_get(reply, "ok")) && data != NULL &&
+           strcmp(data, "released") == 0;
+}
+
+/* A blocked request and a quick one behind it, sent together on one connection. */
+static void check_pipelined_order(void)
+{
+    static const char two[] = "{\"cmd\":\"block\"}\n{\"cmd\":\"mark\",\"args\":\"second\"}\n";
+    int fd = raw_connect();
+    char byte;
+    bool both = fd >= 0 && fd_write_all(fd, two, sizeof two - 1, SAFETY_MS) == 0 &&
+                fd_read_exact(entered_pipe[0], &byte, 1, SAFETY_MS) == 0 &&
+                fd_read_exact(marked_pipe[0], &byte, 1, SAFETY_MS) == 0;
+    check(both,
+          "ops socket: a connection's requests are handled at once: the one behind a blocked "
+          "request is handled before it returns [guard: pipelined requests dispatched as they "
+          "arrive]",
+          "block entered and mark handled: %d", both);
+    release_blocked(both ? 1 : 0);
+    json_t *first = both ? raw_read_reply(fd, NULL) : NULL;
+    json_t *second = first != NULL ? raw_read_reply(fd, NULL) : NULL;
+    check(is_released(first) && is_echo_of(second, "second"),
+          "ops socket: the replies come in the order of the requests, not of their ends "
+          "[guard: replies in request order]",
+          "first %s, second %s", first == NULL ? "none" : is_released(first) ? "released" : "other",
+          second == NULL ? "none" : is_echo_of(second, "second") ? "second" : "other");
+    json_decref(first);
+    json_decref(second);
+    if (fd >= 0)
+        close(fd);
+}
+
+/* More requests in one write than a connection may be owed, then the client's side
+ * closed: each answered in turn, then the end. */
+static void check_pipelined_many(void)
+{
+    enum { COUNT = 3 * OPS_PIPELINE_MAX };
+    char requests[COUNT * 48];
+    size_t len = 0;
+    for (int i = 0; i < COUNT; i++)
+        len += (size_t)snprintf(requests + len, sizeof requests - len,
+                                "{\"cmd\":\"echo\",\"args\":\"n%d\"}\n", i);
+    int fd = raw_connect();
+    bool sent = fd >= 0 && fd_write_all(fd, requests, len, SAFETY_MS) == 0 &&
+                shutdown(fd, SHUT_WR) == 0;
+    int in_order = 0;
+    for (int i = 0; sent && i < COUNT; i++) {
+        char want[16];
+        snprintf(want, sizeof want, "n%d", i);
+        json_t *reply = raw_read_reply(fd, i == COUNT - 1 ? &(bool){false} : NULL);
+        if (!is_echo_of(reply, want)) {
+            json_decref(reply);
+            break;
+        }
+        in_order++;
+        json_decref(reply);
+    }
+    bool eof = false;
+    struct pollfd p = {fd, POLLIN, 0};
+    char after;
+    eof = in_order == COUNT && poll(&p, 1, SAFETY_MS) == 1 && read(fd, &after, 1) == 0;
+    check(in_order == COUNT && eof,
+          "ops socket: 48 requests written at once on one connection are answered in order, "
+          "then the connection ends after the client closed its side [guard: a connection "
+          "carries many requests; requests waiting for owed replies are taken later]",
+          "%d of %d in order, end %d", in_order, COUNT, eof);
+    if (fd >= 0)
+        close(fd);
+}
+
+/* OPS_PIPELINE_MAX blocked requests on one connection and one more: the one more waits
+ * until a reply is written. */
+static void check_pipeline_bound(void)
+{
+    char requests[(OPS_PIPELINE_MAX + 1) * 24];
+    size_t len = 0;
+    for (int i = 0; i <= OPS_PIPELINE_MAX; i++)
+        len += (size_t)snprintf(requests + len, sizeof requests - len, "{\"cmd\":\"block\"}\n");
+    int fd = raw_connect();
+    int entered = 0;
+    char byte;
+    if (fd >= 0 && fd_write_all(fd, requests, len, SAFETY_MS) == 0)
+        while (entered < OPS_PIPELINE_MAX &&
+               fd_read_exact(entered_pipe[0], &byte, 1, SAFETY_MS) == 0)
+            entered++;
+    /* Absence within a window: with the bound removed the extra one enters at once. */
+    struct pollfd p = {entered_pipe[0], POLLIN, 0};
+    bool extra_waits = entered == OPS_PIPELINE_MAX && poll(&p, 1, 500) == 0;
+    check(extra_waits,
+          "ops socket: a connection owed OPS_PIPELINE_MAX replies is not read further "
+          "[guard: pipeline bound]",
+          "%d entered, the extra one %s", entered, extra_waits ? "waits" : "entered");
+    /* Which blocked handler a byte releases is the kernel's choice: release them all. */
+    release_blocked(entered);
+    bool extra_entered = fd_read_exact(entered_pipe[0], &byte, 1, SAFETY_MS) == 0;
+    check(extra_entered,
+          "ops socket: once the replies of a full connection are written, its next request "
+          "is taken",
+          "the extra one entered %d", extra_entered);
+    release_blocked(extra_entered ? 1 : 0);
+    int answered = 0;
+    for (int i = 0; i <= OPS_PIPELINE_MAX; i++) {
+        json_t *r = raw_read_reply(fd, NULL);
+        answered += is_released(r);
+        json_decref(r);
+    }
+    check_int_eq(answered, OPS_PIPELINE_MAX + 1,
+                 "ops socket: every request of the full connection is then answered");
+    if (fd >= 0)
+        close(fd);
+}
+
+/* Two connections left after a reply: one idle (closed silently after
+ * OPS_CONNECTION_IDLE_MS), one with a later request begun and never ended (cut at
+ * OPS_REQUEST_TIMEOUT_MS of its first byte). Both waits run at once. */
+struct kept_connections {
+    int idle, partial;
+    long long idle_since, partial_since;
+};
+
+static void start_kept_connections(struct kept_connections *k)
+{
+    static const char echo[] = "{\"cmd\":\"echo\",\"args\":\"kept\"}\n";
+    static const char part[] = "{\"cmd\":";
+    k->idle = raw_connect();
+    k->partial = raw_connect();
+    bool answered = true;
+    for (int i = 0; i < 2; i++) {
+        int fd = i == 0 ? k->idle : k->partial;
+        json_t *reply = fd >= 0 && fd_write_all(fd, echo, sizeof echo - 1, SAFETY_MS) == 0
+                            ? raw_read_reply(fd, NULL)
+                            : NULL;
+        answered = answered && is_echo_of(reply, "kept");
+        json_decref(reply);
+    }
+    k->idle_since = monotonic_ms();
+    bool sent = answered && fd_write_all(k->partial, part, sizeof part - 1, SAFETY_MS) == 0;
+    k->partial_since = monotonic_ms();
+    check(answered && sent, "ops socket: two connections kept open after a reply",
+          "answered %d, part sent %d", answered, sent);
+}
+
+static void finish_kept_connections(struct kept_connections *k)
+{
+    bool eof = false;
+    json_t *cut = raw_read_reply(k->partial, &eof);
+    long long waited = monotonic_ms() - k->partial_since;
+    char what[256] = "";
+    bool refused = cut != NULL && wait_refusal(what, sizeof what, NULL);
+    check(cut != NULL && eof && reply_exit(cut) == 2 && refused &&
+              strstr(what, "request not complete") != NULL &&
+              waited >= OPS_REQUEST_TIMEOUT_MS,
+          "ops socket: a later request begun and not ended is cut at OPS_REQUEST_TIMEOUT_MS "
+          "of its first byte, with an error reply [guard: request timeout on a kept "
+          "connection]",
+          "reply \"%s\", closed %d, refusal \"%s\", after %lld ms", reply_error(cut), eof, what,
+          waited);
+    json_decref(cut);
+
+    struct pollfd p = {k->idle, POLLIN, 0};
+    char byte;
+    bool ended = poll(&p, 1, OPS_CONNECTION_IDLE_MS + SAFETY_MS) == 1 &&
+                 read(k->idle, &byte, 1) == 0;
+    long long idle = monotonic_ms() - k->idle_since;
+    check(ended && idle >= OPS_CONNECTION_IDLE_MS,
+          "ops socket: a connection idle after its reply is closed, silently, after "
+          "OPS_CONNECTION_IDLE_MS [guard: idle connections do not hold a slot forever]",
+          "ended %d after %lld ms", ended, idle);
+    close(k->idle);
+    close(k->partial);
 }
 
 static bool printable_ascii(const char *text)
@@ -760,7 +947,7 @@ int main(void)
     if (dir == NULL)
         return harness_finish();
     if (pipe2(refusal_pipe, O_CLOEXEC) != 0 || pipe2(release_pipe, O_CLOEXEC) != 0 ||
-        pipe2(entered_pipe, O_CLOEXEC) != 0) {
+        pipe2(entered_pipe, O_CLOEXEC) != 0 || pipe2(marked_pipe, O_CLOEXEC) != 0) {
         fail("ops socket: pipes", "%s", strerror(errno));
         return harness_finish();
     }
@@ -789,6 +976,12 @@ int main(void)
     check_blocking_handler(home);
     check_busy();
     check_garbage();
+    check_pipelined_order();
+    check_pipelined_many();
+    check_pipeline_bound();
+    struct kept_connections kept;
+    start_kept_connections(&kept);
+    finish_kept_connections(&kept);
     check(no_refusal_pending(), "ops socket: every refusal was one the test expected",
           "an unexpected refusal: %s", last_refusal);
     /* Spare bytes, so that a handler left blocked by a broken guard cannot hang the

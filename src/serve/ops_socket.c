@@ -1,7 +1,8 @@
 /* The ops socket's server (serve/ops_socket.h, docs/ops-protocol.md). One thread polls
- * the listening socket, a stop eventfd and every connection still being read; each
- * complete request goes to a handler thread (an idle kept one, else a new one), which
- * answers and closes. */
+ * the listening socket, a stop eventfd, a wake eventfd and every open connection; each
+ * complete request line goes to a handler thread (an idle kept one, else a new one).
+ * A connection carries many requests: its replies are written in the order its
+ * requests came, by whichever of its handlers finds the next one ready. */
 #include "serve/ops_socket.h"
 
 #include "base/clock.h"
@@ -27,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Connections being read at once; one more is accepted only to be told so. */
+/* Connections open at once; one more is accepted only to be told so. */
 #define OPS_READING_MAX 256
 /* A handler gives up writing its reply after this long without progress. */
 #define OPS_WRITE_STALL_MS 30000
@@ -35,12 +36,27 @@
  * the poll for this long, so a full backlog does not spin the loop. */
 #define OPS_ACCEPT_PAUSE_MS 100
 
+/* One client's connection. The server thread alone reads it (the fields above mu);
+ * the replies its requests are owed are written in request order by their handlers
+ * (the fields under mu). Freed, and its fd closed, when the last of its holders lets
+ * go: the server's table while it is read, and each of its jobs. */
 struct ops_connection {
     int fd;
     long uid, pid;
-    long long deadline_ms;
-    char *buf;
-    size_t len, cap;
+    long long request_start_ms; /* the request being read is late after this + timeout */
+    char *buf;                  /* bytes read and not yet taken as requests */
+    size_t len, cap, scanned;   /* scanned: the first bytes of buf hold no newline */
+    bool taken_one;             /* a request was taken: waiting for the next is idling */
+
+    pthread_mutex_t mu;
+    unsigned holders;
+    bool in_table;                 /* the server thread still reads it */
+    uint64_t next_place;           /* the place in the reply order of the next request */
+    uint64_t next_write;           /* the place of the reply to write next */
+    char *ready[OPS_PIPELINE_MAX]; /* replies done before their turn, by place % max */
+    bool writing;                  /* a holder is writing the replies in turn */
+    bool broken;                   /* a write failed or stalled: the rest are dropped */
+    long long owed_none_since_ms;  /* when its last owed reply was written */
 };
 
 /* A handler thread, kept between requests: once it has answered it waits for the next
@@ -64,6 +80,7 @@ struct ops_server {
     uid_t owner;
     int listen_fd;
     int stop_fd; /* eventfd: readable once stop was asked */
+    int wake_fd; /* eventfd: a connection's owed replies went down (resume, idle clock) */
     long long accept_paused_until_ms;
     ops_handler_fn handler;
     ops_thread_end_fn thread_end;
@@ -71,7 +88,7 @@ struct ops_server {
     void *ctx;
     pthread_t thread;
 
-    struct ops_connection reading[OPS_READING_MAX];
+    struct ops_connection *reading[OPS_READING_MAX];
     size_t reading_count;
 
     pthread_mutex_t lock; /* guards slots, stopping and refusing */
@@ -81,7 +98,8 @@ struct ops_server {
 };
 
 struct ops_job {
-    int fd;
+    struct ops_connection *conn; /* held by the job */
+    uint64_t place;              /* its reply's place in the connection's order */
     json_t *request;
 };
 
@@ -98,8 +116,9 @@ static char *error_reply_line(int exit_status, const char *error)
     return json_text_as_line(text, NULL);
 }
 
-/* Best effort, never blocking: an error reply to a peer about to be closed. It is small
- * and nothing else was written, so it fits the socket's buffer unless the peer is gone. */
+/* Best effort, never blocking: an error reply to a peer about to be closed that owes
+ * it nothing else. It is small and nothing else is being written, so it fits the
+ * socket's buffer unless the peer is gone. */
 static void send_error_now(int fd, int exit_status, const char *error)
 {
     char *line = error_reply_line(exit_status, error);
@@ -116,20 +135,119 @@ static void refuse(struct ops_server *server, const char *what, long uid, long p
         server->refusal(server->ctx, what, uid, pid);
 }
 
-/* Writes all of line to the non-blocking fd, giving up after OPS_WRITE_STALL_MS without
- * room; a peer gone away or stalled loses its reply, never the daemon a thread. */
-static void write_reply(int fd, const char *line, size_t len)
+static void wake_server(struct ops_server *server)
 {
-    (void)socket_send_all(fd, line, len, -1, OPS_WRITE_STALL_MS);
+    uint64_t one = 1;
+    while (write(server->wake_fd, &one, sizeof one) < 0 && errno == EINTR)
+        ;
 }
 
-/* Answers one job: the handler's reply written (the connection is the caller's to
- * close). */
-static void answer(struct ops_server *server, const struct ops_job *job)
-{
-    json_t *reply = server->handler(server->ctx, job->request);
-    json_decref(job->request);
+/* ------------------------------------------------------------ connections */
 
+/* A place done without a line to write (none could be made): from there on the
+ * connection is broken, since a reply missing from the order would misanswer. */
+static char no_reply_line[1];
+
+static struct ops_connection *connection_new(int fd, long uid, long pid)
+{
+    struct ops_connection *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return NULL;
+    if (pthread_mutex_init(&c->mu, NULL) != 0) {
+        free(c);
+        return NULL;
+    }
+    c->fd = fd;
+    c->uid = uid;
+    c->pid = pid;
+    c->request_start_ms = monotonic_ms();
+    c->holders = 1;
+    c->in_table = true;
+    return c;
+}
+
+/* One holder lets go; the last closes the fd and frees the connection. */
+static void connection_release(struct ops_connection *c)
+{
+    pthread_mutex_lock(&c->mu);
+    bool last = --c->holders == 0;
+    pthread_mutex_unlock(&c->mu);
+    if (!last)
+        return;
+    for (size_t i = 0; i < OPS_PIPELINE_MAX; i++) /* none left once every holder is done */
+        if (c->ready[i] != no_reply_line)
+            free(c->ready[i]);
+    close(c->fd);
+    pthread_mutex_destroy(&c->mu);
+    free(c->buf);
+    free(c);
+}
+
+/* Replies owed (requests taken whose reply is not yet written). */
+static uint64_t connection_owed(struct ops_connection *c)
+{
+    pthread_mutex_lock(&c->mu);
+    uint64_t owed = c->next_place - c->next_write;
+    pthread_mutex_unlock(&c->mu);
+    return owed;
+}
+
+/* The next place in c's reply order, for a request just taken. */
+static uint64_t connection_take_place(struct ops_connection *c)
+{
+    pthread_mutex_lock(&c->mu);
+    uint64_t place = c->next_place++;
+    pthread_mutex_unlock(&c->mu);
+    return place;
+}
+
+/* The reply line for place (malloc'd and taken; NULL: none could be made): written now
+ * if its turn has come and nobody else is writing, with every later one already done,
+ * else left for the holder writing the one before it. stall_ms bounds each wait for
+ * room (0 on the server thread: it never waits, and it only ever writes its own small
+ * error line, the last one owed, into an empty socket buffer). */
+static void connection_deliver(struct ops_server *server, struct ops_connection *c,
+                               uint64_t place, char *line, int stall_ms)
+{
+    pthread_mutex_lock(&c->mu);
+    c->ready[place % OPS_PIPELINE_MAX] = line != NULL ? line : no_reply_line;
+    if (c->writing || c->next_write != place) {
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
+    c->writing = true;
+    char *next;
+    while ((next = c->ready[c->next_write % OPS_PIPELINE_MAX]) != NULL) {
+        c->ready[c->next_write % OPS_PIPELINE_MAX] = NULL;
+        bool broken = c->broken || next == no_reply_line;
+        pthread_mutex_unlock(&c->mu);
+        bool sent = !broken &&
+                    socket_send_all(c->fd, next, strlen(next), -1, stall_ms) == SOCKET_SENT;
+        if (next != no_reply_line)
+            free(next);
+        pthread_mutex_lock(&c->mu);
+        if (!sent) /* a peer gone or stalled, or a part sent: the rest is dropped */
+            c->broken = true;
+        c->next_write++;
+    }
+    c->writing = false;
+    if (c->next_write == c->next_place)
+        c->owed_none_since_ms = monotonic_ms();
+    /* The server thread may be waiting for fewer owed replies (to read again) or for
+     * none (the idle clock): it looks again. */
+    bool tell = c->in_table;
+    pthread_mutex_unlock(&c->mu);
+    if (tell)
+        wake_server(server);
+}
+
+/* ------------------------------------------------------------ handlers */
+
+/* The handler's reply to a job's request as one line with its newline (malloc'd; NULL
+ * if not even an error line could be made). */
+static char *reply_line(struct ops_server *server, json_t *request)
+{
+    json_t *reply = server->handler(server->ctx, request);
     char *text = NULL;
     if (reply != NULL && json_is_object(reply))
         text = json_out_dumps(reply, JSON_COMPACT);
@@ -137,9 +255,7 @@ static void answer(struct ops_server *server, const struct ops_job *job)
     char *line = json_text_as_line(text, NULL);
     if (line == NULL) /* compact JSON holds no raw newline, so the line is one line */
         line = error_reply_line(1, "internal error: the request got no reply");
-    if (line != NULL)
-        write_reply(job->fd, line, strlen(line));
-    free(line);
+    return line;
 }
 
 static struct timespec monotonic_after_ms(long long ms)
@@ -166,13 +282,15 @@ static void *handler_main(void *arg)
         struct ops_job *job = slot->job;
         slot->job = NULL;
         pthread_mutex_unlock(&server->lock);
-        answer(server, job);
-        /* Idle before the close: a client that saw its connection end finds this
-         * thread ready for its next request. */
+        char *line = reply_line(server, job->request);
+        json_decref(job->request);
+        connection_deliver(server, job->conn, job->place, line, OPS_WRITE_STALL_MS);
+        /* Idle before letting go of the connection (which may close it): a client that
+         * saw its connection end finds this thread ready for its next request. */
         pthread_mutex_lock(&server->lock);
         slot->idle = true;
         pthread_mutex_unlock(&server->lock);
-        close(job->fd);
+        connection_release(job->conn);
         free(job);
         pthread_mutex_lock(&server->lock);
         struct timespec until = monotonic_after_ms(OPS_HANDLER_IDLE_MS);
@@ -206,40 +324,76 @@ static void reap_handlers(struct ops_server *server)
     }
 }
 
-/* Hands a parsed request to a handler thread (taking fd and request), or answers
- * "busy" when OPS_HANDLERS_MAX are running, or the refusal once ops_server_refuse_new
- * was called. */
-static void dispatch(struct ops_server *server, int fd, json_t *request, long uid, long pid)
+/* ------------------------------------------------------------ the server thread */
+
+/* Connection i leaves the table: nothing more is read from it; its fd closes once the
+ * replies it is owed are written (or at once if none are). */
+static void drop_connection(struct ops_server *server, size_t i)
 {
+    struct ops_connection *c = server->reading[i];
+    server->reading[i] = server->reading[--server->reading_count];
+    pthread_mutex_lock(&c->mu);
+    c->in_table = false;
+    pthread_mutex_unlock(&c->mu);
+    free(c->buf);
+    c->buf = NULL;
+    c->len = c->cap = c->scanned = 0;
+    connection_release(c);
+}
+
+/* An error reply in connection i's order (a request's place, or the next one), after
+ * which the connection is dropped when close_after. Written at once when nothing is
+ * owed before it, else by the handler writing the reply before it. */
+static void answer_error(struct ops_server *server, size_t i, uint64_t place, int exit_status,
+                         const char *error, bool close_after)
+{
+    struct ops_connection *c = server->reading[i];
+    connection_deliver(server, c, place, error_reply_line(exit_status, error), 0);
+    if (close_after)
+        drop_connection(server, i);
+}
+
+/* Hands request (taken) to a handler thread with its place in connection i's order, or
+ * answers "busy" when OPS_HANDLERS_MAX are running, or the refusal (then the
+ * connection is dropped) once ops_server_refuse_new was called. Returns true if
+ * connection i was dropped. */
+static bool dispatch(struct ops_server *server, size_t i, json_t *request)
+{
+    struct ops_connection *c = server->reading[i];
+    uint64_t place = connection_take_place(c);
     reap_handlers(server);
     char refusing[sizeof server->refusing];
     pthread_mutex_lock(&server->lock);
     memcpy(refusing, server->refusing, sizeof refusing);
     pthread_mutex_unlock(&server->lock);
     if (refusing[0] != '\0') {
-        send_error_now(fd, 1, refusing);
         json_decref(request);
-        close(fd);
-        return;
+        answer_error(server, i, place, 1, refusing, true);
+        return true;
     }
     struct ops_job *job = malloc(sizeof *job);
     if (job != NULL)
-        *job = (struct ops_job){fd, request};
+        *job = (struct ops_job){c, place, request};
     pthread_mutex_lock(&server->lock);
     struct ops_handler_slot *slot = NULL, *unused = NULL;
-    for (size_t i = 0; i < OPS_HANDLERS_MAX && slot == NULL && job != NULL; i++) {
-        struct ops_handler_slot *each = &server->slots[i];
+    for (size_t k = 0; k < OPS_HANDLERS_MAX && slot == NULL && job != NULL; k++) {
+        struct ops_handler_slot *each = &server->slots[k];
         if (each->used && each->idle && each->job == NULL)
             slot = each;
         else if (!each->used && unused == NULL)
             unused = each;
+    }
+    if (slot != NULL || unused != NULL) {
+        pthread_mutex_lock(&c->mu);
+        c->holders++; /* the job's */
+        pthread_mutex_unlock(&c->mu);
     }
     if (slot != NULL) {
         /* A kept thread takes it. */
         slot->job = job;
         pthread_cond_signal(&slot->wake);
         pthread_mutex_unlock(&server->lock);
-        return;
+        return false;
     }
     if (unused != NULL) {
         unused->used = true;
@@ -248,120 +402,133 @@ static void dispatch(struct ops_server *server, int fd, json_t *request, long ui
         unused->job = job;
     }
     pthread_mutex_unlock(&server->lock);
+    char busy_text[96];
+    snprintf(busy_text, sizeof busy_text, "busy: %d requests are being handled",
+             OPS_HANDLERS_MAX);
+    const char *busy = NULL;
     if (unused == NULL) {
-        char what[96];
-        if (job != NULL)
-            snprintf(what, sizeof what, "busy: %d requests are being handled",
-                     OPS_HANDLERS_MAX);
-        else
-            snprintf(what, sizeof what, "busy: out of memory");
-        free(job);
-        send_error_now(fd, 1, what);
-        refuse(server, what, uid, pid);
-        json_decref(request);
-        close(fd);
-        return;
-    }
-    /* The server thread blocks every signal, and handler threads inherit that: the
-     * daemon's signals go to its main thread. */
-    if (pthread_create(&unused->thread, NULL, handler_main, unused) != 0) {
+        busy = job != NULL ? busy_text : "busy: out of memory";
+    } else if (pthread_create(&unused->thread, NULL, handler_main, unused) != 0) {
+        /* The server thread blocks every signal, and handler threads inherit that: the
+         * daemon's signals go to its main thread. */
         pthread_mutex_lock(&server->lock);
         unused->used = false;
         unused->job = NULL;
         pthread_mutex_unlock(&server->lock);
-        free(job);
-        send_error_now(fd, 1, "busy: cannot start a handler thread");
-        refuse(server, "busy: cannot start a handler thread", uid, pid);
-        json_decref(request);
-        close(fd);
+        connection_release(c); /* the job's, never the last: the table holds c */
+        busy = "busy: cannot start a handler thread";
+    }
+    if (busy == NULL)
+        return false;
+    free(job);
+    json_decref(request);
+    refuse(server, busy, c->uid, c->pid);
+    answer_error(server, i, place, 1, busy, false);
+    return false;
+}
+
+static bool refuse_oversized(struct ops_server *server, size_t i)
+{
+    struct ops_connection *c = server->reading[i];
+    char what[64];
+    snprintf(what, sizeof what, "request over %u bytes", OPS_REQUEST_MAX);
+    refuse(server, what, c->uid, c->pid);
+    answer_error(server, i, connection_take_place(c), 2, what, true);
+    return true;
+}
+
+/* Takes the complete request lines at the front of connection i's buffer while fewer
+ * than OPS_PIPELINE_MAX replies are owed. Returns true if connection i was dropped (a
+ * line that is not a JSON object, or the refusal). */
+static bool take_requests(struct ops_server *server, size_t i)
+{
+    struct ops_connection *c = server->reading[i];
+    for (;;) {
+        if (c->scanned == c->len || connection_owed(c) >= OPS_PIPELINE_MAX)
+            return false;
+        char *nl = memchr(c->buf + c->scanned, '\n', c->len - c->scanned);
+        if (nl == NULL) {
+            c->scanned = c->len;
+            return false;
+        }
+        size_t line_len = (size_t)(nl - c->buf);
+        if (line_len > OPS_REQUEST_MAX)
+            return refuse_oversized(server, i);
+        c->taken_one = true;
+        json_error_t jerr;
+        json_t *request = json_loadb(c->buf, line_len, JSON_REJECT_DUPLICATES, &jerr);
+        c->len -= line_len + 1;
+        memmove(c->buf, nl + 1, c->len);
+        c->scanned = 0;
+        c->request_start_ms = monotonic_ms(); /* the next request's clock, if begun */
+        if (request == NULL || !json_is_object(request)) {
+            char what[256];
+            snprintf(what, sizeof what, "request is not a JSON object: %s",
+                     request == NULL ? jerr.text : "another JSON value");
+            /* jansson quotes the offending bytes: keep the line printable ASCII (and so
+             * valid UTF-8 for the reply), whatever the peer sent. */
+            for (char *p = what; *p != '\0'; p++)
+                if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+                    *p = '?';
+            json_decref(request);
+            refuse(server, what, c->uid, c->pid);
+            answer_error(server, i, connection_take_place(c), 2, what, true);
+            return true;
+        }
+        if (dispatch(server, i, request))
+            return true;
     }
 }
 
-static void drop_connection(struct ops_server *server, size_t i)
+/* Reads what connection i has and takes its complete requests; may drop it (then i
+ * holds another one). */
+static void read_connection(struct ops_server *server, size_t i)
 {
-    struct ops_connection *c = &server->reading[i];
-    free(c->buf);
-    server->reading[i] = server->reading[--server->reading_count];
-}
-
-/* The complete line of connection i (without its newline): parse and hand it over. */
-static void finish_request(struct ops_server *server, size_t i, size_t line_len)
-{
-    const struct ops_connection *c = &server->reading[i];
-    int fd = c->fd;
-    long uid = c->uid, pid = c->pid;
-    json_error_t jerr;
-    json_t *request = json_loadb(c->buf, line_len, JSON_REJECT_DUPLICATES, &jerr);
-    drop_connection(server, i);
-    if (request == NULL || !json_is_object(request)) {
-        char what[256];
-        snprintf(what, sizeof what, "request is not a JSON object: %s",
-                 request == NULL ? jerr.text : "another JSON value");
-        /* jansson quotes the offending bytes: keep the line printable ASCII (and so
-         * valid UTF-8 for the reply), whatever the peer sent. */
-        for (char *p = what; *p != '\0'; p++)
-            if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
-                *p = '?';
-        json_decref(request);
-        send_error_now(fd, 2, what);
-        refuse(server, what, uid, pid);
-        close(fd);
-        return;
-    }
-    dispatch(server, fd, request, uid, pid);
-}
-
-/* Reads what connection i has; may finish or drop it (then i holds another one).
- * Returns true if connection i was removed. */
-static bool read_connection(struct ops_server *server, size_t i)
-{
-    struct ops_connection *c = &server->reading[i];
+    struct ops_connection *c = server->reading[i];
     for (;;) {
         if (c->len == c->cap) {
             /* One byte past the bound is enough to know a request is over it. */
             size_t cap = c->cap == 0 ? 4096 : c->cap * 2;
             if (cap > OPS_REQUEST_MAX + 1)
                 cap = OPS_REQUEST_MAX + 1;
-            char *buf = realloc(c->buf, cap);
-            if (buf == NULL) {
-                send_error_now(c->fd, 1, "busy: out of memory");
+            char *buf = cap > c->cap ? realloc(c->buf, cap) : NULL;
+            if (buf == NULL && cap > c->cap) {
                 refuse(server, "busy: out of memory reading a request", c->uid, c->pid);
-                close(c->fd);
-                drop_connection(server, i);
-                return true;
+                answer_error(server, i, connection_take_place(c), 1, "busy: out of memory",
+                             true);
+                return;
             }
-            c->buf = buf;
-            c->cap = cap;
+            if (buf != NULL) {
+                c->buf = buf;
+                c->cap = cap;
+            }
         }
+        if (c->len == c->cap) /* full of requests waiting for owed replies */
+            return;
         ssize_t n = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return false;
+            return;
         if (n <= 0) {
-            /* The peer closed (or broke) before its newline: nothing to answer. An
-             * empty connection is a liveness probe, not worth a report. */
+            /* The peer closed (or broke): the owed replies are still written. A part of
+             * a request is reported; an empty connection is a liveness probe. */
             if (c->len > 0)
                 refuse(server, "request cut before its newline", c->uid, c->pid);
-            close(c->fd);
             drop_connection(server, i);
-            return true;
+            return;
         }
-        char *nl = memchr(c->buf + c->len, '\n', (size_t)n);
+        if (c->len == 0 && c->taken_one) /* a later request's clock starts at its first byte */
+            c->request_start_ms = monotonic_ms();
         c->len += (size_t)n;
-        if (nl != NULL && (size_t)(nl - c->buf) <= OPS_REQUEST_MAX) {
-            finish_request(server, i, (size_t)(nl - c->buf));
-            return true;
+        if (take_requests(server, i))
+            return;
+        if (c->len > OPS_REQUEST_MAX && c->scanned == c->len) {
+            refuse_oversized(server, i);
+            return;
         }
-        if (c->len > OPS_REQUEST_MAX) {
-            char what[64];
-            snprintf(what, sizeof what, "request over %u bytes", OPS_REQUEST_MAX);
-            send_error_now(c->fd, 2, what);
-            refuse(server, what, c->uid, c->pid);
-            close(c->fd);
-            drop_connection(server, i);
-            return true;
-        }
+        if (connection_owed(c) >= OPS_PIPELINE_MAX)
+            return; /* the rest waits in the buffer and the socket */
     }
 }
 
@@ -398,77 +565,114 @@ static void accept_connections(struct ops_server *server)
             close(fd);
             continue;
         }
-        if (server->reading_count == OPS_READING_MAX) {
+        struct ops_connection *c = server->reading_count < OPS_READING_MAX
+                                       ? connection_new(fd, (long)cred.uid, (long)cred.pid)
+                                       : NULL;
+        if (c == NULL) {
             char what[96];
-            snprintf(what, sizeof what, "too many connections: %d being read",
-                     OPS_READING_MAX);
+            if (server->reading_count == OPS_READING_MAX)
+                snprintf(what, sizeof what, "too many connections: %d open",
+                         OPS_READING_MAX);
+            else
+                snprintf(what, sizeof what, "busy: out of memory");
             send_error_now(fd, 1, what);
             refuse(server, what, (long)cred.uid, (long)cred.pid);
             close(fd);
             continue;
         }
-        server->reading[server->reading_count++] = (struct ops_connection){
-            .fd = fd,
-            .uid = (long)cred.uid,
-            .pid = (long)cred.pid,
-            .deadline_ms = monotonic_ms() + OPS_REQUEST_TIMEOUT_MS,
-        };
+        server->reading[server->reading_count++] = c;
     }
 }
 
-/* Cuts every connection whose request is late; returns the ms until the next deadline
- * (-1: none). */
+/* When connection c is next due (monotonic ms; -1: nothing due), and whether that is a
+ * late request (else an idle close). Nothing is due while replies are owed and no
+ * request is being read, nor while it waits for owed replies to take what it sent. */
+static long long connection_due(struct ops_connection *c, bool *late)
+{
+    pthread_mutex_lock(&c->mu);
+    uint64_t owed = c->next_place - c->next_write;
+    long long none_since = c->owed_none_since_ms;
+    pthread_mutex_unlock(&c->mu);
+    *late = true;
+    if (owed >= OPS_PIPELINE_MAX)
+        return -1;
+    if (c->len > 0 || !c->taken_one)
+        return c->request_start_ms + OPS_REQUEST_TIMEOUT_MS;
+    if (owed > 0)
+        return -1;
+    *late = false;
+    return none_since + OPS_CONNECTION_IDLE_MS;
+}
+
+/* Cuts every connection whose request is late (with an error reply) and closes every
+ * one idle too long (silently); returns the ms until the next is due (-1: none). */
 static int expire_connections(struct ops_server *server)
 {
     long long now = monotonic_ms();
     long long next = -1;
     for (size_t i = 0; i < server->reading_count;) {
-        struct ops_connection *c = &server->reading[i];
-        if (c->deadline_ms <= now) {
-            char what[96];
-            snprintf(what, sizeof what, "request not complete within %d ms",
-                     OPS_REQUEST_TIMEOUT_MS);
-            send_error_now(c->fd, 2, what);
-            refuse(server, what, c->uid, c->pid);
-            close(c->fd);
-            drop_connection(server, i);
+        struct ops_connection *c = server->reading[i];
+        bool late;
+        long long due = connection_due(c, &late);
+        if (due >= 0 && due <= now) {
+            if (late) {
+                char what[96];
+                snprintf(what, sizeof what, "request not complete within %d ms",
+                         OPS_REQUEST_TIMEOUT_MS);
+                refuse(server, what, c->uid, c->pid);
+                answer_error(server, i, connection_take_place(c), 2, what, true);
+            } else {
+                drop_connection(server, i);
+            }
             continue;
         }
-        if (next < 0 || c->deadline_ms - now < next)
-            next = c->deadline_ms - now;
+        if (due >= 0 && (next < 0 || due - now < next))
+            next = due - now;
         i++;
     }
-    return (int)next;
+    return next > 0x7fffffff ? 0x7fffffff : (int)next;
 }
 
 static void *server_main(void *arg)
 {
     struct ops_server *server = arg;
-    struct pollfd fds[2 + OPS_READING_MAX];
+    struct pollfd fds[3 + OPS_READING_MAX];
     for (;;) {
+        /* Requests left waiting for owed replies are taken once those are written. */
+        for (size_t i = server->reading_count; i-- > 0;)
+            take_requests(server, i);
         int timeout = expire_connections(server);
         long long pause = server->accept_paused_until_ms - monotonic_ms();
         if (pause > 0 && (timeout < 0 || pause < timeout))
             timeout = (int)pause;
         fds[0] = (struct pollfd){server->stop_fd, POLLIN, 0};
+        fds[1] = (struct pollfd){server->wake_fd, POLLIN, 0};
         /* A negative fd is left out by poll. */
-        fds[1] = (struct pollfd){pause > 0 ? -1 : server->listen_fd, POLLIN, 0};
+        fds[2] = (struct pollfd){pause > 0 ? -1 : server->listen_fd, POLLIN, 0};
         size_t n = server->reading_count;
-        for (size_t i = 0; i < n; i++)
-            fds[2 + i] = (struct pollfd){server->reading[i].fd, POLLIN, 0};
-        int r = poll(fds, 2 + n, timeout);
+        for (size_t i = 0; i < n; i++) {
+            struct ops_connection *c = server->reading[i];
+            bool full = connection_owed(c) >= OPS_PIPELINE_MAX;
+            fds[3 + i] = (struct pollfd){full ? -1 : c->fd, POLLIN, 0};
+        }
+        int r = poll(fds, 3 + n, timeout);
         if (r < 0 && errno != EINTR)
             break; /* cannot happen with valid arguments; stop serving rather than spin */
         if (r <= 0)
             continue;
         if (fds[0].revents != 0)
             break;
-        /* Connections first, from the last: read_connection moves the last one into
-         * a removed one's place, which is then one already seen this round. */
+        if (fds[1].revents != 0) {
+            uint64_t count;
+            ssize_t got = read(server->wake_fd, &count, sizeof count);
+            (void)got;
+        }
+        /* Connections from the last: dropping one moves the last into its place,
+         * which is then one already seen this round. */
         for (size_t i = n; i-- > 0;)
-            if (fds[2 + i].revents != 0)
+            if (fds[3 + i].revents != 0)
                 read_connection(server, i);
-        if (fds[1].revents != 0)
+        if (fds[2].revents != 0)
             accept_connections(server);
     }
     return NULL;
@@ -613,6 +817,7 @@ struct ops_server *ops_server_start(const char *home, ops_handler_fn handler,
     }
     server->listen_fd = -1;
     server->stop_fd = -1;
+    server->wake_fd = -1;
     server->owner = geteuid();
     server->handler = handler;
     server->thread_end = thread_end;
@@ -632,7 +837,8 @@ struct ops_server *ops_server_start(const char *home, ops_handler_fn handler,
         return NULL;
     }
     server->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (server->stop_fd < 0) {
+    server->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (server->stop_fd < 0 || server->wake_fd < 0) {
         error_line(err, err_cap, "ops socket: eventfd: %s", strerror(errno));
         goto fail;
     }
@@ -661,6 +867,8 @@ struct ops_server *ops_server_start(const char *home, ops_handler_fn handler,
 fail:
     if (server->stop_fd >= 0)
         close(server->stop_fd);
+    if (server->wake_fd >= 0)
+        close(server->wake_fd);
     close(server->listen_fd);
     unlink_own_socket(server);
     free(server);
@@ -678,7 +886,8 @@ void ops_server_refuse_new(struct ops_server *server, const char *why)
 
 /* At the stop, with the server thread gone and the socket file removed: every client
  * still connected or waiting in the backlog gets the refusal line (or "serve is
- * stopping" if none was set) before its connection closes, never a bare reset. */
+ * stopping" if none was set), after the replies it is still owed, before its
+ * connection closes, never a bare reset. */
 static void refuse_the_rest(struct ops_server *server)
 {
     const char *why = server->refusing[0] != '\0' ? server->refusing : "serve is stopping";
@@ -697,11 +906,8 @@ static void refuse_the_rest(struct ops_server *server)
             send_error_now(fd, 1, why);
         close(fd);
     }
-    while (server->reading_count > 0) {
-        send_error_now(server->reading[0].fd, 1, why);
-        close(server->reading[0].fd);
-        drop_connection(server, 0);
-    }
+    while (server->reading_count > 0)
+        answer_error(server, 0, connection_take_place(server->reading[0]), 1, why, true);
 }
 
 void ops_server_stop(struct ops_server *server)
@@ -730,5 +936,6 @@ void ops_server_stop(struct ops_server *server)
     destroy_slots(server, OPS_HANDLERS_MAX);
     pthread_mutex_destroy(&server->lock);
     close(server->stop_fd);
+    close(server->wake_fd);
     free(server);
 }

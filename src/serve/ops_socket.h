@@ -1,19 +1,24 @@
 /* The ops socket, server side (docs/ops-protocol.md): `ops.sock` in the data home, a
  * Unix stream socket, mode 0600 inside the 0700 home, served by `ck-basal serve`.
  *
- * One request per connection: the client writes one JSON object on one line (compact
- * JSON never holds a raw newline), the server answers one JSON object on one line and
- * closes. A peer whose uid (SO_PEERCRED) is not the server's own is refused before a
- * byte is read (refusal callback, then close). A request must be complete within
- * OPS_REQUEST_TIMEOUT_MS of the connection and at most OPS_REQUEST_MAX bytes, or the
- * peer gets an error reply (when it can still be written) and is closed. A stalled or
+ * A connection carries many requests (pipelining): the client writes each as one JSON
+ * object on one line (compact JSON never holds a raw newline), and may write the next
+ * before the last is answered; the server answers each with one JSON object on one
+ * line, in the order the requests came, and closes once the client has closed its
+ * side and every reply owed is written (or after OPS_CONNECTION_IDLE_MS with nothing
+ * owed and nothing sent). A peer whose uid (SO_PEERCRED) is not the server's own is
+ * refused before a byte is read (refusal callback, then close). A request must be
+ * complete within OPS_REQUEST_TIMEOUT_MS (of the connection for the first, of its
+ * first byte for a later one) and at most OPS_REQUEST_MAX bytes, and must be a JSON
+ * object, or the peer gets an error reply in its turn and is closed. A stalled or
  * slow peer never holds up another: connections are read by one poll loop on the
- * server's own thread, and each complete request is handled on a handler thread of
- * its own (the handler may block, e.g. until a run ends), at most OPS_HANDLERS_MAX at
- * once (beyond that a request gets a "busy" error reply). A handler thread is kept
- * after its reply and takes the next request; one idle for OPS_HANDLER_IDLE_MS, or
- * any at the stop, calls the thread-end hook on itself and ends, so the handler may
- * keep what it opened for the thread (serve: its store connection) until then.
+ * server's own thread, and each complete request is handled on a handler thread (the
+ * handler may block, e.g. until a run ends), at most OPS_HANDLERS_MAX at once (beyond
+ * that a request gets a "busy" error reply); a connection owed OPS_PIPELINE_MAX
+ * replies is not read again until one is written. A handler thread is kept after its
+ * reply and takes the next request; one idle for OPS_HANDLER_IDLE_MS, or any at the
+ * stop, calls the thread-end hook on itself and ends, so the handler may keep what it
+ * opened for the thread (serve: its store connection) until then.
  *
  * Reply shapes: {"ok":true,"data":...} or {"ok":false,"exit":1|2,"error":"one line"}. */
 #ifndef BASAL_SERVE_OPS_SOCKET_H
@@ -27,6 +32,8 @@
 #define OPS_REQUEST_TIMEOUT_MS 5000
 #define OPS_HANDLERS_MAX 64
 #define OPS_HANDLER_IDLE_MS 10000
+#define OPS_PIPELINE_MAX 16
+#define OPS_CONNECTION_IDLE_MS 10000
 
 /* Answers one request (a json_t * object, borrowed) with a new reply object (a json_t *,
  * owned by the caller afterwards). Runs on a handler thread. */

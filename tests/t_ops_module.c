@@ -103,7 +103,7 @@ static void test_catalog_happy(void)
          "  \"notify\": {\"kind\": \"mutate\"}}},"
          "\"mail.out\": {\"program\": \"%s\", \"ops\": {}}}}",
          module_bin, log_path, module_bin);
-    struct ops_catalog c = {NULL, 0};
+    struct ops_catalog c = {NULL, 0, NULL, 0};
     char err[512] = "";
     if (!check(write_catalog(buf, 0600) && ops_catalog_load(home, &c, err, sizeof err) == 0,
                "catalog: a valid catalog loads", "%s", err))
@@ -372,7 +372,7 @@ static void test_invoke(void)
          "\"pre\": {\"program\": \"%s\", \"args\": [\"--log\", \"%s\", \"--prefix-spaces\","
          "  \"1048576\"], \"timeout_ms\": 20000, \"max_reply_bytes\": 8388608, \"ops\": {}}}}",
          module_bin, log_path, module_bin, log_path, module_bin, log_path);
-    struct ops_catalog c = {NULL, 0};
+    struct ops_catalog c = {NULL, 0, NULL, 0};
     char err[512] = "";
     if (!check(write_catalog(buf, 0644) && ops_catalog_load(home, &c, err, sizeof err) == 0,
                "invoke: catalog loads", "%s", err))

@@ -202,6 +202,46 @@ static int git_effect(const struct host_kind_site *site, struct host_kind_call *
 
 /* ---- ops.call ------------------------------------------------------------------------------- */
 
+/* Calls the decided module op with args (ops.call's third argument, a module sink's
+ * item) and the call's key: what ops.call and sink.emit to a module sink share. The
+ * module gets the catalog's time, cut to what is left of the activation's. */
+static int invoke_module_op(const struct host_kind_site *site, struct host_kind_call *call,
+                            const json_t *args, struct host_settlement *out)
+{
+    if (call->module == NULL) /* the grant sets it for every call it sends to a module */
+        return host_reject(out, HOST_CODE_DENIED, "%s: no module was decided", call->name);
+    struct ops_module module = *call->module;
+    if (site->deadline_at_ms > 0) {
+        long long left = site->deadline_at_ms - monotonic_ms();
+        if (left <= 0)
+            return host_reject(out, HOST_CODE_TIMEOUT, "%s %s.%s: the activation's wall"
+                               " deadline has passed", call->name, module.name, call->op);
+        if (left < (long long)module.timeout_ms)
+            module.timeout_ms = (uint32_t)left;
+    }
+    bool cut = module.timeout_ms < call->module->timeout_ms;
+    char *text = args != NULL ? json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY) : strdup("null");
+    if (text == NULL)
+        return -1;
+    int rc = ops_module_invoke(&module, call->op, text, call->key, call->module_hook, out);
+    free(text);
+    if (rc == 0 && cut) {
+        char code[64];
+        host_settlement_code(out, code, sizeof code);
+        call->cut_by_deadline = strcmp(code, HOST_CODE_TIMEOUT) == 0;
+    }
+    return rc;
+}
+
+/* The class of a call to a catalog op: a query, a mutation the module deduplicates on
+ * the key (resent after a crash), or one it does not (in doubt after a crash). */
+static enum journal_class module_op_class(const struct ops_op *op)
+{
+    return !op->mutate      ? JOURNAL_QUERY
+           : op->idempotent ? JOURNAL_KEYED_MUTATION
+                            : JOURNAL_MUTATION;
+}
+
 static void ops_parse(const struct host_kind_site *site, struct host_kind_call *call)
 {
     (void)site;
@@ -229,38 +269,13 @@ static void ops_grant(const struct host_kind_site *site, struct host_kind_call *
         return;
     }
     call->op = entry->name;
-    call->cls = !entry->mutate ? JOURNAL_QUERY
-                : entry->idempotent ? JOURNAL_KEYED_MUTATION : JOURNAL_MUTATION;
+    call->cls = module_op_class(entry);
 }
 
 static int ops_effect(const struct host_kind_site *site, struct host_kind_call *call,
                       struct host_settlement *out)
 {
-    if (call->module == NULL) /* the grant sets it for every granted ops.call */
-        return host_reject(out, HOST_CODE_DENIED, "ops.call: no module was decided");
-    /* The module gets the catalog's time, cut to what is left of the activation's. */
-    struct ops_module module = *call->module;
-    if (site->deadline_at_ms > 0) {
-        long long left = site->deadline_at_ms - monotonic_ms();
-        if (left <= 0)
-            return host_reject(out, HOST_CODE_TIMEOUT, "ops.call %s.%s: the activation's wall"
-                               " deadline has passed", module.name, call->op);
-        if (left < (long long)module.timeout_ms)
-            module.timeout_ms = (uint32_t)left;
-    }
-    bool cut = module.timeout_ms < call->module->timeout_ms;
-    const json_t *inner = json_array_get(call->args, 2);
-    char *text = inner != NULL ? json_dumps(inner, JSON_COMPACT | JSON_ENCODE_ANY) : strdup("null");
-    if (text == NULL)
-        return -1;
-    int rc = ops_module_invoke(&module, call->op, text, call->key, call->module_hook, out);
-    free(text);
-    if (rc == 0 && cut) {
-        char code[64];
-        host_settlement_code(out, code, sizeof code);
-        call->cut_by_deadline = strcmp(code, HOST_CODE_TIMEOUT) == 0;
-    }
-    return rc;
+    return invoke_module_op(site, call, json_array_get(call->args, 2), out);
 }
 
 /* ---- sink.emit ------------------------------------------------------------------------------ */
@@ -277,16 +292,28 @@ static void sink_parse(const struct host_kind_site *site, struct host_kind_call 
 static void sink_grant(const struct host_kind_site *site, struct host_kind_call *call)
 {
     const struct manifest_strings *sinks = &site->manifest->sinks;
-    for (size_t i = 0; i < sinks->count; i++)
-        if (strcmp(sinks->items[i], call->sink) == 0)
-            return;
-    refuse(call, HOST_CODE_DENIED, "sink '%.80s' is not granted by the manifest", call->sink);
+    bool granted = false;
+    for (size_t i = 0; i < sinks->count && !granted; i++)
+        granted = strcmp(sinks->items[i], call->sink) == 0;
+    if (!granted) {
+        refuse(call, HOST_CODE_DENIED, "sink '%.80s' is not granted by the manifest", call->sink);
+        return;
+    }
+    /* A sink the operator made a module op (modules.json "sinks") is journaled as that
+     * op's mutation; any other stays its file, keyed by the line it writes. */
+    const struct ops_op *entry = ops_catalog_sink(site->catalog, call->sink, &call->module);
+    if (entry != NULL) {
+        call->op = entry->name;
+        call->cls = module_op_class(entry);
+    }
 }
 
 static int sink_effect(const struct host_kind_site *site, struct host_kind_call *call,
                        struct host_settlement *out)
 {
     const char *name = call->sink;
+    if (call->module != NULL) /* resent with its key, as an ops.call of the op is */
+        return invoke_module_op(site, call, json_array_get(call->args, 1), out);
     if (call->resend) {
         int found = sink_contains_key(site->home, name, call->key);
         if (found < 0)

@@ -4,7 +4,8 @@
  *   name      the HostCall kind ("kv.get", "git.revParse")
  *   sync      the engine blocks on it (now, random): answered at once, whatever delay
  *   cls       its journal class before its arguments are looked at; the grant check
- *             may refine it (ops.call by the catalog, net.fetch by method and grant)
+ *             may refine it (ops.call by the catalog, sink.emit to a sink the catalog
+ *             makes a module op by that op, net.fetch by method and grant)
  *   parse     reads the arguments ONCE into the call (NULL: nothing to read before the
  *             effect); a malformed call is refused "invalid_arguments"
  *   grant     the grant check against the approved manifest (and the operator's
@@ -88,7 +89,8 @@ struct host_kind_call {
     char code[32];
     char reason[512];
     /* what parse read and grant decided */
-    const struct ops_module *module; /* ops.call: the catalog's module and op */
+    const struct ops_module *module; /* ops.call, sink.emit to a module sink: the
+                                        catalog's module and op (else NULL) */
     const char *op;
     const char *sink; /* sink.emit: the granted sink */
     struct net_fetch_request *net;

@@ -204,9 +204,78 @@ static int parse_module(struct field_check *c, const char *name, json_t *v, cons
     return 0;
 }
 
+/* A string member of a sink's entry, which must name something of the catalog. */
+static int sink_name_field(struct field_check *c, json_t *v, const char *path, const char *key,
+                           char **out)
+{
+    char sub[FIELD_PATH_CAP];
+    field_key_path(sub, sizeof sub, path, key);
+    json_t *f = json_object_get(v, key);
+    if (f == NULL)
+        return field_fail(c, sub, "missing");
+    if (!json_is_string(f) || !object_name_valid(json_string_value(f)))
+        return field_fail(c, sub,
+                          "must be a name (1-63 of [a-z0-9_.-], starting with a-z or 0-9)");
+    *out = field_dup(c, sub, json_string_value(f));
+    return *out != NULL ? 0 : -1;
+}
+
+/* One entry of "sinks", after "modules" was read: its op must be a mutation of the
+ * catalog, since an emit changes the world and is journaled as one. */
+static int parse_sink(struct field_check *c, const char *name, json_t *v, const char *path,
+                      struct ops_catalog *catalog, struct ops_sink *sink)
+{
+    static const char *const keys[] = {"module", "op", NULL};
+    char sub[FIELD_PATH_CAP];
+    if (want_name(c, name, path) != 0 || field_want_object(c, v, path, keys) != 0)
+        return -1;
+    if ((sink->name = field_dup(c, path, name)) == NULL ||
+        sink_name_field(c, v, path, "module", &sink->module) != 0 ||
+        sink_name_field(c, v, path, "op", &sink->op) != 0)
+        return -1;
+    const struct ops_module *m = NULL;
+    const struct ops_op *op = ops_catalog_find(catalog, sink->module, sink->op, &m);
+    if (op == NULL) {
+        bool module_known = false;
+        for (size_t i = 0; i < catalog->count && !module_known; i++)
+            module_known = strcmp(catalog->modules[i].name, sink->module) == 0;
+        field_key_path(sub, sizeof sub, path, module_known ? "op" : "module");
+        return module_known
+                   ? field_fail(c, sub, "module %s has no op %s", sink->module, sink->op)
+                   : field_fail(c, sub, "no module %s in \"modules\"", sink->module);
+    }
+    if (!op->mutate) {
+        field_key_path(sub, sizeof sub, path, "op");
+        return field_fail(c, sub, "%s.%s is a query; a sink's op must be \"mutate\"",
+                          sink->module, sink->op);
+    }
+    return 0;
+}
+
+static int parse_sinks(struct field_check *c, json_t *sinks, struct ops_catalog *out)
+{
+    if (!json_is_object(sinks))
+        return field_fail(c, "sinks", "must be an object");
+    size_t n = json_object_size(sinks);
+    if (n > 0 && (out->sinks = calloc(n, sizeof *out->sinks)) == NULL)
+        return field_fail(c, "sinks", "out of memory");
+    const char *key;
+    json_t *val;
+    json_object_foreach(sinks, key, val) {
+        char at[FIELD_PATH_CAP];
+        field_key_path(at, sizeof at, "sinks", key);
+        if (out->sink_count >= n)
+            return field_fail(c, at, "internal error");
+        out->sink_count++;
+        if (parse_sink(c, key, val, at, out, &out->sinks[out->sink_count - 1]) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int parse_catalog(struct field_check *c, json_t *root, struct ops_catalog *out)
 {
-    static const char *const keys[] = {"modules", NULL};
+    static const char *const keys[] = {"modules", "sinks", NULL};
     if (field_want_object(c, root, "", keys) != 0)
         return -1;
     json_t *mods = json_object_get(root, "modules");
@@ -228,7 +297,8 @@ static int parse_catalog(struct field_check *c, json_t *root, struct ops_catalog
         if (parse_module(c, key, val, at, &out->modules[out->count - 1]) != 0)
             return -1;
     }
-    return 0;
+    json_t *sinks = json_object_get(root, "sinks");
+    return sinks != NULL ? parse_sinks(c, sinks, out) : 0;
 }
 
 /* Reads the catalog file (opened as fd) after checking who may have written it. */
@@ -321,6 +391,12 @@ void ops_catalog_free(struct ops_catalog *c)
         free(m->ops);
     }
     free(c->modules);
+    for (size_t i = 0; i < c->sink_count; i++) {
+        free(c->sinks[i].name);
+        free(c->sinks[i].module);
+        free(c->sinks[i].op);
+    }
+    free(c->sinks);
     memset(c, 0, sizeof *c);
 }
 
@@ -344,6 +420,17 @@ const struct ops_op *ops_catalog_find(const struct ops_catalog *c, const char *m
         }
         return NULL;
     }
+    return NULL;
+}
+
+const struct ops_op *ops_catalog_sink(const struct ops_catalog *c, const char *name,
+                                      const struct ops_module **module_out)
+{
+    if (module_out != NULL)
+        *module_out = NULL;
+    for (size_t i = 0; c != NULL && name != NULL && i < c->sink_count; i++)
+        if (strcmp(c->sinks[i].name, name) == 0)
+            return ops_catalog_find(c, c->sinks[i].module, c->sinks[i].op, module_out);
     return NULL;
 }
 

@@ -20,6 +20,12 @@
  * instead of "program" (exactly one of them; "args" only with "program"): each call
  * is then one POST of the request below, whose 2xx body is read as the reply is.
  *
+ * A catalog may also say which sinks are module ops instead of JSON-lines files
+ * (host/sink.h): "sinks": {"N": {"module": M, "op": O}} (both fields required, M.O an
+ * op of "modules" whose kind is "mutate"; anything else refuses the whole catalog at
+ * load). sink.emit(N, item) then calls M.O as ops.call(M, O, item) would, with the
+ * emit's idempotency key; a sink not listed stays the file.
+ *
  * Module and op names follow the manifest's name form (object_name_valid in
  * flows/manifest.h); unknown fields and duplicate keys are refused like the
  * manifest's; "idempotent" (default false) says the op honours the idempotency key.
@@ -92,9 +98,17 @@ struct ops_module {
     size_t op_count;
 };
 
+struct ops_sink {
+    char *name;   /* the sink's name, as manifests grant it */
+    char *module; /* a module of the catalog */
+    char *op;     /* one of its ops, always a mutation */
+};
+
 struct ops_catalog {
     struct ops_module *modules;
     size_t count;
+    struct ops_sink *sinks; /* the sinks that are module ops */
+    size_t sink_count;
 };
 
 /* Loads home/modules.json into *out (zeroed and empty if the file does not exist).
@@ -107,6 +121,11 @@ void ops_catalog_free(struct ops_catalog *c);
 /* The op, or NULL. *module_out (if not NULL) gets its module. */
 const struct ops_op *ops_catalog_find(const struct ops_catalog *c, const char *module,
                                       const char *op, const struct ops_module **module_out);
+
+/* The module op that sink name is (NULL: the sink is its JSON-lines file). *module_out
+ * (if not NULL) gets its module. */
+const struct ops_op *ops_catalog_sink(const struct ops_catalog *c, const char *name,
+                                      const struct ops_module **module_out);
 
 /* Told who the program's process is before the program runs. */
 struct ops_process_hook {

@@ -1,8 +1,9 @@
 /* JSON-lines file sinks for sink.emit(name, item) (basal.md section 7).
  *
- * A sink named N (granted by the manifest's "sinks") is the file
- * home/sinks/N.jsonl (the directory 0700 and the file 0600, created on first use,
- * neither may be a symbolic link). Each emit appends one line on an O_APPEND
+ * A sink named N (granted by the manifest's "sinks") that the operator's catalog does
+ * not make a module op (host/ops_module.h, "sinks") is the file home/sinks/N.jsonl
+ * (the directory 0700 and the file 0600, created on first use, neither may be a
+ * symbolic link). Each emit appends one line on an O_APPEND
  * descriptor under an exclusive flock (appends of other processes wait), then fsync;
  * an append that fails part-way (a full disk cuts a write short) or whose fsync fails
  * is cut back off (ftruncate to where it started), so the file never keeps half a

@@ -331,15 +331,10 @@ static bool keyed_effects_ok(const struct home *h, int from, int count, char *wh
     memset(seen, 0, sizeof seen);
     memset(keys, 0, sizeof keys);
     bool good = true;
-    for (char *line = text, *next; line != NULL && *line != '\0'; line = next) {
-        next = strchr(line, '\n');
-        if (next != NULL)
-            *next++ = '\0';
-        char op[32], key[96];
-        const char *nat = strstr(line, "\"n\":");
-        if (sscanf(line, "%31s %95s", op, key) != 2 || nat == NULL)
-            continue;
-        int n = (int)strtol(nat + 4, NULL, 10) - from;
+    char op[32], key[96];
+    int logged_n;
+    for (char *cursor = text; test_effect_log_next(&cursor, op, key, &logged_n);) {
+        int n = logged_n - from;
         if (n < 0 || n >= count)
             continue;
         if (seen[n]++ == 0)

@@ -559,16 +559,10 @@ static void check_effects(sqlite3 *db)
     sqlite3_prepare_v2(db, "SELECT j.idempotency_key FROM journal j JOIN runs r ON r.id ="
                            " j.run_id WHERE r.trigger_id = ?1 AND j.kind = 'ops.call'", -1,
                        &st, NULL);
-    for (char *line = text, *next; line != NULL && *line != '\0'; line = next) {
-        next = strchr(line, '\n');
-        if (next != NULL)
-            *next++ = '\0';
-        char op[32], key[96];
-        const char *nat = strstr(line, "\"n\":");
-        if (sscanf(line, "%31s %95s", op, key) != 2 || nat == NULL)
-            continue;
+    char op[32], key[96];
+    int n;
+    for (char *cursor = text; test_effect_log_next(&cursor, op, key, &n);) {
         lines++;
-        int n = (int)strtol(nat + 4, NULL, 10);
         char trigger_id[32];
         sfmt(trigger_id, sizeof trigger_id, "k%d", n);
         const char *want = NULL;

@@ -252,3 +252,20 @@ bool test_serve_clock(const struct test_home *h, long long ms)
     free(text);
     return good;
 }
+
+bool test_effect_log_next(char **cursor, char op[32], char key[96], int *n)
+{
+    for (char *line = *cursor, *next; line != NULL && *line != '\0'; line = next) {
+        next = strchr(line, '\n');
+        if (next != NULL)
+            *next++ = '\0';
+        const char *nat = strstr(line, "\"n\":");
+        if (sscanf(line, "%31s %95s", op, key) != 2 || nat == NULL)
+            continue;
+        *n = (int)strtol(nat + 4, NULL, 10);
+        *cursor = next;
+        return true;
+    }
+    *cursor = NULL;
+    return false;
+}

@@ -89,4 +89,10 @@ bool test_serve_clock(const struct test_home *h, long long ms);
 /* One request on h's ops socket; the reply line (malloc'd) or NULL. */
 char *test_ops_request(const struct test_home *h, const char *request_json);
 
+/* The test module's effect log (test/tools/test_module writes "OP KEY {...,"n":N,...}"
+ * per effect): the next effect line at *cursor, a NUL-terminated text the caller owns
+ * (lines are cut in place), with its op, key and n; *cursor moves past it. Lines
+ * without the three are skipped. False at the end. */
+bool test_effect_log_next(char **cursor, char op[32], char key[96], int *n);
+
 #endif

@@ -115,6 +115,8 @@ static void check_budgets(const json_t *h)
           number(h, NULL, "budget_exhaustions", "stack"));
 }
 
+/* calm_spawned: 2 after the second serve's run, one worker each serve: the stored
+ * count and the new one added [guard: per-flow counters persisted]. */
 static void check_workers(const json_t *h, long long calm_spawned)
 {
     long long sigsys[FLOW_COUNT], spawned[FLOW_COUNT], retired[FLOW_COUNT];
@@ -282,7 +284,8 @@ static void test_serve_counters(void)
         check_workers(after, 2);
         check_budgets(after);
         check(number(after, "calm", "runs", "completed") == 2,
-              "counters: calm's activations add across the restart (2 completed)", "%lld",
+              "counters: calm's activations add across the restart (2 completed) "
+              "[guard: per-flow counters persisted]", "%lld",
               number(after, "calm", "runs", "completed"));
     }
     check_metrics(&h, &s);

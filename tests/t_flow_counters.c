@@ -181,8 +181,10 @@ static void check_metrics(const struct test_home *h, const struct test_serve *s)
     check(planted, "metrics: health rows with odd flow ids written into the store", "%s",
           h->db);
     char *page = fetch_metrics(s);
-    if (!check(page != NULL, "metrics: serve's /metrics answers", "%.300s", s->log))
+    if (page == NULL) {
+        fail("metrics: serve's /metrics answers", "%.300s", s->log);
         return;
+    }
     static const char *const LINES[] = {
         "basal_flow_budget_exhaustions_total{flow=\"cpu-hog\",budget=\"cpu\"} 1",
         "basal_flow_budget_exhaustions_total{flow=\"cpu-hog\",budget=\"memory\"} 0",
@@ -217,9 +219,11 @@ static void check_metrics(const struct test_home *h, const struct test_serve *s)
     proc_result_free(&parsed);
     free(page);
 
+    /* U+202E in UTF-8, as bytes: a literal holding it is what the check refuses. */
+    static const char RAW_RLO[] = {(char)0xe2, (char)0x80, (char)0xae, '\0'};
     struct proc_result r = test_home_cli(h, false, ARGS("health"));
     check(proc_exited_with(&r, 0) && strstr(r.out, "\"we\\\"ird\\\\id\\nx\": {") != NULL &&
-              strstr(r.out, "\"rtl\\u202ex\": {") != NULL && strstr(r.out, "\xe2\x80\xae") == NULL,
+              strstr(r.out, "\"rtl\\u202ex\": {") != NULL && strstr(r.out, RAW_RLO) == NULL,
           "health: the terminal form writes odd flow ids escaped (a direction control as "
           "\\u202e, never raw) [guard: json_out re-escaping]",
           "%s", proc_describe(&r));

@@ -22,10 +22,10 @@
  *      format [guard: Prometheus label escaping, write_label_value]; `health` without
  *      --json writes such ids with their terminal controls escaped, a direction
  *      control (U+202E, which jansson writes raw) as \u202e [guard: json_out].
- *   6. The pool's flow table is bounded: with its limit at 1024 flows, a 1025th
- *      flow's counts go to the totals and flow_counts_dropped (its activation and its
- *      budget: two), not to a new entry [guard: HEALTH_POOL_FLOW_LIMIT in
- *      health_flow_entry]. */
+ *   6. The pool's flow table is bounded: with its limit at 1024 flows, a 1025th flow's
+ *      counts go to the totals and flow_counts_dropped (its activation and its budget:
+ *      two), not to a new entry [guard: HEALTH_POOL_FLOW_LIMIT in health_flow_entry];
+ *      counts a failed write gives back add to those counted since. */
 #include "lib/cli_home.h"
 #include "lib/harness.h"
 #include "lib/serve_home.h"
@@ -329,7 +329,17 @@ static void test_pool_flow_limit(void)
     check(n == HEALTH_POOL_FLOW_LIMIT && h.flow_count == 0 &&
               health_flow_entry(&h, "new-flow") != NULL,
           "pool flow table: taking the counts empties it, so new flows fit again", "%zu", n);
-    health_flows_free(taken, n);
+    /* A write that failed gives them back: added to what was counted meanwhile. */
+    health_record_run(&h, "flow-0", &out);
+    health_give_back_flows(&h, taken, n);
+    const struct health_flow *f0 = NULL;
+    for (size_t i = 0; i < h.flow_count; i++)
+        if (strcmp(h.flows[i].id, "flow-0") == 0)
+            f0 = &h.flows[i];
+    check(f0 != NULL && f0->budgets[PROTO_BUDGET_CPU] == 3 &&
+              f0->runs[ACTIVATION_BUDGET_EXHAUSTED] == 3,
+          "pool flow table: counts given back after a failed write add to the new ones",
+          "%llu", f0 != NULL ? f0->budgets[PROTO_BUDGET_CPU] : 0ULL);
     health_free(&h);
 }
 

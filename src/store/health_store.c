@@ -88,12 +88,16 @@ static unsigned long long *flow_worker_field(struct health_flow *f, size_t i)
     return (unsigned long long *)((char *)f + FLOW_WORKER_FIELDS[i].offset);
 }
 
+static unsigned long long flow_worker_value(const struct health_flow *f, size_t i)
+{
+    return *(const unsigned long long *)((const char *)f + FLOW_WORKER_FIELDS[i].offset);
+}
+
 int health_store_add_flows(struct store *s, const struct health_flow *flows, size_t count)
 {
     for (size_t i = 0; i < count; i++) {
         for (size_t k = 0; k < FLOW_WORKER_FIELD_COUNT; k++) {
-            unsigned long long n =
-                *(const unsigned long long *)((const char *)&flows[i] + FLOW_WORKER_FIELDS[k].offset);
+            unsigned long long n = flow_worker_value(&flows[i], k);
             if (n == 0)
                 continue; /* no row for a count that never moved */
             char name[160];

@@ -151,7 +151,12 @@ static json_t *expected_samples(json_t *h)
                json_pack("{s:O, s:O}", "os", json_object_get(conf, "os"), "landlock",
                          json_object_get(conf, "landlock")),
                1);
+    json_t *dropped = json_object_get(json_object_get(h, "counters"), "flow_counts_dropped");
+    if (json_is_integer(dropped))
+        expect(list, "basal_flow_counts_dropped_total", NULL, (double)json_integer_value(dropped));
     expect_each(list, "basal_activations_total", json_object_get(h, "runs"), NULL, "outcome");
+    expect_each(list, "basal_budget_exhaustions_total", json_object_get(h, "budget_exhaustions"),
+                NULL, "budget");
     expect_each(list, "basal_runs", json_object_get(h, "run_states"), NULL, "state");
     for (size_t i = 0; i < sizeof POOL / sizeof POOL[0]; i++) {
         json_t *v = json_object_get(json_object_get(h, "pool"), POOL[i][0]);
@@ -164,6 +169,15 @@ static json_t *expected_samples(json_t *h)
         expect_each(list, "basal_flow_activations_total", json_object_get(f, "runs"), id,
                     "outcome");
         expect_each(list, "basal_flow_runs", json_object_get(f, "run_states"), id, "state");
+        expect_each(list, "basal_flow_budget_exhaustions_total",
+                    json_object_get(f, "budget_exhaustions"), id, "budget");
+        static const char *const WORKERS[] = {"spawned", "retired", "sigsys_deaths"};
+        for (size_t i = 0; i < sizeof WORKERS / sizeof WORKERS[0]; i++) {
+            json_t *v = json_object_get(json_object_get(f, "workers"), WORKERS[i]);
+            sfmt(name, sizeof name, "basal_flow_worker_%s_total", WORKERS[i]);
+            if (json_is_integer(v))
+                expect(list, name, json_pack("{s:s}", "flow", id), (double)json_integer_value(v));
+        }
         json_t *q = json_object_get(f, "queue_depth");
         if (json_is_integer(q))
             expect(list, "basal_flow_queue_depth", json_pack("{s:s}", "flow", id),

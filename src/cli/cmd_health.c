@@ -1,7 +1,9 @@
-/* ck-basal health: the health the store has accumulated (store/health_store.h), as JSON:
- * runs by state, activations by outcome overall and per flow, the worker counters of
- * every process that drove runs, and the confinement counter. No pool outlives a
- * command, so the pool gauges are 0; `ck-basal exec --health` shows a live pool's.
+/* ck-basal health: the health the store has accumulated (store/health_store.h), as JSON
+ * (through json_out, so a flow id's terminal controls are escaped): runs by state,
+ * activations by outcome, budget exhaustions by kind, the worker counters of every
+ * process that drove runs and the confinement counter, overall and per flow. No pool
+ * outlives a command, so the pool gauges are 0; `ck-basal exec --health` shows a live
+ * pool's.
  * Asked as the ops command "health" (serve/ops_dispatch.h): from a running serve, with
  * its live pool gauges and queue depths. --format prometheus prints the same health as
  * Prometheus text (serve/metrics_text.h). */

@@ -249,9 +249,16 @@ static int finish(struct run_driver *d, const struct run_row *run, int64_t gener
     pool_lock(d->pool);
     struct health counters = *pool_health(d->pool);
     pool_unlock(d->pool);
+    /* The per-flow worker counts since the last writer took them: every flow's, not
+     * only this run's, so a flow's retirements are stored even if it never runs again. */
+    struct health_flow *flow_counts;
+    size_t flow_count;
+    pool_take_flow_counts(d->pool, &flow_counts, &flow_count);
     struct store *s = d->store;
-    if (store_begin_txn(s, err, err_cap) != 0)
+    if (store_begin_txn(s, err, err_cap) != 0) {
+        pool_give_back_flow_counts(d->pool, flow_counts, flow_count);
         return -1;
+    }
     int rc = runs_fence(s, run->id, generation, err, err_cap);
     if (rc == 0)
         rc = flow_host_flush(fh, err, err_cap);
@@ -264,11 +271,16 @@ static int finish(struct run_driver *d, const struct run_row *run, int64_t gener
                                  (long)out->pid, err, err_cap);
     if (rc == 0)
         rc = health_store_add(s, &counters, d->shared_mark != NULL ? d->shared_mark : &d->mark,
-                              run->flow_id, out->status);
+                              run->flow_id, out);
+    if (rc == 0)
+        rc = health_store_add_flows(s, flow_counts, flow_count);
     if (rc != 0 && err[0] == '\0')
         error_line(err, err_cap, "store: %s", store_errmsg(s));
-    if (store_end_txn(s, rc, err, err_cap) != 0)
+    if (store_end_txn(s, rc, err, err_cap) != 0) {
+        pool_give_back_flow_counts(d->pool, flow_counts, flow_count);
         return -1;
+    }
+    health_flows_free(flow_counts, flow_count);
     rep->state = state;
     if (state == RUN_SUCCEEDED && out->value != NULL) {
         rep->result = strdup(out->value);

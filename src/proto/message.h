@@ -83,6 +83,7 @@ enum proto_budget {
     PROTO_BUDGET_MEMORY = 2,
     PROTO_BUDGET_STACK = 3,
 };
+#define PROTO_BUDGET_COUNT 3
 
 enum proto_refusal {
     PROTO_REFUSAL_MALFORMED = 1,

@@ -44,6 +44,9 @@ static const struct {
     {"spawn_failures",
      {"basal_worker_spawn_failures_total", "counter",
       "Worker starts that failed, refused or not started at all."}},
+    {"flow_counts_dropped",
+     {"basal_flow_counts_dropped_total", "counter",
+      "Per-flow counts not kept (the pool's flow table was full); the totals have them."}},
 };
 
 static const struct family SIGSYS_DEATHS = {
@@ -54,6 +57,9 @@ static const struct family CONFINEMENT_INFO = {
     "The workers' confinement: the OS and the Landlock policy (always 1)."};
 static const struct family ACTIVATIONS = {
     "basal_activations_total", "counter", "Activations (not runs) by outcome, all flows."};
+static const struct family BUDGET_EXHAUSTIONS = {
+    "basal_budget_exhaustions_total", "counter",
+    "Activations that exhausted a budget, by budget, all flows."};
 static const struct family RUNS = {"basal_runs", "gauge", "Runs by their current state."};
 
 /* The pool gauges: JSON pool.<field> -> family ("idle" only from a serve). */
@@ -70,6 +76,25 @@ static const struct {
 
 static const struct family FLOW_ACTIVATIONS = {
     "basal_flow_activations_total", "counter", "Activations of one flow by outcome."};
+static const struct family FLOW_BUDGET_EXHAUSTIONS = {
+    "basal_flow_budget_exhaustions_total", "counter",
+    "Activations of one flow that exhausted a budget, by budget."};
+/* The per-flow worker counters: JSON flows.<id>.workers.<field> -> family. */
+static const struct {
+    const char *field;
+    struct family family;
+} FLOW_WORKER_COUNTERS[] = {
+    {"spawned",
+     {"basal_flow_worker_spawned_total", "counter",
+      "Workers that began serving one flow (a warm spare taken or a worker started)."}},
+    {"retired",
+     {"basal_flow_worker_retired_total", "counter",
+      "Workers of one flow the pool ended by policy."}},
+    {"sigsys_deaths",
+     {"basal_flow_worker_sigsys_deaths_total", "counter",
+      "Workers of one flow killed by the seccomp filter (SIGSYS)."}},
+};
+#define FLOW_WORKER_COUNTER_COUNT (sizeof FLOW_WORKER_COUNTERS / sizeof FLOW_WORKER_COUNTERS[0])
 static const struct family FLOW_RUNS = {"basal_flow_runs", "gauge",
                                         "Runs of one flow by their current state."};
 static const struct family FLOW_QUEUE_DEPTH = {
@@ -187,8 +212,12 @@ static void emit_by_key(struct emitter *em, const struct family *family, const j
 }
 
 /* A per-flow family over every flow (flows sorted by id). */
-enum flow_field { FLOW_ACTIVATIONS_FIELD, FLOW_RUNS_FIELD, FLOW_QUEUE, FLOW_LAST_ID,
-                  FLOW_LAST_STATE, FLOW_LAST_END };
+enum flow_field { FLOW_ACTIVATIONS_FIELD, FLOW_BUDGETS_FIELD, FLOW_WORKER_SPAWNED,
+                  FLOW_WORKER_RETIRED, FLOW_WORKER_SIGSYS_DEATHS, FLOW_RUNS_FIELD, FLOW_QUEUE,
+                  FLOW_LAST_ID, FLOW_LAST_STATE, FLOW_LAST_END };
+/* The worker fields are FLOW_WORKER_COUNTERS' rows, in its order. */
+_Static_assert(FLOW_WORKER_SIGSYS_DEATHS - FLOW_WORKER_SPAWNED + 1 == FLOW_WORKER_COUNTER_COUNT,
+               "one flow field per row of FLOW_WORKER_COUNTERS");
 
 static void emit_flow_field(struct emitter *em, const json_t *flow, const char *id,
                             enum flow_field field, bool *failed)
@@ -200,6 +229,19 @@ static void emit_flow_field(struct emitter *em, const json_t *flow, const char *
         emit_by_key(em, &FLOW_ACTIVATIONS, json_object_get(flow, "runs"), id, "outcome",
                     failed);
         break;
+    case FLOW_BUDGETS_FIELD:
+        emit_by_key(em, &FLOW_BUDGET_EXHAUSTIONS, json_object_get(flow, "budget_exhaustions"),
+                    id, "budget", failed);
+        break;
+    case FLOW_WORKER_SPAWNED:
+    case FLOW_WORKER_RETIRED:
+    case FLOW_WORKER_SIGSYS_DEATHS: {
+        size_t i = (size_t)(field - FLOW_WORKER_SPAWNED);
+        if (integer_text(json_object_get(json_object_get(flow, "workers"),
+                                         FLOW_WORKER_COUNTERS[i].field), num))
+            emit(em, &FLOW_WORKER_COUNTERS[i].family, "flow", id, NULL, NULL, num);
+        break;
+    }
     case FLOW_RUNS_FIELD:
         emit_by_key(em, &FLOW_RUNS, json_object_get(flow, "run_states"), id, "state", failed);
         break;
@@ -248,6 +290,8 @@ static void emit_all(struct emitter *em, const json_t *h, bool *failed)
         emit(em, &CONFINEMENT_INFO, "os", os, "landlock", landlock, "1");
 
     emit_by_key(em, &ACTIVATIONS, json_object_get(h, "runs"), NULL, "outcome", failed);
+    emit_by_key(em, &BUDGET_EXHAUSTIONS, json_object_get(h, "budget_exhaustions"), NULL,
+                "budget", failed);
     emit_by_key(em, &RUNS, json_object_get(h, "run_states"), NULL, "state", failed);
 
     const json_t *pool = json_object_get(h, "pool");

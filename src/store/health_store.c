@@ -12,6 +12,7 @@
 #include <string.h>
 
 #define ACTIVATIONS_PREFIX "activations."
+#define BUDGET_PREFIX "budget_exhausted."
 #define FLOW_PREFIX "flow."
 
 struct counter_field {
@@ -24,6 +25,7 @@ struct counter_field {
 static const struct counter_field FIELDS[] = {
     FIELD(spawned), FIELD(refused_welcomes), FIELD(spawn_failures), FIELD(retired),
     FIELD(killed),  FIELD(crashed),          FIELD(respawned),      FIELD(sigsys_deaths),
+    FIELD(flow_counts_dropped),
 };
 #define FIELD_COUNT (sizeof FIELDS / sizeof FIELDS[0])
 
@@ -38,7 +40,7 @@ static unsigned long long health_value(const struct health *h, size_t i)
 }
 
 int health_store_add(struct store *s, const struct health *now, struct health_mark *mark,
-                     const char *flow, enum activation_status status)
+                     const char *flow, const struct activation_outcome *out)
 {
     for (size_t i = 0; i < FIELD_COUNT; i++) {
         unsigned long long value = health_value(now, i);
@@ -52,12 +54,60 @@ int health_store_add(struct store *s, const struct health *now, struct health_ma
     if (flow == NULL)
         return 0;
     char name[160];
-    snprintf(name, sizeof name, ACTIVATIONS_PREFIX "%s", activation_status_name(status));
+    const char *status = activation_status_name(out->status);
+    snprintf(name, sizeof name, ACTIVATIONS_PREFIX "%s", status);
     if (store_health_add(s, name, 1) != 0)
         return -1;
-    snprintf(name, sizeof name, FLOW_PREFIX "%s." ACTIVATIONS_PREFIX "%s", flow,
-             activation_status_name(status));
+    snprintf(name, sizeof name, FLOW_PREFIX "%s." ACTIVATIONS_PREFIX "%s", flow, status);
+    if (store_health_add(s, name, 1) != 0)
+        return -1;
+    if (out->status != ACTIVATION_BUDGET_EXHAUSTED || (unsigned)out->budget == 0 ||
+        (unsigned)out->budget > PROTO_BUDGET_COUNT)
+        return 0;
+    const char *budget = proto_budget_name(out->budget);
+    snprintf(name, sizeof name, BUDGET_PREFIX "%s", budget);
+    if (store_health_add(s, name, 1) != 0)
+        return -1;
+    snprintf(name, sizeof name, FLOW_PREFIX "%s." BUDGET_PREFIX "%s", flow, budget);
     return store_health_add(s, name, 1);
+}
+
+/* The worker counters a flow has in the store, by their name after "flow.<id>.". */
+static const struct {
+    const char *name;
+    size_t offset; /* in struct health_flow */
+} FLOW_WORKER_FIELDS[] = {
+    {"spawned", offsetof(struct health_flow, spawned)},
+    {"retired", offsetof(struct health_flow, retired)},
+    {"sigsys_deaths", offsetof(struct health_flow, sigsys_deaths)},
+};
+#define FLOW_WORKER_FIELD_COUNT (sizeof FLOW_WORKER_FIELDS / sizeof FLOW_WORKER_FIELDS[0])
+
+static unsigned long long *flow_worker_field(struct health_flow *f, size_t i)
+{
+    return (unsigned long long *)((char *)f + FLOW_WORKER_FIELDS[i].offset);
+}
+
+static unsigned long long flow_worker_value(const struct health_flow *f, size_t i)
+{
+    return *(const unsigned long long *)((const char *)f + FLOW_WORKER_FIELDS[i].offset);
+}
+
+int health_store_add_flows(struct store *s, const struct health_flow *flows, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        for (size_t k = 0; k < FLOW_WORKER_FIELD_COUNT; k++) {
+            unsigned long long n = flow_worker_value(&flows[i], k);
+            if (n == 0)
+                continue; /* no row for a count that never moved */
+            char name[160];
+            snprintf(name, sizeof name, FLOW_PREFIX "%s.%s", flows[i].id,
+                     FLOW_WORKER_FIELDS[k].name);
+            if (store_health_add(s, name, (long long)n) != 0)
+                return -1;
+        }
+    }
+    return 0;
 }
 
 static enum activation_status status_named(const char *name)
@@ -68,6 +118,46 @@ static enum activation_status status_named(const char *name)
     return (enum activation_status)0;
 }
 
+static enum proto_budget budget_named(const char *name)
+{
+    for (unsigned b = 1; b <= PROTO_BUDGET_COUNT; b++)
+        if (strcmp(name, proto_budget_name((enum proto_budget)b)) == 0)
+            return (enum proto_budget)b;
+    return (enum proto_budget)0;
+}
+
+/* flow.<id>.<rest>: the flow's counter named rest into its entry. */
+static void count_flow(struct health *h, const char *flow, const char *rest,
+                       unsigned long long value)
+{
+    size_t pl = strlen(ACTIVATIONS_PREFIX), bl = strlen(BUDGET_PREFIX);
+    if (strncmp(rest, ACTIVATIONS_PREFIX, pl) == 0) {
+        enum activation_status st = status_named(rest + pl);
+        if ((unsigned)st == 0)
+            return;
+        /* health_count_runs adds to the total too; the total has its own counter. */
+        h->runs[st] -= value;
+        health_count_runs(h, flow, st, value);
+        return;
+    }
+    if (strncmp(rest, BUDGET_PREFIX, bl) == 0) {
+        enum proto_budget b = budget_named(rest + bl);
+        if ((unsigned)b == 0)
+            return;
+        h->budgets[b] -= value; /* as above: the total is its own counter */
+        health_count_budget(h, flow, b, value);
+        return;
+    }
+    for (size_t i = 0; i < FLOW_WORKER_FIELD_COUNT; i++) {
+        if (strcmp(rest, FLOW_WORKER_FIELDS[i].name) == 0) {
+            struct health_flow *f = health_flow_entry(h, flow);
+            if (f != NULL)
+                *flow_worker_field(f, i) = value;
+            return;
+        }
+    }
+}
+
 static void count_one(struct health *h, const char *name, long long value)
 {
     for (size_t i = 0; i < FIELD_COUNT; i++) {
@@ -76,27 +166,26 @@ static void count_one(struct health *h, const char *name, long long value)
             return;
         }
     }
-    size_t pl = strlen(ACTIVATIONS_PREFIX);
+    size_t pl = strlen(ACTIVATIONS_PREFIX), bl = strlen(BUDGET_PREFIX);
     if (strncmp(name, ACTIVATIONS_PREFIX, pl) == 0) {
         health_count_runs(h, NULL, status_named(name + pl), (unsigned long long)value);
         return;
     }
-    /* flow.<id>.activations.<status>: ids hold no '.', so the first '.' ends the id. */
+    if (strncmp(name, BUDGET_PREFIX, bl) == 0) {
+        health_count_budget(h, NULL, budget_named(name + bl), (unsigned long long)value);
+        return;
+    }
+    /* flow.<id>.<counter>: ids hold no '.', so the first '.' ends the id. */
     size_t fl = strlen(FLOW_PREFIX);
     if (strncmp(name, FLOW_PREFIX, fl) != 0)
         return;
     const char *id = name + fl;
     const char *dot = strchr(id, '.');
-    if (dot == NULL || strncmp(dot + 1, ACTIVATIONS_PREFIX, pl) != 0)
+    if (dot == NULL || dot == id || (size_t)(dot - id) > FLOW_ID_MAX)
         return;
     char flow[FLOW_ID_MAX + 1];
     snprintf(flow, sizeof flow, "%.*s", (int)(dot - id), id);
-    enum activation_status st = status_named(dot + 1 + pl);
-    if ((unsigned)st == 0)
-        return;
-    /* health_count_runs adds to the total too; the total has its own counter. */
-    h->runs[st] -= (unsigned long long)value;
-    health_count_runs(h, flow, st, (unsigned long long)value);
+    count_flow(h, flow, dot + 1, (unsigned long long)value);
 }
 
 static int load_counters(sqlite3 *db, struct health *h, char *err, size_t err_cap)

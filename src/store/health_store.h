@@ -4,8 +4,12 @@
  * read from the runs table.
  *
  * Counter names: the pool counters by their names in supervisor/health.h ("spawned",
- * "sigsys_deaths", ...), "activations.<status>" and "flow.<id>.activations.<status>"
- * (status as activation_status_name). */
+ * "sigsys_deaths", "flow_counts_dropped", ...), "activations.<status>",
+ * "budget_exhausted.<budget>", and per flow "flow.<id>.activations.<status>",
+ * "flow.<id>.budget_exhausted.<budget>", "flow.<id>.spawned", "flow.<id>.retired" and
+ * "flow.<id>.sigsys_deaths" (status as activation_status_name, budget as
+ * proto_budget_name). A flow's rows are as many as those names, whatever its runs; they
+ * stay when the flow is no longer installed (basal deletes no flow). */
 #ifndef BASAL_STORE_HEALTH_STORE_H
 #define BASAL_STORE_HEALTH_STORE_H
 
@@ -18,16 +22,23 @@ struct store;
 /* What a pool had counted when last persisted, to add only the difference. */
 struct health_mark {
     unsigned long long spawned, refused_welcomes, spawn_failures, retired, killed, crashed,
-        respawned, sigsys_deaths;
+        respawned, sigsys_deaths, flow_counts_dropped;
 };
 
 /* Inside the caller's write transaction: adds what now counts above *mark (then moves
  * the mark forward, never back: now may be a copy older than what another writer
- * already added) and, if flow is not NULL, one activation of flow with status. A mark
- * shared by threads is guarded by the store's write lock: only one write transaction
- * is open at a time. 0 or -1. */
+ * already added) and, if flow is not NULL, one activation of flow with out's status
+ * (and its budget, if it exhausted one), overall and under flow. A mark shared by
+ * threads is guarded by the store's write lock: only one write transaction is open at
+ * a time. 0 or -1. */
 int health_store_add(struct store *s, const struct health *now, struct health_mark *mark,
-                     const char *flow, enum activation_status status);
+                     const char *flow, const struct activation_outcome *out);
+
+/* Inside the caller's write transaction: adds the worker counts (spawned, retired,
+ * sigsys_deaths) of flows taken from a pool (pool_take_flow_counts) under each flow.
+ * Their activations and budgets are not written: health_store_add counts those from
+ * each run's outcome. 0 or -1. */
+int health_store_add_flows(struct store *s, const struct health_flow *flows, size_t count);
 
 /* The persisted health as JSON (a json_t *; the caller json_decref's it): the same
  * fields as health_to_json (pool gauges are 0: no pool outlives a command), plus

@@ -19,6 +19,7 @@ struct pool_worker {
     bool single_use;
     bool codemode_checked; /* compiled its run's script (POOL_USE_CODEMODE_CHECK) */
     bool released; /* its flow stopped while it was busy: killed when the activation returns */
+    bool serves_flow; /* bound by POOL_USE_FLOW: its end counts under flow in the health */
     unsigned activations;
     long long idle_since_ms; /* pool clock */
 };
@@ -82,6 +83,7 @@ struct pool *pool_new(const struct pool_config *cfg)
     if (pool->cfg.max_size == 0)
         pool->cfg.max_size = 1;
     health_init(&pool->health, cfg->policy);
+    pool->health.flow_limit = HEALTH_POOL_FLOW_LIMIT;
     return pool;
 }
 
@@ -117,6 +119,12 @@ static bool add(struct pool *pool, struct pool_worker *pw)
 
 /* ------------------------------------------------------------------ ending workers */
 
+/* The flow a worker's end counts under in the health, or NULL. */
+static const char *counted_flow(const struct pool_worker *pw)
+{
+    return pw->serves_flow ? pw->flow : NULL;
+}
+
 enum retire_how { RETIRE_SHUTDOWN, RETIRE_KILL };
 
 /* Ends a live worker by policy and forgets it. */
@@ -126,10 +134,14 @@ static void retire(struct pool *pool, struct pool_worker *pw, enum retire_how ho
                                 ? worker_conn_kill(&pw->conn)
                                 : worker_conn_shutdown(&pw->conn, pool->cfg.shutdown_timeout_ms);
     pool->health.retired++;
+    struct health_flow *f =
+        pw->serves_flow ? health_flow_entry(&pool->health, pw->flow) : NULL;
+    if (f != NULL)
+        f->retired++;
     if (end.killed)
         pool->health.killed++;
-    else if (WIFSIGNALED(end.wait_status))
-        health_record_death(&pool->health, WTERMSIG(end.wait_status)); /* died on its own */
+    else if (WIFSIGNALED(end.wait_status)) /* died on its own */
+        health_record_death(&pool->health, counted_flow(pw), WTERMSIG(end.wait_status));
     pool->replacement_debt++;
     forget(pool, pw);
 }
@@ -141,7 +153,7 @@ static void account_ended(struct pool *pool, struct pool_worker *pw,
     if (out->killed_by_parent)
         pool->health.killed++;
     else
-        health_record_death(&pool->health, out->term_signal);
+        health_record_death(&pool->health, counted_flow(pw), out->term_signal);
     pool->replacement_debt++;
     worker_conn_free(&pw->conn);
     forget(pool, pw);
@@ -165,7 +177,8 @@ static bool remove_if_broken(struct pool *pool, struct pool_worker *pw)
         pw->conn.proc.pid = -1;
         worker_conn_drain_log(&pw->conn);
         worker_conn_free(&pw->conn);
-        health_record_death(&pool->health, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+        health_record_death(&pool->health, counted_flow(pw),
+                            WIFSIGNALED(status) ? WTERMSIG(status) : 0);
         pool->replacement_debt++;
         forget(pool, pw);
         return true;
@@ -410,6 +423,13 @@ static struct pool_worker *acquire(struct pool *pool, const char *flow, enum poo
             snprintf(why, why_cap, "out of memory");
             return NULL;
         }
+        if (use == POOL_USE_FLOW) {
+            /* A spare taken or a worker started: either begins serving the flow here. */
+            pw->serves_flow = true;
+            struct health_flow *f = health_flow_entry(&pool->health, flow);
+            if (f != NULL)
+                f->spawned++;
+        }
     } else {
         pw->single_use = true;
     }
@@ -470,6 +490,20 @@ void pool_unlock(struct pool *pool)
 unsigned pool_max_size(const struct pool *pool)
 {
     return pool->cfg.max_size;
+}
+
+void pool_take_flow_counts(struct pool *pool, struct health_flow **flows, size_t *count)
+{
+    pthread_mutex_lock(&pool->lock);
+    health_take_flows(&pool->health, flows, count);
+    pthread_mutex_unlock(&pool->lock);
+}
+
+void pool_give_back_flow_counts(struct pool *pool, struct health_flow *flows, size_t count)
+{
+    pthread_mutex_lock(&pool->lock);
+    health_give_back_flows(&pool->health, flows, count);
+    pthread_mutex_unlock(&pool->lock);
 }
 
 const struct health *pool_health(struct pool *pool)

@@ -106,6 +106,13 @@ void pool_run(struct pool *pool, const char *flow, enum pool_use use,
  * pool other threads use must be locked around the call and the reading. */
 const struct health *pool_health(struct pool *pool);
 
+/* Moves the per-flow counts out of the pool's health (health_take_flows), for a writer
+ * that persists them; the pool counts afresh from zero. Takes the pool's lock. */
+void pool_take_flow_counts(struct pool *pool, struct health_flow **flows, size_t *count);
+
+/* Adds counts taken and not persisted back (health_give_back_flows). Takes the lock. */
+void pool_give_back_flow_counts(struct pool *pool, struct health_flow *flows, size_t count);
+
 /* The pool's lock, for pool_health while other threads use the pool. */
 void pool_lock(struct pool *pool);
 void pool_unlock(struct pool *pool);

@@ -618,7 +618,7 @@ static void check_pipelined_many(void)
     for (int i = 0; sent && i < COUNT; i++) {
         char want[16];
         snprintf(want, sizeof want, "n%d", i);
-        json_t *reply = raw_read_reply(fd, i == COUNT - 1 ? &(bool){false} : NULL);
+        json_t *reply = raw_read_reply(fd, NULL);
         if (!is_echo_of(reply, want)) {
             json_decref(reply);
             break;
@@ -626,10 +626,9 @@ static void check_pipelined_many(void)
         in_order++;
         json_decref(reply);
     }
-    bool eof = false;
     struct pollfd p = {fd, POLLIN, 0};
     char after;
-    eof = in_order == COUNT && poll(&p, 1, SAFETY_MS) == 1 && read(fd, &after, 1) == 0;
+    bool eof = in_order == COUNT && poll(&p, 1, SAFETY_MS) == 1 && read(fd, &after, 1) == 0;
     check(in_order == COUNT && eof,
           "ops socket: 48 requests written at once on one connection are answered in order, "
           "then the connection ends after the client closed its side [guard: a connection "

@@ -53,12 +53,21 @@ void run_row_free(struct run_row *r)
 
 /* ---- owners ----------------------------------------------------------------------- */
 
+/* This process's identity, read from /proc once per thread and process (every claim
+ * names its owner; a fork's child has another pid, so it reads its own). */
+static _Thread_local struct process_identity self_identity;
+
 void runs_owner_self(char out[RUN_OWNER_MAX + 1])
 {
-    struct process_identity me = {getpid(), 0};
-    if (process_identity_of(me.pid, &me) != 0)
-        me.start_ticks = 0; /* an owner no one can match: never taken for alive */
-    snprintf(out, RUN_OWNER_MAX + 1, "pid:%ld:%llu", (long)me.pid, me.start_ticks);
+    pid_t pid = getpid();
+    if (self_identity.pid != pid || self_identity.start_ticks == 0) {
+        struct process_identity me = {pid, 0};
+        if (process_identity_of(pid, &me) != 0)
+            me.start_ticks = 0; /* an owner no one can match: never taken for alive */
+        self_identity = me;
+    }
+    snprintf(out, RUN_OWNER_MAX + 1, "pid:%ld:%llu", (long)self_identity.pid,
+             self_identity.start_ticks);
 }
 
 bool runs_owner_alive(const char *owner)
@@ -73,6 +82,11 @@ bool runs_owner_alive(const char *owner)
     unsigned long long start = strtoull(start_text, &end, 10);
     if (end == start_text || *end != '\0' || start == 0)
         return false;
+    if ((pid_t)pid == getpid()) { /* this process, or one before it with its pid: gone */
+        char self[RUN_OWNER_MAX + 1];
+        runs_owner_self(self);
+        return strcmp(owner, self) == 0;
+    }
     /* A process /proc cannot tell about may still run: alive, so no one takes over. */
     struct process_identity owner_id = {(pid_t)pid, start};
     return process_identity_presence(&owner_id) != PROCESS_GONE;

@@ -14,7 +14,7 @@
  * small ones a host call makes, so the journal's per-call path reuses them. One cache
  * per thread: a connection is used and closed only by the thread that opened it
  * (ck-basal serve gives each of its threads a connection of its own). */
-#define SQL_CACHE_SLOTS 64
+#define SQL_CACHE_SLOTS 128
 
 struct cached {
     sqlite3 *db;

@@ -120,10 +120,13 @@ static void check_budgets(const json_t *h)
 static void check_workers(const json_t *h, long long calm_spawned)
 {
     long long sigsys[FLOW_COUNT], spawned[FLOW_COUNT], retired[FLOW_COUNT];
+    long long killed[FLOW_COUNT], crashed[FLOW_COUNT];
     for (size_t f = 0; f < FLOW_COUNT; f++) {
         sigsys[f] = number(h, FLOWS[f], "workers", "sigsys_deaths");
         spawned[f] = number(h, FLOWS[f], "workers", "spawned");
         retired[f] = number(h, FLOWS[f], "workers", "retired");
+        killed[f] = number(h, FLOWS[f], "workers", "killed");
+        crashed[f] = number(h, FLOWS[f], "workers", "crashed");
     }
     check(sigsys[0] == 0 && sigsys[1] == 0 && sigsys[2] == 1 && sigsys[3] == 0 &&
               number(h, NULL, "worker_confinement", "sigsys_deaths") == 1,
@@ -142,6 +145,16 @@ static void check_workers(const json_t *h, long long calm_spawned)
           "flows' are not [guard: retired counted under the worker's flow]",
           "retired: cpu-hog %lld heap-hog %lld sys-bad %lld calm %lld", retired[0],
           retired[1], retired[2], retired[3]);
+    /* A budget's worker is retired by a kill (its engine state is not trusted); the
+     * SIGSYS death is a crash, not a kill. */
+    check(killed[0] == 1 && killed[1] == 1 && killed[2] == 0 && killed[3] == 0 &&
+              crashed[0] == 0 && crashed[1] == 0 && crashed[2] == 1 && crashed[3] == 0,
+          "counters: the budget flows' workers count as killed and the SIGSYS death as "
+          "crashed, each under its own flow only [guard: killed and crashed counted under "
+          "the worker's flow]",
+          "killed: %lld %lld %lld %lld, crashed: %lld %lld %lld %lld (cpu-hog heap-hog "
+          "sys-bad calm)", killed[0], killed[1], killed[2], killed[3], crashed[0], crashed[1],
+          crashed[2], crashed[3]);
 }
 
 /* A flow's per-flow counters as one JSON text, to compare two healths. */

@@ -171,7 +171,8 @@ static json_t *expected_samples(json_t *h)
         expect_each(list, "basal_flow_runs", json_object_get(f, "run_states"), id, "state");
         expect_each(list, "basal_flow_budget_exhaustions_total",
                     json_object_get(f, "budget_exhaustions"), id, "budget");
-        static const char *const WORKERS[] = {"spawned", "retired", "sigsys_deaths"};
+        static const char *const WORKERS[] = {"spawned", "retired", "killed", "crashed",
+                                              "sigsys_deaths"};
         for (size_t i = 0; i < sizeof WORKERS / sizeof WORKERS[0]; i++) {
             json_t *v = json_object_get(json_object_get(f, "workers"), WORKERS[i]);
             sfmt(name, sizeof name, "basal_flow_worker_%s_total", WORKERS[i]);

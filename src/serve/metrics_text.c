@@ -90,6 +90,12 @@ static const struct {
     {"retired",
      {"basal_flow_worker_retired_total", "counter",
       "Workers of one flow the pool ended by policy."}},
+    {"killed",
+     {"basal_flow_worker_killed_total", "counter",
+      "Workers of one flow the parent killed (a budget, a deadline, a retirement by kill)."}},
+    {"crashed",
+     {"basal_flow_worker_crashed_total", "counter",
+      "Workers of one flow that died on their own (SIGSYS included)."}},
     {"sigsys_deaths",
      {"basal_flow_worker_sigsys_deaths_total", "counter",
       "Workers of one flow killed by the seccomp filter (SIGSYS)."}},
@@ -213,7 +219,8 @@ static void emit_by_key(struct emitter *em, const struct family *family, const j
 
 /* A per-flow family over every flow (flows sorted by id). */
 enum flow_field { FLOW_ACTIVATIONS_FIELD, FLOW_BUDGETS_FIELD, FLOW_WORKER_SPAWNED,
-                  FLOW_WORKER_RETIRED, FLOW_WORKER_SIGSYS_DEATHS, FLOW_RUNS_FIELD, FLOW_QUEUE,
+                  FLOW_WORKER_RETIRED, FLOW_WORKER_KILLED, FLOW_WORKER_CRASHED,
+                  FLOW_WORKER_SIGSYS_DEATHS, FLOW_RUNS_FIELD, FLOW_QUEUE,
                   FLOW_LAST_ID, FLOW_LAST_STATE, FLOW_LAST_END };
 /* The worker fields are FLOW_WORKER_COUNTERS' rows, in its order. */
 _Static_assert(FLOW_WORKER_SIGSYS_DEATHS - FLOW_WORKER_SPAWNED + 1 == FLOW_WORKER_COUNTER_COUNT,
@@ -235,6 +242,8 @@ static void emit_flow_field(struct emitter *em, const json_t *flow, const char *
         break;
     case FLOW_WORKER_SPAWNED:
     case FLOW_WORKER_RETIRED:
+    case FLOW_WORKER_KILLED:
+    case FLOW_WORKER_CRASHED:
     case FLOW_WORKER_SIGSYS_DEATHS: {
         size_t i = (size_t)(field - FLOW_WORKER_SPAWNED);
         if (integer_text(json_object_get(json_object_get(flow, "workers"),

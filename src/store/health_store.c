@@ -79,6 +79,8 @@ static const struct {
 } FLOW_WORKER_FIELDS[] = {
     {"spawned", offsetof(struct health_flow, spawned)},
     {"retired", offsetof(struct health_flow, retired)},
+    {"killed", offsetof(struct health_flow, killed)},
+    {"crashed", offsetof(struct health_flow, crashed)},
     {"sigsys_deaths", offsetof(struct health_flow, sigsys_deaths)},
 };
 #define FLOW_WORKER_FIELD_COUNT (sizeof FLOW_WORKER_FIELDS / sizeof FLOW_WORKER_FIELDS[0])

@@ -6,8 +6,8 @@
  * Counter names: the pool counters by their names in supervisor/health.h ("spawned",
  * "sigsys_deaths", "flow_counts_dropped", ...), "activations.<status>",
  * "budget_exhausted.<budget>", and per flow "flow.<id>.activations.<status>",
- * "flow.<id>.budget_exhausted.<budget>", "flow.<id>.spawned", "flow.<id>.retired" and
- * "flow.<id>.sigsys_deaths" (status as activation_status_name, budget as
+ * "flow.<id>.budget_exhausted.<budget>", "flow.<id>.spawned", "flow.<id>.retired",
+ * "flow.<id>.killed", "flow.<id>.crashed" and "flow.<id>.sigsys_deaths" (status as activation_status_name, budget as
  * proto_budget_name). A flow's rows are as many as those names, whatever its runs; they
  * stay when the flow is no longer installed (basal deletes no flow). */
 #ifndef BASAL_STORE_HEALTH_STORE_H
@@ -34,8 +34,8 @@ struct health_mark {
 int health_store_add(struct store *s, const struct health *now, struct health_mark *mark,
                      const char *flow, const struct activation_outcome *out);
 
-/* Inside the caller's write transaction: adds the worker counts (spawned, retired,
- * sigsys_deaths) of flows taken from a pool (pool_take_flow_counts) under each flow.
+/* Inside the caller's write transaction: adds the worker counts (spawned, retired, killed,
+ * crashed, sigsys_deaths) of flows taken from a pool (pool_take_flow_counts) under each flow.
  * Their activations and budgets are not written: health_store_add counts those from
  * each run's outcome. 0 or -1. */
 int health_store_add_flows(struct store *s, const struct health_flow *flows, size_t count);

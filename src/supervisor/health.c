@@ -98,10 +98,12 @@ void health_record_run(struct health *h, const char *flow, const struct activati
 void health_record_death(struct health *h, const char *flow, int term_signal)
 {
     h->crashed++;
+    struct health_flow *f = flow != NULL ? health_flow_entry(h, flow) : NULL;
+    if (f != NULL)
+        f->crashed++;
     if (term_signal != SIGSYS)
         return;
     h->sigsys_deaths++;
-    struct health_flow *f = flow != NULL ? health_flow_entry(h, flow) : NULL;
     if (f != NULL)
         f->sigsys_deaths++;
 }
@@ -126,6 +128,8 @@ void health_give_back_flows(struct health *h, struct health_flow *flows, size_t 
             f->budgets[b] += flows[i].budgets[b];
         f->spawned += flows[i].spawned;
         f->retired += flows[i].retired;
+        f->killed += flows[i].killed;
+        f->crashed += flows[i].crashed;
         f->sigsys_deaths += flows[i].sigsys_deaths;
     }
     health_flows_free(flows, count);
@@ -157,6 +161,8 @@ static json_t *flow_json(const struct health_flow *f)
     json_t *workers = json_object();
     json_object_set_new(workers, "spawned", json_integer((json_int_t)f->spawned));
     json_object_set_new(workers, "retired", json_integer((json_int_t)f->retired));
+    json_object_set_new(workers, "killed", json_integer((json_int_t)f->killed));
+    json_object_set_new(workers, "crashed", json_integer((json_int_t)f->crashed));
     json_object_set_new(workers, "sigsys_deaths", json_integer((json_int_t)f->sigsys_deaths));
     json_object_set_new(o, "workers", workers);
     return o;

@@ -23,8 +23,8 @@
  *
  * Per flow (struct health_flow): its activations by outcome and budget exhaustions by
  * kind, and of the workers that served it: spawned (began serving it: a warm spare it
- * took or a worker started for it), retired (ended by policy, as above) and
- * sigsys_deaths. Workers of dry runs and codemode count in no flow. */
+ * took or a worker started for it), retired (ended by policy, as above), killed and crashed
+ * (as above) and sigsys_deaths. Workers of dry runs and codemode count in no flow. */
 #ifndef BASAL_SUPERVISOR_HEALTH_H
 #define BASAL_SUPERVISOR_HEALTH_H
 
@@ -42,7 +42,7 @@ struct health_flow {
     char *id;
     unsigned long long runs[ACTIVATION_STATUS_COUNT + 1]; /* indexed by activation_status */
     unsigned long long budgets[PROTO_BUDGET_COUNT + 1];   /* indexed by proto_budget */
-    unsigned long long spawned, retired, sigsys_deaths;   /* of the workers serving it */
+    unsigned long long spawned, retired, killed, crashed, sigsys_deaths; /* of its workers */
 };
 
 struct health {

@@ -138,8 +138,11 @@ static void retire(struct pool *pool, struct pool_worker *pw, enum retire_how ho
         pw->serves_flow ? health_flow_entry(&pool->health, pw->flow) : NULL;
     if (f != NULL)
         f->retired++;
-    if (end.killed)
+    if (end.killed) {
         pool->health.killed++;
+        if (f != NULL)
+            f->killed++;
+    }
     else if (WIFSIGNALED(end.wait_status)) /* died on its own */
         health_record_death(&pool->health, counted_flow(pw), WTERMSIG(end.wait_status));
     pool->replacement_debt++;
@@ -150,10 +153,15 @@ static void retire(struct pool *pool, struct pool_worker *pw, enum retire_how ho
 static void account_ended(struct pool *pool, struct pool_worker *pw,
                           const struct activation_outcome *out)
 {
-    if (out->killed_by_parent)
+    if (out->killed_by_parent) {
         pool->health.killed++;
-    else
+        struct health_flow *f =
+            pw->serves_flow ? health_flow_entry(&pool->health, pw->flow) : NULL;
+        if (f != NULL)
+            f->killed++;
+    } else {
         health_record_death(&pool->health, counted_flow(pw), out->term_signal);
+    }
     pool->replacement_debt++;
     worker_conn_free(&pw->conn);
     forget(pool, pw);

@@ -95,6 +95,14 @@ void health_record_run(struct health *h, const char *flow, const struct activati
         health_count_budget(h, flow, out->budget, 1);
 }
 
+void health_record_kill(struct health *h, const char *flow)
+{
+    h->killed++;
+    struct health_flow *f = flow != NULL ? health_flow_entry(h, flow) : NULL;
+    if (f != NULL)
+        f->killed++;
+}
+
 void health_record_death(struct health *h, const char *flow, int term_signal)
 {
     h->crashed++;

@@ -76,9 +76,12 @@ void health_count_runs(struct health *h, const char *flow, enum activation_statu
 void health_count_budget(struct health *h, const char *flow, enum proto_budget budget,
                          unsigned long long n);
 
-/* Counts an accepted worker that died on its own: crashed, and sigsys_deaths (overall
- * and, if flow is not NULL, the flow's) if (and only if) the signal that ended it was
- * SIGSYS (term_signal 0: it exited). */
+/* Counts a worker the parent killed: killed, overall and (flow not NULL) the flow's. */
+void health_record_kill(struct health *h, const char *flow);
+
+/* Counts an accepted worker that died on its own: crashed, and sigsys_deaths if (and
+ * only if) the signal that ended it was SIGSYS (term_signal 0: it exited); each overall
+ * and, if flow is not NULL, the flow's. */
 void health_record_death(struct health *h, const char *flow, int term_signal);
 
 /* Moves the flow table out to the caller (*flows, *count; free with health_flows_free)

@@ -138,11 +138,8 @@ static void retire(struct pool *pool, struct pool_worker *pw, enum retire_how ho
         pw->serves_flow ? health_flow_entry(&pool->health, pw->flow) : NULL;
     if (f != NULL)
         f->retired++;
-    if (end.killed) {
-        pool->health.killed++;
-        if (f != NULL)
-            f->killed++;
-    }
+    if (end.killed)
+        health_record_kill(&pool->health, counted_flow(pw));
     else if (WIFSIGNALED(end.wait_status)) /* died on its own */
         health_record_death(&pool->health, counted_flow(pw), WTERMSIG(end.wait_status));
     pool->replacement_debt++;
@@ -153,15 +150,10 @@ static void retire(struct pool *pool, struct pool_worker *pw, enum retire_how ho
 static void account_ended(struct pool *pool, struct pool_worker *pw,
                           const struct activation_outcome *out)
 {
-    if (out->killed_by_parent) {
-        pool->health.killed++;
-        struct health_flow *f =
-            pw->serves_flow ? health_flow_entry(&pool->health, pw->flow) : NULL;
-        if (f != NULL)
-            f->killed++;
-    } else {
+    if (out->killed_by_parent)
+        health_record_kill(&pool->health, counted_flow(pw));
+    else
         health_record_death(&pool->health, counted_flow(pw), out->term_signal);
-    }
     pool->replacement_debt++;
     worker_conn_free(&pw->conn);
     forget(pool, pw);

@@ -480,31 +480,37 @@ static bool take_requests(struct ops_server *server, size_t i)
     }
 }
 
-/* Reads what connection i has and takes its complete requests; may drop it (then i
- * holds another one). */
+/* Takes connection i's complete requests, then reads what it has, while fewer than
+ * OPS_PIPELINE_MAX replies are owed; may drop it (then i holds another one). Requests
+ * are taken before each read, so the peer's end is only seen once every complete
+ * request before it was taken: what it sent is answered, not dropped with it. */
 static void read_connection(struct ops_server *server, size_t i)
 {
     struct ops_connection *c = server->reading[i];
     for (;;) {
+        if (take_requests(server, i))
+            return;
+        if (connection_owed(c) >= OPS_PIPELINE_MAX)
+            return; /* the rest waits in the buffer and the socket */
+        if (c->len > OPS_REQUEST_MAX) { /* no newline within the bound (take_requests) */
+            refuse_oversized(server, i);
+            return;
+        }
         if (c->len == c->cap) {
             /* One byte past the bound is enough to know a request is over it. */
             size_t cap = c->cap == 0 ? 4096 : c->cap * 2;
             if (cap > OPS_REQUEST_MAX + 1)
                 cap = OPS_REQUEST_MAX + 1;
-            char *buf = cap > c->cap ? realloc(c->buf, cap) : NULL;
-            if (buf == NULL && cap > c->cap) {
+            char *buf = realloc(c->buf, cap);
+            if (buf == NULL) {
                 refuse(server, "busy: out of memory reading a request", c->uid, c->pid);
                 answer_error(server, i, connection_take_place(c), 1, "busy: out of memory",
                              true);
                 return;
             }
-            if (buf != NULL) {
-                c->buf = buf;
-                c->cap = cap;
-            }
+            c->buf = buf;
+            c->cap = cap;
         }
-        if (c->len == c->cap) /* full of requests waiting for owed replies */
-            return;
         ssize_t n = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
         if (n < 0 && errno == EINTR)
             continue;
@@ -521,14 +527,6 @@ static void read_connection(struct ops_server *server, size_t i)
         if (c->len == 0 && c->taken_one) /* a later request's clock starts at its first byte */
             c->request_start_ms = monotonic_ms();
         c->len += (size_t)n;
-        if (take_requests(server, i))
-            return;
-        if (c->len > OPS_REQUEST_MAX && c->scanned == c->len) {
-            refuse_oversized(server, i);
-            return;
-        }
-        if (connection_owed(c) >= OPS_PIPELINE_MAX)
-            return; /* the rest waits in the buffer and the socket */
     }
 }
 

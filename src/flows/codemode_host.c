@@ -223,10 +223,16 @@ static int perform(const struct codemode_host *h, const struct verdict *v, const
                    struct host_settlement *out)
 {
     const struct ops_module *found = NULL;
-    if (ops_catalog_find(h->cfg.modules, v->tool->module, v->tool->op, &found) == NULL ||
-        found == NULL) /* the catalogs were checked together at load: cannot happen */
+    const struct ops_op *op = ops_catalog_find(h->cfg.modules, v->tool->module, v->tool->op,
+                                               &found);
+    if (op == NULL || found == NULL) /* the catalogs were checked together at load */
         return host_reject(out, HOST_CODE_DENIED, "tool %s: module op %s.%s is not in %s",
                            v->tool->name, v->tool->module, v->tool->op, OPS_CATALOG_FILE);
+    /* A codemode run ends with its activation: nothing could wait for a completion. */
+    if (op->long_running)
+        return host_reject(out, HOST_CODE_DENIED, "tool %s: %s.%s is a long-running op; only a"
+                           " flow run can wait for one", v->tool->name, v->tool->module,
+                           v->tool->op);
     struct ops_module module = *found;
     if (h->cfg.deadline_at_ms > 0) {
         long long left = h->cfg.deadline_at_ms - monotonic_ms();

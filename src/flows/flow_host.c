@@ -7,6 +7,7 @@
 #include "base/json_js.h"
 #include "store/runs.h"
 #include "store/store.h"
+#include "store/waits.h"
 #include "base/test_hooks.h"
 #include "flows/host_kinds.h"
 
@@ -446,6 +447,29 @@ static int owe_audit(struct flow_host *fh, const struct journal_entry *e)
     return 0;
 }
 
+/* A long-running op's module accepted the call: transaction 2 records that it waits
+ * for its completion (store/waits.h), synced, as the module has it now. Lost with the
+ * process before this commit, the row has neither outcome nor wait and is what any
+ * call of its class is after a crash: resent with its key, or in doubt. */
+static int record_wait(struct flow_host *fh, const struct journal_entry *e,
+                       const struct host_kind_call *d, struct host_settlement *out)
+{
+    char err[512] = "";
+    struct store *s = fh->cfg.store;
+    int64_t deadline_at = store_now_ms() + (int64_t)d->completion_timeout_s * 1000;
+    if (txn_open(fh, false, err, sizeof err) != 0)
+        return fail_call(fh, err, out);
+    if (waits_insert(s, fh->cfg.run_id, e->position, e->key, deadline_at, err, sizeof err) != 0) {
+        store_rollback(s);
+        return fail_call(fh, err, out);
+    }
+    if (store_end_txn(s, 0, err, sizeof err) != 0)
+        return fail_call(fh, err, out);
+    committed(fh);
+    test_hook_boundary(TEST_BOUNDARY_AFTER_DISPATCH, e->position);
+    return HOST_CALL_LONG_RUNNING;
+}
+
 /* Transaction 1 (row, unless resending), the call, transaction 2 (outcome, audit).
  * A query that was allowed and is delivered now has no transaction 2: its outcome is
  * written with its delivery order (flush), its audit row (audit_after) owed until
@@ -474,7 +498,10 @@ static int journal_around(struct flow_host *fh, const struct journal_entry *e,
             return -1;
     }
     test_hook_boundary(TEST_BOUNDARY_AFTER_JOURNAL_COMMIT, e->position);
-    if (perform(fh, d, e, resend, out) != 0)
+    int performed = perform(fh, d, e, resend, out);
+    if (performed == HOST_CALL_LONG_RUNNING)
+        return record_wait(fh, e, d, out);
+    if (performed != 0)
         return -1;
     test_hook_boundary(TEST_BOUNDARY_AFTER_DISPATCH, e->position);
     char code[64];
@@ -563,6 +590,8 @@ static int call_again(struct flow_host *fh, struct open_row *o, const struct hos
         out->value = strdup(j->value != NULL ? j->value : "null");
         return out->value != NULL ? 0 : -1;
     }
+    if (j->waiting) /* its module has it and completes it later: never sent again */
+        return HOST_CALL_LONG_RUNNING;
     struct host_kind_call d;
     decide(fh, call, args, &d);
     /* A row whose effect decides with its grant (fs: the path as it resolves now) is

@@ -270,6 +270,8 @@ static void ops_grant(const struct host_kind_site *site, struct host_kind_call *
     }
     call->op = entry->name;
     call->cls = module_op_class(entry);
+    call->long_running = entry->long_running;
+    call->completion_timeout_s = entry->completion_timeout_s;
 }
 
 static int ops_effect(const struct host_kind_site *site, struct host_kind_call *call,

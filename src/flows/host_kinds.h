@@ -92,6 +92,8 @@ struct host_kind_call {
     const struct ops_module *module; /* ops.call, sink.emit to a module sink: the
                                         catalog's module and op (else NULL) */
     const char *op;
+    bool long_running;             /* ops.call of an op the catalog marks long_running */
+    uint32_t completion_timeout_s; /* its completion_timeout_s */
     const char *sink; /* sink.emit: the granted sink */
     struct net_fetch_request *net;
     struct git_request *git;
@@ -143,7 +145,8 @@ bool host_kinds_is_sync_op(void *self, const char *kind);
 void host_kind_decide(const struct host_kind_site *site, struct host_kind_call *call);
 
 /* Performs a decided, granted call through its row's effect (a refused call or one
- * without a row is refused with its decision). Fills *out; 0, or -1 if not even a
+ * without a row is refused with its decision). Fills *out; 0, HOST_CALL_LONG_RUNNING
+ * (a long-running op's module accepted it: *out untouched), or -1 if not even a
  * rejection could be made (out of memory). */
 int host_kind_perform(const struct host_kind_site *site, struct host_kind_call *call,
                       struct host_settlement *out);

@@ -6,6 +6,8 @@
 #include "store/journal.h"
 #include "store/runs.h"
 #include "store/store.h"
+#include "store/waits.h"
+#include "flows/long_running.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -51,9 +53,14 @@ static int settle_in_txn(struct store *s, int64_t run_id, uint32_t position,
     char flow[sizeof run.flow_id];
     snprintf(flow, sizeof flow, "%s", run.flow_id);
     run_row_free(&run);
-    if (state != RUN_NEEDS_RECONCILE)
-        return error_line(err, err_cap, "run %" PRId64 " is %s, not needs_reconcile", run_id,
-                          run_state_name(state));
+    struct wait_row wait;
+    int waiting = state == RUN_SUSPENDED ? waits_find(s, run_id, position, &wait, err, err_cap) : 0;
+    if (waiting < 0)
+        return -1;
+    if (state != RUN_NEEDS_RECONCILE && waiting == 0)
+        return error_line(err, err_cap, "run %" PRId64 " is %s, not needs_reconcile%s", run_id,
+                          run_state_name(state),
+                          state == RUN_SUSPENDED ? ", and no long-running call waits there" : "");
     enum journal_state at = JOURNAL_PENDING;
     char kind[128] = "";
     found = position_state(s, run_id, position, &at, kind, sizeof kind, err, err_cap);
@@ -61,9 +68,17 @@ static int settle_in_txn(struct store *s, int64_t run_id, uint32_t position,
         return found == 0 ? error_line(err, err_cap, "run %" PRId64 " has no position %" PRIu32,
                                        run_id, position)
                           : -1;
-    if (at != JOURNAL_UNKNOWN)
+    if (at != JOURNAL_UNKNOWN && waiting == 0)
         return error_line(err, err_cap, "run %" PRId64 " position %" PRIu32 " is %s, not in"
                           " doubt", run_id, position, journal_state_name(at));
+    /* A long-running call the operator settles for its module (flows/long_running.h):
+     * observed is its completion; not applied makes the call afresh on resume. */
+    if (waiting > 0 && decision == RECONCILE_OBSERVED) {
+        bool woken;
+        return long_running_settle_in_txn(s, flow, run_id, position, PROTO_SETTLEMENT_FULFILLED,
+                                          observed, "observed by the operator", &woken, err,
+                                          err_cap);
+    }
     /* Nothing is decided while a process of the run's calls may still run: its effect
      * may still come after the operator looked. */
     struct call_process p;
@@ -95,6 +110,8 @@ static int settle_in_txn(struct store *s, int64_t run_id, uint32_t position,
                  position, kind);
         return runs_set_state(s, run_id, generation, RUN_CANCELLED, NULL, why, err, err_cap);
     }
+    if (waiting > 0)
+        return runs_wake(s, run_id, NULL, err, err_cap); /* not applied: its wait went too */
     return runs_set_state(s, run_id, generation, RUN_PENDING, NULL, NULL, err, err_cap);
 }
 

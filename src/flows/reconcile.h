@@ -8,8 +8,13 @@
  *   not applied    it did not take effect: the row is removed and the run becomes
  *                  pending; resumed, the script makes the call afresh.
  *   cancel         the run ends cancelled (the row stays unknown, for the record).
+ * A suspended run's long-running call that waits for its completion (store/waits.h,
+ * flows/long_running.h) is settled the same way: observed JSON is its completion, not
+ * applied removes it (the call is made afresh, its module asked again, on resume),
+ * cancel ends the run; the run becomes pending unless cancelled.
  * One transaction, with an audit row naming the decision. Refused, changing nothing,
- * unless the run is needs_reconcile and the position is unknown, and while a module
+ * unless the run is needs_reconcile and the position is unknown, or the run is
+ * suspended and the position waits, and while a module
  * program of one of the run's calls may still run (store/call_processes.h): its
  * effect may still come after the operator looked. */
 #ifndef BASAL_FLOWS_RECONCILE_H

@@ -151,8 +151,10 @@ static const struct journal_entry *in_doubt(const struct journal_entry *rows, si
 {
     for (size_t i = 0; i < n; i++) {
         const struct journal_entry *e = &rows[i];
+        /* A waiting call's module has it (store/waits.h): not in doubt. */
         if (e->state == JOURNAL_UNKNOWN ||
-            (e->state == JOURNAL_PENDING && !e->has_outcome && e->cls == JOURNAL_MUTATION))
+            (e->state == JOURNAL_PENDING && !e->has_outcome && !e->waiting &&
+             e->cls == JOURNAL_MUTATION))
             return e;
     }
     return NULL;
@@ -243,6 +245,7 @@ static int finish(struct run_driver *d, const struct run_row *run, int64_t gener
     enum run_state state = end_state(out, fh, error, sizeof error);
     if (out->status == ACTIVATION_NO_WORKER)
         state = RUN_PENDING; /* nothing ran: recover tries again */
+    bool suspending = state == RUN_SUSPENDED;
     /* The pool's counters are copied before the transaction: the pool's lock is held
      * while a worker starts (milliseconds), and no writer of the store may wait on it
      * while holding the store's write lock. Only the scalar counters are read. */
@@ -262,6 +265,14 @@ static int finish(struct run_driver *d, const struct run_row *run, int64_t gener
     int rc = runs_fence(s, run->id, generation, err, err_cap);
     if (rc == 0)
         rc = flow_host_flush(fh, err, err_cap);
+    /* A completion that came while the run still ran (store/waits.h) is in the mailbox,
+     * undelivered: the run is resumed at once instead of waiting for it. */
+    if (rc == 0 && suspending) {
+        int undelivered = journal_has_undelivered(s, run->id, err, err_cap);
+        rc = undelivered < 0 ? -1 : 0;
+        if (undelivered > 0)
+            state = RUN_PENDING;
+    }
     if (rc == 0)
         rc = runs_set_state(s, run->id, generation, state,
                             state == RUN_SUCCEEDED ? out->value : NULL,
@@ -292,10 +303,12 @@ static int finish(struct run_driver *d, const struct run_row *run, int64_t gener
     return 0;
 }
 
-/* What is left of the run's deadline (manifest "deadline", from its admission), ms. */
+/* What is left of the run's deadline (manifest "deadline", from its admission, not
+ * counting the time it spent suspended), ms. */
 static long long run_time_left(const struct run_row *run, const struct run_inputs *in)
 {
-    return (long long)in->manifest->deadline_s * 1000 - (store_now_ms() - run->created_at);
+    return (long long)in->manifest->deadline_s * 1000 -
+           (store_now_ms() - run->created_at - run->suspended_ms);
 }
 
 static void request_for(const struct run_row *run, int64_t seq, const struct run_inputs *in,

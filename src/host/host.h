@@ -45,11 +45,18 @@ struct host_settlement {
     char *value; /* JSON text, malloc'd; owned by whoever holds the settlement */
 };
 
+/* host_ops.call's answer for a call that was started and settles outside this
+ * activation (a long-running module op its module accepted): no settlement. The
+ * driver tells the worker the position is long-running (LongRunning); a worker left
+ * with only such calls finishes suspended. */
+#define HOST_CALL_LONG_RUNNING 1
+
 struct host_ops {
     /* Performs (or starts) one call. Fills *out (value malloc'd, never NULL on
-     * return 0) and *delay_ms (0: release at once). Returns 0, or -1 if the host
-     * could not even produce a rejection (out of memory): the driver then rejects
-     * with io_error itself. */
+     * return 0) and *delay_ms (0: release at once). Returns 0, HOST_CALL_LONG_RUNNING
+     * (*out untouched: only a host that can wait returns it), or -1 if the host could
+     * not even produce a rejection (out of memory): the driver then rejects with
+     * io_error itself. */
     int (*call)(void *self, const struct host_call *call, struct host_settlement *out,
                 long long *delay_ms);
     /* Optional (NULL: not told). Called after a settlement went to the worker as

@@ -112,7 +112,8 @@ static int parse_args(struct field_check *c, json_t *v, const char *path, struct
 static int parse_op(struct field_check *c, const char *name, json_t *v, const char *path,
                     struct ops_op *op)
 {
-    static const char *const keys[] = {"kind", "idempotent", NULL};
+    static const char *const keys[] = {"kind", "idempotent", "long_running",
+                                       "completion_timeout_s", NULL};
     char sub[FIELD_PATH_CAP];
     if (want_name(c, name, path) != 0 || field_want_object(c, v, path, keys) != 0)
         return -1;
@@ -131,6 +132,22 @@ static int parse_op(struct field_check *c, const char *name, json_t *v, const ch
         if (!json_is_boolean(f))
             return field_fail(c, sub, "must be true or false");
         op->idempotent = json_is_true(f);
+    }
+    if ((f = json_object_get(v, "long_running")) != NULL) {
+        field_key_path(sub, sizeof sub, path, "long_running");
+        if (!json_is_boolean(f))
+            return field_fail(c, sub, "must be true or false");
+        op->long_running = json_is_true(f);
+    }
+    op->completion_timeout_s = OPS_COMPLETION_TIMEOUT_DEFAULT_S;
+    if ((f = json_object_get(v, "completion_timeout_s")) != NULL) {
+        field_key_path(sub, sizeof sub, path, "completion_timeout_s");
+        if (!op->long_running)
+            return field_fail(c, sub, "only a \"long_running\": true op has one");
+        long long limit;
+        if (field_want_int(c, f, sub, 1, OPS_COMPLETION_TIMEOUT_MAX_S, &limit) != 0)
+            return -1;
+        op->completion_timeout_s = (uint32_t)limit;
     }
     return 0;
 }
@@ -247,6 +264,11 @@ static int parse_sink(struct field_check *c, const char *name, json_t *v, const 
     if (!op->mutate) {
         field_key_path(sub, sizeof sub, path, "op");
         return field_fail(c, sub, "%s.%s is a query; a sink's op must be \"mutate\"",
+                          sink->module, sink->op);
+    }
+    if (op->long_running) { /* an emit is answered at once: it cannot wait for days */
+        field_key_path(sub, sizeof sub, path, "op");
+        return field_fail(c, sub, "%s.%s is long_running; a sink's op must answer at once",
                           sink->module, sink->op);
     }
     return 0;
@@ -704,11 +726,11 @@ static int reject_module(struct host_settlement *out, json_t *code, json_t *mess
 }
 
 static int settle_reply(const char *reply, size_t reply_len, const struct child_run *r,
-                        const char *who, struct host_settlement *out);
+                        const char *who, bool long_running, struct host_settlement *out);
 
 /* Settles from a finished run. */
 static int settle(const struct child_run *r, const char *who, uint32_t timeout_ms,
-                  struct host_settlement *out)
+                  bool long_running, struct host_settlement *out)
 {
     if (r->timed_out)
         return reject_run(out, HOST_CODE_TIMEOUT, r, who, "no reply within %u ms (killed)",
@@ -722,13 +744,24 @@ static int settle(const struct child_run *r, const char *who, uint32_t timeout_m
     if (!WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0)
         return reject_run(out, HOST_CODE_MODULE_ERROR, r, who, "exit status %d",
                           WIFEXITED(r->status) ? WEXITSTATUS(r->status) : -1);
-    return settle_reply(r->out, r->out_len, r, who, out);
+    return settle_reply(r->out, r->out_len, r, who, long_running, out);
+}
+
+/* True if reply[0..len) is {"accepted": true} (any spacing). */
+static bool reply_accepted(const char *reply, size_t len)
+{
+    json_t *v = json_loadb(reply, len, JSON_REJECT_DUPLICATES, NULL);
+    bool accepted = json_is_object(v) && json_object_size(v) == 1 &&
+                    json_is_true(json_object_get(v, "accepted"));
+    json_decref(v);
+    return accepted;
 }
 
 /* Settles from a module's whole reply, a program's stdout or an endpoint's body (r,
- * for the stderr tail, is NULL for an endpoint). */
+ * for the stderr tail, is NULL for an endpoint). A long-running op's module may answer
+ * {"accepted": true} instead: OPS_MODULE_ACCEPTED, *out untouched. */
 static int settle_reply(const char *reply, size_t reply_len, const struct child_run *r,
-                        const char *who, struct host_settlement *out)
+                        const char *who, bool long_running, struct host_settlement *out)
 {
     /* Held to the grammar a worker's value is (any JSON text), never converted: the
      * result goes on as the module wrote it, a number beyond 64 bits or a double with
@@ -736,6 +769,8 @@ static int settle_reply(const char *reply, size_t reply_len, const struct child_
     if (reply_len == 0 || !utf8_valid((const uint8_t *)reply, reply_len) ||
         !json_text_valid(reply, reply_len))
         return reject_run(out, HOST_CODE_MODULE_ERROR, r, who, "the reply is not JSON");
+    if (long_running && reply_accepted(reply, reply_len))
+        return OPS_MODULE_ACCEPTED;
     size_t key_at, key_len, value_at, value_len;
     json_t *key = NULL;
     if (json_js_sole_member(reply, reply_len, &key_at, &key_len, &value_at, &value_len))
@@ -757,8 +792,10 @@ static int settle_reply(const char *reply, size_t reply_len, const struct child_
     int rc;
     if (!is_error) {
         rc = reject_run(out, HOST_CODE_MODULE_ERROR, r, who,
-                        "the reply must be {\"result\": ...} or {\"error\": {\"code\", "
-                        "\"message\"}}");
+                        long_running ? "the reply must be {\"accepted\": true}, {\"result\": ...}"
+                                       " or {\"error\": {\"code\", \"message\"}}"
+                                     : "the reply must be {\"result\": ...} or {\"error\": "
+                                       "{\"code\", \"message\"}}");
     } else if (!json_is_object(error) || json_object_size(error) != 2 || !json_is_string(code) ||
                !json_is_string(message)) {
         rc = reject_run(out, HOST_CODE_MODULE_ERROR, r, who,
@@ -773,8 +810,34 @@ static int settle_reply(const char *reply, size_t reply_len, const struct child_
     return rc;
 }
 
+int ops_module_completion(const char *reply, size_t reply_len, struct host_settlement *out,
+                          char *why, size_t why_cap)
+{
+    json_t *v = NULL;
+    if (reply_len > 0 && utf8_valid((const uint8_t *)reply, reply_len) &&
+        json_text_valid(reply, reply_len))
+        v = json_loadb(reply, reply_len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, NULL);
+    json_t *error = json_object_get(v, "error");
+    json_t *code = json_object_get(error, "code");
+    bool ok = json_is_object(v) && json_object_size(v) == 1 &&
+              (json_object_get(v, "result") != NULL ||
+               (json_is_object(error) && json_object_size(error) == 2 && json_is_string(code) &&
+                json_is_string(json_object_get(error, "message")) &&
+                code_valid(json_string_value(code), json_string_length(code))));
+    json_decref(v);
+    if (!ok) {
+        snprintf(why, why_cap, "the completion must be a module's reply: {\"result\": ...} or"
+                 " {\"error\": {\"code\": 1-32 of [a-z0-9_], \"message\": string}}");
+        return -1;
+    }
+    /* Settled as the module's reply would have been, the value as written. */
+    return settle_reply(reply, reply_len, NULL, "the module's completion", false, out) == 0
+               ? 0
+               : (snprintf(why, why_cap, "out of memory"), -1);
+}
+
 static char *build_request(const struct ops_module *m, const char *op, json_t *args,
-                           const char *key, size_t *len)
+                           const char *key, bool long_running, size_t *len)
 {
     json_t *req = json_object();
     json_t *k = key != NULL ? json_string(key) : json_null();
@@ -782,7 +845,8 @@ static char *build_request(const struct ops_module *m, const char *op, json_t *a
     char *text = NULL;
     if (req != NULL && k != NULL && mod != NULL && o != NULL &&
         json_object_set(req, "module", mod) == 0 && json_object_set(req, "op", o) == 0 &&
-        json_object_set(req, "args", args) == 0 && json_object_set(req, "idempotency_key", k) == 0)
+        json_object_set(req, "args", args) == 0 && json_object_set(req, "idempotency_key", k) == 0 &&
+        (!long_running || json_object_set_new(req, "long_running", json_true()) == 0))
         text = json_dumps(req, JSON_COMPACT);
     json_decref(req);
     json_decref(k);
@@ -793,7 +857,8 @@ static char *build_request(const struct ops_module *m, const char *op, json_t *a
 
 /* One POST to the module's endpoint; settles like a program's stdout. */
 static int invoke_endpoint(const struct ops_module *m, const char *who, const char *request,
-                           size_t request_len, const char *key, struct host_settlement *out)
+                           size_t request_len, const char *key, bool long_running,
+                           struct host_settlement *out)
 {
     char *reply = NULL, why[768];
     size_t reply_len = 0;
@@ -808,7 +873,7 @@ static int invoke_endpoint(const struct ops_module *m, const char *who, const ch
     default:
         return reject_run(out, HOST_CODE_MODULE_ERROR, NULL, who, "%s", why);
     }
-    int rc = settle_reply(reply, reply_len, NULL, who, out);
+    int rc = settle_reply(reply, reply_len, NULL, who, long_running, out);
     free(reply);
     return rc;
 }
@@ -826,13 +891,19 @@ int ops_module_invoke(const struct ops_module *m, const char *op, const char *ar
                                     : json_null();
     if (args == NULL)
         return reject_run(out, HOST_CODE_INVALID_ARGUMENTS, NULL, who, "args are not JSON");
+    const struct ops_op *entry = NULL;
+    for (size_t i = 0; i < m->op_count && entry == NULL; i++)
+        if (strcmp(m->ops[i].name, op) == 0)
+            entry = &m->ops[i];
+    bool long_running = entry != NULL && entry->long_running;
     size_t request_len = 0;
-    char *request = build_request(m, op, args, idempotency_key, &request_len);
+    char *request = build_request(m, op, args, idempotency_key, long_running, &request_len);
     json_decref(args);
     if (request == NULL)
         return -1;
     if (m->endpoint != NULL) {
-        int rc = invoke_endpoint(m, who, request, request_len, idempotency_key, out);
+        int rc = invoke_endpoint(m, who, request, request_len, idempotency_key, long_running,
+                                 out);
         free(request);
         return rc;
     }
@@ -860,7 +931,7 @@ int ops_module_invoke(const struct ops_module *m, const char *op, const char *ar
         rc = reject_run(out, HOST_CODE_MODULE_ERROR, NULL, who, "%s", why);
     } else {
         child_run_pump(&r, monotonic_ms() + m->timeout_ms);
-        rc = settle(&r, who, m->timeout_ms, out);
+        rc = settle(&r, who, m->timeout_ms, long_running, out);
     }
     child_run_close(&r);
 

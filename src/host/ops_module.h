@@ -13,7 +13,9 @@
  *        "ops": {
  *          "lookup": {"kind": "query"},
  *          "create": {"kind": "mutate", "idempotent": true},
- *          "notify": {"kind": "mutate"}
+ *          "notify": {"kind": "mutate"},
+ *          "approve": {"kind": "mutate", "idempotent": true, "long_running": true,
+ *                      "completion_timeout_s": 604800}
  *        }}}}
  *
  * A module may have "endpoint": a loopback HTTP endpoint (host/module_endpoint.h)
@@ -29,6 +31,12 @@
  * Module and op names follow the manifest's name form (object_name_valid in
  * flows/manifest.h); unknown fields and duplicate keys are refused like the
  * manifest's; "idempotent" (default false) says the op honours the idempotency key.
+ * "long_running" (default false) says the op may take longer than any call may wait
+ * (days: a human's approval, a build): its module may answer {"accepted": true} and
+ * complete the call later, by its idempotency key (`ck-basal flow complete KEY`,
+ * flows/long_running.h), within "completion_timeout_s" (1..OPS_COMPLETION_TIMEOUT_MAX_S,
+ * default 7 days; only on a long-running op), after which the call is rejected
+ * "timeout". A sink cannot be a long-running op.
  * A missing catalog file is an empty catalog.
  *
  * Invocation: the program runs with argv = [program, args...], an environment of
@@ -50,11 +58,14 @@
  * flow reconcile wait for it. The request:
  *
  *   {"module": M, "op": O, "args": <the script's args>, "idempotency_key": K}
+ * and, for a long-running op, "long_running": true.
  *
  * The reply, the whole of stdout, one JSON object:
  *   {"result": <any JSON>}                          fulfilled with that value
  *   {"error": {"code": C, "message": S}}            rejected with code C (1-32 of
  *                                                   [a-z0-9_]) and message S
+ *   {"accepted": true}                              a long-running op only: the module
+ *                                                   has the call and completes it later
  * Anything else (exit status not 0, not one of those objects, invalid JSON) is
  * rejected "module_error"; more than max_reply_bytes is "too_large"; no reply within
  * timeout_ms kills the program (and so its namespace) and is "timeout". Once the
@@ -79,11 +90,17 @@
 #define OPS_REPLY_MAX_BYTES (8u << 20)
 #define OPS_MAX_PROGRAM_ARGS 16u
 #define HOST_CODE_MODULE_ERROR "module_error"
+#define OPS_COMPLETION_TIMEOUT_DEFAULT_S (7u * 24 * 3600)
+#define OPS_COMPLETION_TIMEOUT_MAX_S (30u * 24 * 3600)
+/* ops_module_invoke's answer when a long-running op's module accepted the call. */
+#define OPS_MODULE_ACCEPTED HOST_CALL_LONG_RUNNING
 
 struct ops_op {
     char *name;
     bool mutate;     /* "kind": "mutate" (else a query) */
     bool idempotent; /* honours the idempotency key */
+    bool long_running; /* may accept a call and complete it later */
+    uint32_t completion_timeout_s; /* long_running: how long a completion may take */
 };
 
 struct ops_module {
@@ -138,10 +155,18 @@ struct ops_process_hook {
 };
 
 /* Runs op of module m with args_json (the script's args value as JSON text) and the
- * idempotency key; fills *out as described above. hook may be NULL. Returns 0, or -1
- * only when not even a rejection could be made (out of memory). */
+ * idempotency key; fills *out as described above. hook may be NULL. Returns 0,
+ * OPS_MODULE_ACCEPTED (a long-running op's module accepted the call; *out untouched),
+ * or -1 only when not even a rejection could be made (out of memory). */
 int ops_module_invoke(const struct ops_module *m, const char *op, const char *args_json,
                       const char *idempotency_key, const struct ops_process_hook *hook,
                       struct host_settlement *out);
+
+/* A long-running call's completion, given as the module's reply would have been
+ * ({"result": ...} or {"error": {"code", "message"}}), into *out exactly as that reply
+ * settles. Returns 0, or -1 with a one-line reason in why (not JSON, another form, a bad
+ * error code) and *out untouched. */
+int ops_module_completion(const char *reply, size_t reply_len, struct host_settlement *out,
+                          char *why, size_t why_cap);
 
 #endif

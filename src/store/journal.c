@@ -121,6 +121,7 @@ static int entry_read(sqlite3_stmt *st, struct journal_entry *e)
     e->settlement = sql_settlement_parse(settlement);
     e->delivery_order =
         sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9);
+    e->waiting = sqlite3_column_type(st, 12) != SQLITE_NULL;
     if (sql_column_dup(st, 1, &e->kind, NULL) != 0 ||
         sql_column_dup(st, 2, &e->args, &e->args_len) != 0 ||
         (e->has_outcome && sql_column_dup(st, value_col, &e->value, NULL) != 0) ||
@@ -148,14 +149,32 @@ int journal_load(struct store *s, int64_t run_id, struct journal_entry **rows,
     int rc = sql_select_by_id(store_db(s),
                               "SELECT j.position, j.kind, j.args, j.args_digest,"
                               " j.idempotency_key, j.class, j.state, j.settlement, j.value,"
-                              " j.delivery_order, m.settlement, m.value FROM journal j"
+                              " j.delivery_order, m.settlement, m.value, w.run_id FROM journal j"
                               " LEFT JOIN mailbox m ON m.run_id = j.run_id"
                               " AND m.position = j.position"
+                              " LEFT JOIN waits w ON w.run_id = j.run_id"
+                              " AND w.position = j.position"
                               " WHERE j.run_id = ?1 ORDER BY j.position",
                               run_id, sizeof **rows, entry_read_row, entry_drop, &list, count,
                               err, err_cap);
     *rows = list; /* NULL when rc is -1 */
     return rc;
+}
+
+int journal_has_undelivered(struct store *s, int64_t run_id, char *err, size_t err_cap)
+{
+    sqlite3 *db = store_db(s);
+    sqlite3_stmt *st;
+    if (sql_prepare(db, "SELECT EXISTS (SELECT 1 FROM mailbox m JOIN journal j ON"
+                        " j.run_id = m.run_id AND j.position = m.position WHERE m.run_id = ?1"
+                        " AND j.state = 'pending')", &st, err, err_cap) != 0)
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    int found = sql_step_row(db, st, err, err_cap);
+    if (found == 1)
+        found = sqlite3_column_int(st, 0) != 0;
+    sql_release(st);
+    return found;
 }
 
 /* ---- writing ---------------------------------------------------------------------- */

@@ -53,6 +53,8 @@ struct journal_entry {
     enum proto_settlement settlement;
     char *value;                   /* JSON text of the outcome, or NULL */
     int64_t delivery_order;        /* -1 if not delivered */
+    bool waiting; /* a long-running call its module accepted, completion not yet come
+                     (store/waits.h) */
 };
 
 void journal_entry_free(struct journal_entry *e);
@@ -79,6 +81,11 @@ int journal_idempotency_key(const char *flow, int64_t run_id, const char *trigge
 /* Every row of run id, by position, with mailbox outcomes. Returns 0 or -1. */
 int journal_load(struct store *s, int64_t run_id, struct journal_entry **rows,
                  size_t *count, char *err, size_t err_cap);
+
+/* True (1) if run id has an outcome in the mailbox that was never delivered (a
+ * long-running call's completion that came while the run was not suspended yet), 0 if
+ * not, -1 on a store error. */
+int journal_has_undelivered(struct store *s, int64_t run_id, char *err, size_t err_cap);
 
 /* Inserts e as a pending row (its outcome fields are ignored). 0 or -1. */
 int journal_insert(struct store *s, int64_t run_id, const struct journal_entry *e, char *err,

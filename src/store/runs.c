@@ -96,7 +96,7 @@ bool runs_owner_alive(const char *owner)
 
 #define RUN_COLUMNS                                                                      \
     "id, flow_id, version, trigger_id, trigger, state, owner, generation, result, error," \
-    " created_at, updated_at"
+    " created_at, updated_at, suspended_ms"
 
 static int row_read(sqlite3_stmt *st, struct run_row *r)
 {
@@ -110,6 +110,7 @@ static int row_read(sqlite3_stmt *st, struct run_row *r)
     r->generation = sqlite3_column_int64(st, 7);
     r->created_at = sqlite3_column_int64(st, 10);
     r->updated_at = sqlite3_column_int64(st, 11);
+    r->suspended_ms = sqlite3_column_int64(st, 12);
     if (sql_column_dup(st, 4, &r->trigger, NULL) != 0 ||
         sql_column_dup(st, 8, &r->result, NULL) != 0 ||
         sql_column_dup(st, 9, &r->error, NULL) != 0) {
@@ -515,6 +516,24 @@ int runs_set_state(struct store *s, int64_t id, int64_t generation, enum run_sta
     sqlite3_bind_text(st, 4, error, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 5, sql_now_ms());
     return sql_run(db, st, err, err_cap);
+}
+
+int runs_wake(struct store *s, int64_t id, bool *woken, char *err, size_t err_cap)
+{
+    sqlite3 *db = store_db(s);
+    sqlite3_stmt *st;
+    /* updated_at is when it was suspended: nothing else writes a suspended run. */
+    if (sql_prepare(db, "UPDATE runs SET state = 'pending', owner = NULL, suspended_ms ="
+                        " suspended_ms + max(0, ?2 - updated_at), updated_at = ?2"
+                        " WHERE id = ?1 AND state = 'suspended'", &st, err, err_cap) != 0)
+        return -1;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int64(st, 2, sql_now_ms());
+    if (sql_run(db, st, err, err_cap) != 0)
+        return -1;
+    if (woken != NULL)
+        *woken = sqlite3_changes(db) == 1;
+    return 0;
 }
 
 int runs_end_activation(struct store *s, int64_t id, int64_t seq, const char *outcome,

@@ -54,6 +54,7 @@ struct run_row {
     char *result; /* JSON text or NULL */
     char *error;  /* one line or NULL */
     int64_t created_at, updated_at; /* Unix ms */
+    int64_t suspended_ms; /* time spent suspended, which the run's deadline does not count */
 };
 
 void run_row_free(struct run_row *r);
@@ -158,6 +159,11 @@ int runs_fence(struct store *s, int64_t id, int64_t generation, char *err, size_
  * may be NULL) and updated_at. Returns 0 or -1. */
 int runs_set_state(struct store *s, int64_t id, int64_t generation, enum run_state state,
                    const char *result, const char *error, char *err, size_t err_cap);
+
+/* Inside the caller's transaction: a suspended run id becomes pending (its owner
+ * cleared, the time it spent suspended added to suspended_ms), for a runner to resume;
+ * a run in any other state is left as it is. *woken (if not NULL) says which. 0 or -1. */
+int runs_wake(struct store *s, int64_t id, bool *woken, char *err, size_t err_cap);
 
 #define RUN_CANCEL_REASON_MAX 512u
 

@@ -278,9 +278,29 @@ static const char MIGRATION_6[] =
     "CREATE INDEX runs_unfinished ON runs(flow_id, id)"
     "  WHERE state NOT IN ('succeeded', 'failed', 'cancelled');";
 
+/* Version 7 (issue 31): long-running host calls (store/waits.h). A row while a module
+ * op the catalog marks long_running has accepted a call and its completion has not
+ * come: the run may be suspended meanwhile, holding no process. The key is the call's
+ * idempotency key, by which the module completes it. runs.suspended_ms is the time the
+ * run spent suspended, which its manifest's deadline does not count. */
+static const char MIGRATION_7[] =
+    "CREATE TABLE waits ("
+    "  run_id INTEGER NOT NULL,"
+    "  position INTEGER NOT NULL CHECK (position >= 0),"
+    "  idempotency_key TEXT NOT NULL UNIQUE CHECK (" HEX64("idempotency_key") "),"
+    "  started_at INTEGER NOT NULL,"
+    "  deadline_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (run_id, position),"
+    "  FOREIGN KEY (run_id, position) REFERENCES journal(run_id, position) ON DELETE CASCADE"
+    ") STRICT;"
+    "CREATE INDEX waits_by_deadline ON waits(deadline_at);"
+    "ALTER TABLE runs ADD COLUMN suspended_ms INTEGER NOT NULL DEFAULT 0"
+    "  CHECK (suspended_ms >= 0);";
+
 static const char *const MIGRATIONS[STORE_SCHEMA_VERSION] = {MIGRATION_1, MIGRATION_2,
                                                                MIGRATION_3, MIGRATION_4,
-                                                               MIGRATION_5, MIGRATION_6};
+                                                               MIGRATION_5, MIGRATION_6,
+                                                               MIGRATION_7};
 
 const char *store_schema_migration(int version)
 {

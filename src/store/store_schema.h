@@ -6,7 +6,7 @@
 #define BASAL_STORE_STORE_SCHEMA_H
 
 /* The newest schema version this build knows. */
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 
 /* The SQL of the migration to version (1..STORE_SCHEMA_VERSION), or NULL. */
 const char *store_schema_migration(int version);

@@ -372,6 +372,10 @@ struct run {
     struct slot *slots;
     size_t slot_count, slot_cap, slots_gone;
     uint32_t blocked_stamp;
+    /* Calls the host started as long-running (HOST_CALL_LONG_RUNNING), in position
+     * order; the first lr_announced of them were named in a LongRunning. */
+    uint32_t *long_running;
+    size_t lr_count, lr_cap, lr_announced;
     size_t console_len;
     struct colocation colo; /* the worker on this thread's CPU during a burst of calls */
 };
@@ -662,9 +666,11 @@ static void heap_down(struct pending *h, size_t n, size_t i)
 
 /* ------------------------------------------------------------------ host calls */
 
-/* Asks the host, enforcing sizes and the call limit. Fills *s and *delay. */
-static void settle(struct run *r, const struct proto_host_call *hc, struct host_settlement *s,
-                   long long *delay)
+/* Asks the host, enforcing sizes and the call limit. Fills *s and *delay, or returns
+ * true with *s empty when the host started the call as long-running (an async call
+ * only: a synchronous one the host cannot leave unanswered is rejected instead). */
+static bool settle(struct run *r, const struct proto_host_call *hc, struct host_settlement *s,
+                   long long *delay, bool sync)
 {
     const char *kind = hc->kind.str, *args = hc->args.str; /* decoded: NUL-terminated */
     *delay = 0;
@@ -680,6 +686,12 @@ static void settle(struct run *r, const struct proto_host_call *hc, struct host_
     } else {
         struct host_call call = {hc->position, kind, args, hc->args.len};
         rc = r->host->ops->call(r->host->self, &call, s, delay);
+        if (rc == HOST_CALL_LONG_RUNNING && !sync && s->value == NULL) {
+            *delay = 0;
+            return true;
+        }
+        if (rc == HOST_CALL_LONG_RUNNING)
+            rc = -1;
         if (rc == 0 && s->value != NULL && max_value > 0 && strlen(s->value) > max_value) {
             size_t len = strlen(s->value);
             host_settlement_free(s);
@@ -695,6 +707,42 @@ static void settle(struct run *r, const struct proto_host_call *hc, struct host_
     }
     if (*delay < 0)
         *delay = 0;
+    return false;
+}
+
+/* Keeps a call the host started as long-running: outstanding (a Blocked may name it)
+ * until the next Blocked announces it, and never settled in this activation. */
+static bool keep_long_running(struct run *r, uint32_t position)
+{
+    if (r->lr_count == r->lr_cap) {
+        size_t cap = r->lr_cap == 0 ? 8 : r->lr_cap * 2;
+        uint32_t *grown = realloc(r->long_running, cap * sizeof *grown);
+        if (grown == NULL)
+            return false;
+        r->long_running = grown;
+        r->lr_cap = cap;
+    }
+    if (!slot_add(r, position))
+        return false;
+    r->long_running[r->lr_count++] = position;
+    return true;
+}
+
+/* Names the long-running calls not yet announced, while the worker waits (right after
+ * its Blocked), so it never has an unread frame behind it while it runs. */
+static bool announce_long_running(struct run *r)
+{
+    if (r->lr_announced == r->lr_count)
+        return true;
+    struct proto_msg msg;
+    memset(&msg, 0, sizeof msg);
+    msg.tag = PROTO_LONG_RUNNING;
+    msg.long_running.items = r->long_running + r->lr_announced;
+    msg.long_running.count = r->lr_count - r->lr_announced;
+    if (!send_or_end(r, &msg, "LongRunning"))
+        return false;
+    r->lr_announced = r->lr_count;
+    return true;
 }
 
 /* Keeps an async call's settlement until a Blocked releases it. */
@@ -748,7 +796,7 @@ static bool on_host_call(struct run *r, struct proto_host_call *hc)
     bool sync = host_is_sync(r->host, hc->kind.str);
     /* The parent's memory for one activation is bounded: refuse the call that would
      * pass the cap, before any host performs it. */
-    if (!sync && r->pending_count >= ACTIVATION_MAX_OUTSTANDING_CALLS) {
+    if (!sync && r->pending_count + r->lr_count >= ACTIVATION_MAX_OUTSTANDING_CALLS) {
         protocol_error(r, "HostCall at position %u: more than %u host calls outstanding",
                        (unsigned)hc->position, ACTIVATION_MAX_OUTSTANDING_CALLS);
         return false;
@@ -763,7 +811,12 @@ static bool on_host_call(struct run *r, struct proto_host_call *hc)
     colocate_burst(&r->colo);
     struct host_settlement s = {PROTO_SETTLEMENT_REJECTED, NULL};
     long long delay = 0;
-    settle(r, hc, &s, &delay);
+    if (settle(r, hc, &s, &delay, sync)) {
+        if (keep_long_running(r, hc->position))
+            return true;
+        protocol_error(r, "out of memory keeping a long-running host call");
+        return false;
+    }
     /* The decoded texts are kept with the call (nothing is copied): taken from the
      * message, which read_frames frees. */
     size_t args_len = hc->args.len;
@@ -802,7 +855,7 @@ static bool on_blocked(struct run *r, const struct proto_positions *awaited)
         protocol_error(r, "Blocked while already blocked");
         return false;
     }
-    if (r->pending_count == 0) {
+    if (r->pending_count == 0 && r->lr_count == 0) {
         protocol_error(r, "Blocked with no host call outstanding");
         return false;
     }
@@ -825,7 +878,7 @@ static bool on_blocked(struct run *r, const struct proto_positions *awaited)
         s->seen = r->blocked_stamp;
     }
     r->blocked = true;
-    return true;
+    return announce_long_running(r);
 }
 
 /* Releases the earliest due settlement (the heap's root) as Deliver. */
@@ -953,10 +1006,19 @@ static bool on_finished(struct run *r, const struct proto_finished *f)
         return true;
     case PROTO_OUTCOME_SUSPENDED:
         /* Only calls the parent named in LongRunning may leave an activation
-         * suspended, and this driver names none: a suspended run would wait for
-         * nothing, forever. */
-        protocol_error(r, "Finished(suspended), but no host call was marked long-running");
-        return false;
+         * suspended: with none, a suspended run would wait for nothing, forever; with a
+         * settlement still held for the worker, it would wait without it. */
+        if (r->lr_announced == 0) {
+            protocol_error(r, "Finished(suspended), but no host call was marked long-running");
+            return false;
+        }
+        if (r->pending_count > 0) {
+            protocol_error(r, "Finished(suspended) while %zu settlements were still owed to it",
+                           r->pending_count);
+            return false;
+        }
+        out->status = ACTIVATION_SUSPENDED;
+        return true;
     case PROTO_OUTCOME_STALLED:
         out->status = ACTIVATION_STALLED;
         return true;
@@ -1094,6 +1156,7 @@ static void run_free(struct run *r)
         free(r->pending[i].args);
     }
     free(r->pending);
+    free(r->long_running);
     free(r->slots);
     free(r->prefix_positions);
 }
@@ -1133,7 +1196,7 @@ void activation_run(struct worker_conn *w, const struct activation_request *req,
     bool running = send_activate(&r);
     while (running) {
         long long now = monotonic_ms();
-        if (r.blocked && r.pending[0].due_ms <= now) {
+        if (r.blocked && r.pending_count > 0 && r.pending[0].due_ms <= now) {
             running = release_due(&r);
             continue;
         }
@@ -1142,7 +1205,7 @@ void activation_run(struct worker_conn *w, const struct activation_request *req,
             break;
         }
         long long wait = r.deadline_ms - now;
-        if (r.blocked) {
+        if (r.blocked && r.pending_count > 0) {
             long long due = r.pending[0].due_ms - now;
             if (due < wait)
                 wait = due;

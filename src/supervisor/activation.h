@@ -4,24 +4,29 @@
  * past the wall deadline:
  *   HostCall{position, kind, args}  positions must come in order (0, 1, 2, ... after
  *                                   the prefix); the host settles the call at once or
- *                                   after a delay. "now" and "random" are answered at
+ *                                   after a delay, or starts it as long-running
+ *                                   (HOST_CALL_LONG_RUNNING: settled outside this
+ *                                   activation). "now" and "random" are answered at
  *                                   once (the engine waits for them).
  *   Blocked{awaited}                the worker has nothing to run: the driver releases
  *                                   one settlement (the earliest due; ties by position),
  *                                   waiting for its due time if need be, as Deliver
  *                                   with the next delivery order (strictly increasing
- *                                   from 1, continuing above the prefix's).
+ *                                   from 1, continuing above the prefix's). Before
+ *                                   that, the long-running calls not yet announced
+ *                                   are named in one LongRunning.
  *   Console                         kept (up to 64 KiB) for the caller; more is cut
  *                                   with a last line saying so (console_truncated).
- *   Finished                        the end: completed (a JSON text), failed, stalled
- *                                   or budget exhausted.
+ *   Finished                        the end: completed (a JSON text), failed, stalled,
+ *                                   budget exhausted, or suspended (only once a
+ *                                   LongRunning was sent and no settlement is owed).
  * The worker is hostile (docs/protocol.md, "What the parent refuses"). Anything else
  * is a protocol error and the worker is killed: Refused, Welcome, a HostCall out of
  * order or whose kind is not a host-call name (host_kind_valid), an async HostCall
  * beyond ACTIVATION_MAX_OUTSTANDING_CALLS or _BYTES, a Blocked with nothing
  * outstanding, naming a position not outstanding or one twice, or sent while already
- * blocked, Finished(suspended) (this driver marks no call long-running, so nothing
- * could wake the run), a completed value that is not JSON, a malformed or oversized
+ * blocked, Finished(suspended) before any LongRunning (nothing could wake the run) or
+ * while a settlement is still owed to the worker, a completed value that is not JSON, a malformed or oversized
  * frame. Bytes the worker wrote after its Finished (read with it, or waiting in the
  * pipe) set wrote_after_finished: the worker must not serve again. The clock is read
  * after every frame, so at the wall deadline the worker is killed however fast frames
@@ -128,7 +133,7 @@ void activation_request_defaults(struct activation_request *req, enum proto_prof
 enum activation_status {
     ACTIVATION_COMPLETED = 1,   /* value */
     ACTIVATION_FAILED,          /* failure_kind, detail (reported by the worker) */
-    ACTIVATION_SUSPENDED,        /* not produced: this driver marks no call long-running */
+    ACTIVATION_SUSPENDED,        /* only long-running calls were left (announced) */
     ACTIVATION_STALLED,
     ACTIVATION_BUDGET_EXHAUSTED, /* budget */
     ACTIVATION_DEADLINE,         /* the parent killed the worker at the wall deadline */

@@ -23,7 +23,7 @@
                    "list | show ID | schedule ID [--count N] | disable ID | enable ID | drain ID | " \
                    "reconcile RUN POSITION " \
                    "--observed JSON | " \
-                   "--not-applied | --cancel | dry-run DIR | ID --version N [options]"
+                   "--not-applied | --cancel | complete KEY REPLY | dry-run DIR | ID --version N [options]"
 
 static int usage(const char *what)
 {
@@ -392,6 +392,8 @@ int cmd_flow(const struct cli_globals *globals, int argc, char **argv)
         return flow_schedule(globals, argc - 1, argv + 1);
     if (strcmp(sub, "reconcile") == 0)
         return cmd_flow_reconcile(globals, argc - 1, argv + 1);
+    if (strcmp(sub, "complete") == 0)
+        return cmd_flow_complete(globals, argc - 1, argv + 1);
     if (strcmp(sub, "dry-run") == 0)
         return cmd_flow_dry_run(globals, argc - 1, argv + 1);
     fprintf(stderr, "ck-basal flow: unknown subcommand '%.40s' (%s)\n", sub, FLOW_USAGE);

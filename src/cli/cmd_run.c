@@ -3,11 +3,13 @@
  * home, ask it to (ops commands "run", "recover", "flow.reconcile"): it alone then
  * changes the runs. ck-basal cancel RUN: the operator ends a run that
  * has not (store/runs.h, runs_cancel), asked as the ops command "cancel"
- * (serve/ops_dispatch.h). */
+ * (serve/ops_dispatch.h). ck-basal flow complete KEY REPLY: a module completes a
+ * long-running call (flows/long_running.h), the ops command "flow.complete". */
 #include "cli/commands.h"
 #include "cli/json_argument.h"
 #include "cli/ops_call.h"
 #include "cli/term_text.h"
+#include "flows/long_running.h"
 #include "flows/reconcile.h"
 #include "flows/run_driver.h"
 #include "store/runs.h"
@@ -300,8 +302,10 @@ int cmd_recover(const struct cli_globals *g, int argc, char **argv)
         return EXIT_REFUSED;
     char err[1024];
     int64_t *ids = NULL;
-    size_t count = 0;
-    if (runs_recoverable(s.store, &ids, &count, err, sizeof err) != 0) {
+    size_t count = 0, timed_out = 0;
+    /* Long-running calls past their time are rejected first: their runs resume too. */
+    if (long_running_expire(s.store, store_now_ms(), &timed_out, NULL, err, sizeof err) != 0 ||
+        runs_recoverable(s.store, &ids, &count, err, sizeof err) != 0) {
         term_error_line("recover", err);
         session_close(&s);
         return EXIT_REFUSED;
@@ -455,6 +459,39 @@ int cmd_flow_reconcile(const struct cli_globals *g, int argc, char **argv)
     free(observed);
     session_close(&s);
     return status;
+}
+
+#define COMPLETE_USAGE "usage: ck-basal flow complete KEY REPLY"
+
+int cmd_flow_complete(const struct cli_globals *g, int argc, char **argv)
+{
+    if (argc != 2 || argv[0][0] == '-' || argv[1][0] == '-') {
+        fprintf(stderr, "ck-basal flow complete: needs the call's idempotency key and the"
+                " module's reply (%s)\n", COMPLETE_USAGE);
+        return EXIT_USAGE;
+    }
+    json_t *args = json_object(), *done = NULL;
+    json_object_set_new(args, "key", json_string(argv[0]));
+    json_object_set_new(args, "reply", json_string(argv[1]));
+    json_t *request = cli_ops_request("flow.complete", args);
+    int status = cli_ops_call(g, "flow complete", request, &done);
+    json_decref(request);
+    if (status != EXIT_OK)
+        return status;
+    if (g->json) {
+        cli_print_json(done);
+        return EXIT_OK;
+    }
+    char flow[TERM_SHOWN_CAP(FLOW_ID_MAX)];
+    printf("run %lld of flow %s: position %lld completed; %s\n",
+           (long long)json_integer_value(json_object_get(done, "run")),
+           term_show(flow, sizeof flow, json_string_value(json_object_get(done, "flow")), 0),
+           (long long)json_integer_value(json_object_get(done, "position")),
+           json_is_true(json_object_get(done, "resumed"))
+               ? "the run is pending again (a serve resumes it; without one, ck-basal recover)"
+               : "the run takes it when its activation ends");
+    json_decref(done);
+    return EXIT_OK;
 }
 
 #define CANCEL_USAGE "usage: ck-basal cancel RUN [--reason TEXT]"

@@ -52,11 +52,18 @@ static const struct command_usage USAGES[] = {
      "ck-basal flow drain notes-summary"},
     {"flow", "reconcile", "RUN POSITION --observed JSON | --not-applied | --cancel",
      "Settle a mutation whose outcome is in doubt (the run waits in needs_reconcile),\n"
-     "then the run resumes:\n"
+     "or a suspended run's long-running call that waits for its module, then the run\n"
+     "resumes:\n"
      "  --observed JSON  it took effect, with this result\n"
      "  --not-applied    it did not take effect (it is performed again)\n"
      "  --cancel         end the run instead\n",
      "ck-basal flow reconcile 12 3 --observed '{\"bytes\":42}'"},
+    {"flow", "complete", "KEY REPLY",
+     "Complete a long-running call as its module: KEY is the call's idempotency key\n"
+     "(the request's \"idempotency_key\"), REPLY the module's reply, {\"result\": ...} or\n"
+     "{\"error\": {\"code\": ..., \"message\": ...}}. The suspended run resumes and the\n"
+     "script receives it; refused if no call waits with that key.\n",
+     "ck-basal flow complete 3f2a...e9 '{\"result\": {\"approved\": true}}'"},
     {"flow", "dry-run", "DIR | ID --version N [--trigger JSON] [--fixtures FILE] [--allow-queries]",
      "Show what a version would do before approving it: reads are real, nothing takes\n"
      "effect, every host call is listed.\n"

@@ -38,6 +38,8 @@ int cmd_event(const struct cli_globals *globals, int argc, char **argv);
 int cmd_backup(const struct cli_globals *globals, int argc, char **argv);
 /* flow reconcile (dispatched by cmd_flow). */
 int cmd_flow_reconcile(const struct cli_globals *globals, int argc, char **argv);
+/* flow complete (dispatched by cmd_flow). */
+int cmd_flow_complete(const struct cli_globals *globals, int argc, char **argv);
 /* codemode run | describe (cmd_codemode.c). */
 int cmd_codemode(const struct cli_globals *globals, int argc, char **argv);
 /* flow dry-run (dispatched by cmd_flow; cmd_dry_run.c). */

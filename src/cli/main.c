@@ -14,13 +14,15 @@ static const struct cli_command COMMANDS[] = {
     {"flow", "install DIR | approve ID --version N --code-hash HEX | list | show ID\n"
              "       | schedule ID [--count N] | disable ID | enable ID | drain ID\n"
              "       | reconcile RUN POSITION --observed JSON | --not-applied | --cancel\n"
+             "       | complete KEY REPLY\n"
              "       | dry-run DIR | ID --version N [--trigger JSON] [--fixtures FILE] "
              "[--allow-queries]\n"
              "      install a flow (pending), approve a version by its code hash, list flows\n"
              "      (with each one's next fire), show one (hashes whole), show a schedule's\n"
              "      next fire times, switch one off or on, drain one (a running serve admits\n"
              "      no more runs of it and answers when its runs ended), settle a mutation in\n"
-             "      doubt (then resume),\n"
+             "      doubt or a long-running call (then resume), complete a long-running call\n"
+             "      as its module (by the call's idempotency key, with the module's reply),\n"
              "      show what a version would do before approving it (reads real, no effect)",
      cmd_flow},
     {"serve", "[--max-runs N] [--backlog N] [--grace-seconds N] [--spares N] [--rate-limit N]\n"

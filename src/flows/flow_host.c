@@ -456,6 +456,7 @@ static int record_wait(struct flow_host *fh, const struct journal_entry *e,
 {
     char err[512] = "";
     struct store *s = fh->cfg.store;
+    test_hook_boundary(TEST_BOUNDARY_AFTER_DISPATCH, e->position);
     int64_t deadline_at = store_now_ms() + (int64_t)d->completion_timeout_s * 1000;
     if (txn_open(fh, false, err, sizeof err) != 0)
         return fail_call(fh, err, out);
@@ -466,7 +467,7 @@ static int record_wait(struct flow_host *fh, const struct journal_entry *e,
     if (store_end_txn(s, 0, err, sizeof err) != 0)
         return fail_call(fh, err, out);
     committed(fh);
-    test_hook_boundary(TEST_BOUNDARY_AFTER_DISPATCH, e->position);
+    test_hook_boundary(TEST_BOUNDARY_AFTER_OUTCOME_COMMIT, e->position);
     return HOST_CALL_LONG_RUNNING;
 }
 

@@ -269,7 +269,7 @@ static void drive_one(struct daemon *d, struct runner *r, struct run_driver *dri
     pthread_mutex_lock(&d->mu);
     if (rc != 0)
         hold_flow(d, r->flow, RETRY_NOT_DRIVEN_MS);
-    else if (rep.state == RUN_PENDING)
+    else if (rep.state == RUN_PENDING && rep.error != NULL) /* no worker, not a completion */
         hold_flow(d, r->flow, RETRY_NO_WORKER_MS);
     notify_waiters(d, r->run_id, reply);
     scheduler_poke(d->scheduler); /* a flow held by this run may fire now */
@@ -974,6 +974,15 @@ static int scheduler_open_store(void *ctx, struct store **st, char *err, size_t 
     return open_store(ctx, st, err, err_cap);
 }
 
+/* Long-running calls timed out and their runs are pending again: a runner takes them. */
+static void scheduler_woke_runs(void *ctx)
+{
+    struct daemon *d = ctx;
+    pthread_mutex_lock(&d->mu);
+    pthread_cond_broadcast(&d->work);
+    pthread_mutex_unlock(&d->mu);
+}
+
 static int scheduler_admit(void *ctx, struct store *st, const char *flow, const char *trigger,
                            const char *trigger_id, int64_t *run_id, char *err, size_t err_cap)
 {
@@ -1166,7 +1175,8 @@ static int serve_start(struct serve_process *s, const struct serve_options *o)
         return start_fail(err);
     }
     pool_maintain(d->pool);
-    struct scheduler_hooks sched_hooks = {d, scheduler_open_store, scheduler_admit};
+    struct scheduler_hooks sched_hooks = {d, scheduler_open_store, scheduler_admit,
+                                          scheduler_woke_runs};
     d->scheduler = scheduler_start(&sched_hooks, err, sizeof err);
     if (d->scheduler == NULL) {
         web_server_stop(s->web);

@@ -20,6 +20,8 @@ struct store;
 json_t *ops_cmd_runs(struct store *st, json_t *args);
 json_t *ops_cmd_journal(struct store *st, json_t *args);
 json_t *ops_cmd_cancel(struct store *st, json_t *args);
+/* flow.complete {key, reply}: a long-running call's completion (flows/long_running.h). */
+json_t *ops_cmd_flow_complete(struct store *st, json_t *args);
 
 /* flow.reconcile's args {run, position, decision: "observed" | "not_applied" | "cancel",
  * observed (JSON text, with "observed" only)}, checked (the --observed rule again). */

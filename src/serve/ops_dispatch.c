@@ -54,6 +54,10 @@ static json_t *cancel(const struct ops_context *c, json_t *a)
 {
     return ops_cmd_cancel(c->store, a);
 }
+static json_t *flow_complete(const struct ops_context *c, json_t *a)
+{
+    return ops_cmd_flow_complete(c->store, a);
+}
 static json_t *flow_list(const struct ops_context *c, json_t *a)
 {
     return ops_cmd_flow_list(c->store, a);
@@ -105,6 +109,7 @@ static const struct ops_command COMMANDS[] = {
     {"run", ARGS("flow", "trigger", "trigger_id", "detach"), NULL, OPS_DAEMON_RUN,
      OPS_CHANGES_NOTHING},
     {"flow.drain", ARGS("id"), NULL, OPS_DAEMON_FLOW_DRAIN, OPS_CHANGES_NOTHING},
+    {"flow.complete", ARGS("key", "reply"), flow_complete, OPS_DAEMON_NONE, OPS_CHANGES_RUNS},
     {"flow.reconcile", ARGS("run", "position", "decision", "observed"), NULL,
      OPS_DAEMON_FLOW_RECONCILE, OPS_CHANGES_NOTHING},
     {"recover", NO_ARGS, NULL, OPS_DAEMON_RECOVER, OPS_CHANGES_NOTHING},

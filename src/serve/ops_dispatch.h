@@ -37,7 +37,7 @@ enum ops_daemon_command {
  * running serve looks at again. */
 enum ops_change {
     OPS_CHANGES_NOTHING,
-    OPS_CHANGES_RUNS,  /* a cancel: what a runner may start */
+    OPS_CHANGES_RUNS,  /* a cancel, a completion: what a runner may start */
     OPS_CHANGES_FLOWS, /* an install or approval: that, and what is scheduled */
     OPS_ENABLES_FLOW,  /* that, and a drained flow admits runs again */
     OPS_DISABLES_FLOW, /* that, and the flow's workers end before the reply goes out */

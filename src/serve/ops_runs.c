@@ -9,6 +9,7 @@
 #include "base/json_js.h"
 #include "base/names.h"
 #include "flows/flows.h"
+#include "flows/long_running.h"
 #include "flows/reconcile.h"
 #include "store/codemode_store.h"
 #include "store/journal.h"
@@ -292,6 +293,26 @@ json_t *ops_cmd_cancel(struct store *st, json_t *args)
     json_object_set_new(o, "was", json_string(run_state_name(was)));
     json_object_set_new(o, "error", ops_json_text(run.error));
     run_row_free(&run);
+    return ops_reply_ok(o);
+}
+
+json_t *ops_cmd_flow_complete(struct store *st, json_t *args)
+{
+    const char *key, *reply_text;
+    json_t *reply;
+    if (ops_arg_string(args, "key", true, JOURNAL_KEY_HEX, &key, &reply) != 0 ||
+        ops_arg_string(args, "reply", true, LONG_RUNNING_COMPLETION_MAX_BYTES, &reply_text,
+                       &reply) != 0)
+        return reply;
+    char err[ERR_CAP];
+    struct long_running_settled done;
+    if (long_running_complete(st, key, reply_text, strlen(reply_text), &done, err, sizeof err) != 0)
+        return refused(err);
+    json_t *o = json_object();
+    json_object_set_new(o, "run", json_integer(done.run_id));
+    json_object_set_new(o, "flow", ops_json_text(done.flow_id));
+    json_object_set_new(o, "position", json_integer(done.position));
+    json_object_set_new(o, "resumed", json_boolean(done.woken));
     return ops_reply_ok(o);
 }
 

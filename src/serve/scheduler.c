@@ -3,12 +3,14 @@
 #include "base/clock.h"
 #include "base/error_line.h"
 #include "base/test_hooks.h"
+#include "flows/long_running.h"
 #include "flows/schedule_plan.h"
 #include "flows/scheduled_flows.h"
 #include "serve/serve_clock.h"
 #include "serve/serve_log.h"
 #include "store/runs.h"
 #include "store/schedules.h"
+#include "store/waits.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -267,6 +269,33 @@ static int64_t look(struct scheduler *s)
     return earliest;
 }
 
+/* Rejects the long-running calls whose time is up. Returns how long until the next
+ * wait's deadline (ms, on the store's wall clock), or INT64_MAX when nothing waits. */
+static int64_t expire_waits(struct scheduler *s)
+{
+    char err[512];
+    size_t settled = 0, woken = 0;
+    if (long_running_expire(s->st, store_now_ms(), &settled, &woken, err, sizeof err) != 0) {
+        serve_log("waits_not_expired", "error", err, LOG_END);
+        return SYNC_RETRY_S * 1000LL; /* the store failed: try again */
+    }
+    if (settled > 0) {
+        char n[24];
+        snprintf(n, sizeof n, "%zu", settled);
+        serve_log("long_running_timed_out", "calls", n, LOG_END);
+    }
+    if (woken > 0 && s->hooks.woke_runs != NULL)
+        s->hooks.woke_runs(s->hooks.ctx);
+    int64_t at = 0;
+    int found = waits_next_deadline(s->st, &at, err, sizeof err);
+    if (found < 0)
+        return SYNC_RETRY_S * 1000LL;
+    if (found == 0)
+        return INT64_MAX;
+    int64_t left = at - store_now_ms();
+    return left > 0 ? left : 0;
+}
+
 /* ------------------------------------------------------------------ the thread */
 
 static void *scheduler_main(void *arg)
@@ -289,6 +318,7 @@ static void *scheduler_main(void *arg)
         pthread_mutex_unlock(&s->mu);
         bool synced = !resync || sync_flows(s);
         int64_t earliest = look(s);
+        int64_t wait_left = expire_waits(s);
         pthread_mutex_lock(&s->mu);
         s->looks_done = ticket;
         pthread_cond_broadcast(&s->looked);
@@ -303,12 +333,16 @@ static void *scheduler_main(void *arg)
         }
         if (s->stopping || s->dirty || s->poked || s->looks_asked != ticket)
             continue;
-        if (earliest == INT64_MAX || serve_clock_fixed()) {
+        if ((earliest == INT64_MAX || serve_clock_fixed()) && wait_left == INT64_MAX) {
             /* Nothing is due, or time moves only when a test moves it. */
             pthread_cond_wait(&s->wake, &s->mu);
             continue;
         }
-        long long wait_ms = earliest - serve_clock_now_ms();
+        long long wait_ms = earliest == INT64_MAX || serve_clock_fixed()
+                                ? INT64_MAX
+                                : earliest - serve_clock_now_ms();
+        if (wait_left < wait_ms)
+            wait_ms = wait_left;
         if (wait_ms <= 0)
             continue;
         if (wait_ms > MAX_SLEEP_MS)

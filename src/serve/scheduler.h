@@ -15,9 +15,14 @@
  *          nothing twice: the next look plans the same instants and finds them
  *          admitted. A flow with an unfinished run is held: its due instants wait for
  *          the run's end (scheduler_poke) and are then on time or missed by the rule.
- *   sleep  until the earliest next fire (on the monotonic clock, at most 5 minutes at a
- *          time, for a wall clock that was set), or a poke. Nothing wakes it while
- *          nothing is due: no polling loop.
+ *   waits  every long-running call whose completion_timeout_s has passed is rejected
+ *          "timeout" and its suspended run made pending (flows/long_running.h,
+ *          long_running_expire, on the store's wall clock, never the test clock); the
+ *          runners are told (woke_runs).
+ *   sleep  until the earliest next fire or wait deadline (on the monotonic clock, at
+ *          most 5 minutes at a time, for a wall clock that was set), or a poke (every
+ *          run's end pokes it, so a wait a run just began is seen). Nothing wakes it
+ *          while nothing is due: no polling loop.
  *
  * The scheduler has its own store connection and forks nothing. */
 #ifndef BASAL_SERVE_SCHEDULER_H
@@ -36,6 +41,8 @@ struct scheduler_hooks {
      * before (a fire planned twice), -1 refused with the reason in err. */
     int (*admit)(void *ctx, struct store *st, const char *flow, const char *trigger,
                  const char *trigger_id, int64_t *run_id, char *err, size_t err_cap);
+    /* Runs were made pending (long-running calls timed out): tell the runners. */
+    void (*woke_runs)(void *ctx);
 };
 
 struct scheduler;

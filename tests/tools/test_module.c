@@ -5,6 +5,8 @@
  * Reads the request {"module", "op", "args", "idempotency_key"} from stdin to EOF,
  * appends the line "op key args-json\n" to FILE (O_APPEND, fsync) and replies by op:
  *   echo     {"result": args}
+ *   accept*  (any op starting "accept") {"accepted": true} when the request says "long_running": true (a
+ *            long-running op's module), else an error "not_long_running"
  *   add      args {"a": n, "b": n}: {"result": a + b}
  *   fail     {"error": {"code": "no_such_ticket", ...}}
  *   badcode  an error with the code "Bad Code!"
@@ -365,6 +367,11 @@ int main(int argc, char **argv)
     int rc;
     if (strcmp(op, "echo") == 0) {
         rc = reply_json(json_pack("{s:O}", "result", args));
+    } else if (strncmp(op, "accept", 6) == 0) {
+        /* A long-running op's module: it takes the call and completes it later. */
+        rc = json_is_true(json_object_get(req, "long_running"))
+                 ? reply_json(json_pack("{s:b}", "accepted", 1))
+                 : reply_error("not_long_running", "the request did not say long_running");
     } else if (strcmp(op, "add") == 0) {
         json_t *a = json_object_get(args, "a"), *b = json_object_get(args, "b");
         if (!json_is_number(a) || !json_is_number(b))

@@ -390,6 +390,130 @@ static void expect_protocol_error(mock_body body, const char *name, const char *
     activation_outcome_free(&out);
 }
 
+/* ---- long-running calls: LongRunning, Finished(suspended) ---- */
+
+/* A host that starts "test.long" as long-running (HOST_CALL_LONG_RUNNING, as the flow
+ * host does for a module op its module accepted) and asks the test host the rest. */
+static int long_host_call(void *self, const struct host_call *call, struct host_settlement *out,
+                          long long *delay_ms)
+{
+    const struct host *inner = self;
+    if (strcmp(call->kind, "test.long") == 0)
+        return HOST_CALL_LONG_RUNNING;
+    return inner->ops->call(inner->self, call, out, delay_ms);
+}
+
+static bool long_host_is_sync(void *self, const char *kind)
+{
+    return host_is_sync(self, kind);
+}
+
+static const struct host_ops LONG_HOST_OPS = {long_host_call, NULL, long_host_is_sync};
+
+static void mock_suspended(struct mock *m)
+{
+    struct proto_msg msg;
+    memset(&msg, 0, sizeof msg);
+    msg.tag = PROTO_FINISHED;
+    msg.finished.outcome = PROTO_OUTCOME_SUSPENDED;
+    mock_send(m, &msg);
+}
+
+/* Blocked on a long-running call and an echo: the parent names the long-running one
+ * first, then delivers the echo; only then is the suspension honest. */
+static void body_long_running(struct mock *m)
+{
+    mock_activated(m);
+    mock_host_call(m, 0, "test.long", "[]");
+    mock_host_call(m, 1, "test.echo", "[1]");
+    const uint32_t awaited[] = {0, 1};
+    mock_blocked(m, awaited, 2);
+    struct proto_msg msg;
+    if (!mock_recv(m, &msg) || msg.tag != PROTO_LONG_RUNNING || msg.long_running.count != 1 ||
+        msg.long_running.items[0] != 0)
+        _exit(21);
+    proto_msg_free(&msg);
+    if (!mock_recv(m, &msg) || msg.tag != PROTO_DELIVER || msg.deliver.position != 1)
+        _exit(22);
+    proto_msg_free(&msg);
+    mock_suspended(m);
+    mock_wait_forever(m);
+}
+
+/* Suspends while the parent still holds a settlement for it (a sleep not yet due). */
+static void body_suspended_owed(struct mock *m)
+{
+    mock_activated(m);
+    mock_host_call(m, 0, "test.long", "[]");
+    mock_host_call(m, 1, "test.sleep", "[3000]");
+    const uint32_t awaited[] = {0, 1};
+    mock_blocked(m, awaited, 2);
+    struct proto_msg msg;
+    if (!mock_recv(m, &msg) || msg.tag != PROTO_LONG_RUNNING)
+        _exit(21);
+    proto_msg_free(&msg);
+    mock_suspended(m);
+    mock_wait_forever(m);
+}
+
+/* Suspends before any Blocked: no LongRunning was ever sent. */
+static void body_suspended_unannounced(struct mock *m)
+{
+    mock_activated(m);
+    mock_host_call(m, 0, "test.long", "[]");
+    mock_suspended(m);
+    mock_wait_forever(m);
+}
+
+static void run_long(mock_body body, struct activation_outcome *out, pid_t *pid)
+{
+    struct activation_request req;
+    request(&req, "return 1");
+    struct host inner = test_host_interface(the_host);
+    struct host host = {&LONG_HOST_OPS, &inner};
+    struct worker_conn w;
+    *pid = 0;
+    if (!mock_start(body, &w)) {
+        memset(out, 0, sizeof *out);
+        out->status = ACTIVATION_NO_WORKER;
+        return;
+    }
+    *pid = w.proc.pid;
+    activation_run(&w, &req, &host, out);
+    if (worker_conn_alive(&w))
+        (void)worker_conn_shutdown(&w, 2000);
+}
+
+static void test_long_running(void)
+{
+    struct activation_outcome out;
+    pid_t pid;
+    run_long(body_long_running, &out, &pid);
+    check(out.status == ACTIVATION_SUSPENDED && activation_keeps_worker(&out),
+          "driver: a call the host started long-running is named in LongRunning before the"
+          " Deliver the Blocked asked for, and then Finished(suspended) is the activation's end"
+          " [guard: announce_long_running, the suspended outcome]",
+          "status %s, detail %s, exit %d", activation_status_name(out.status),
+          out.detail != NULL ? out.detail : "", out.exit_status);
+    activation_outcome_free(&out);
+    run_long(body_suspended_owed, &out, &pid);
+    check(out.status == ACTIVATION_PROTOCOL_ERROR && out.detail != NULL &&
+              strstr(out.detail, "still owed") != NULL && reaped(pid),
+          "driver: Finished(suspended) while a settlement is still held for the worker is a"
+          " protocol error [guard: suspended only with nothing owed]",
+          "status %s, detail %s", activation_status_name(out.status),
+          out.detail != NULL ? out.detail : "");
+    activation_outcome_free(&out);
+    run_long(body_suspended_unannounced, &out, &pid);
+    check(out.status == ACTIVATION_PROTOCOL_ERROR && out.detail != NULL &&
+              strstr(out.detail, "no host call was marked long-running") != NULL && reaped(pid),
+          "driver: Finished(suspended) before any LongRunning is a protocol error, even with a"
+          " long-running call started [guard: suspended only once announced]",
+          "status %s, detail %s", activation_status_name(out.status),
+          out.detail != NULL ? out.detail : "");
+    activation_outcome_free(&out);
+}
+
 /* ---- deaths, deadline, EPIPE, stderr ---- */
 
 static void body_segv(struct mock *m)
@@ -821,6 +945,7 @@ int main(void)
 {
     the_host = test_host_new();
     test_ordering();
+    test_long_running();
     expect_protocol_error(body_refuses,
                           "driver: a Refused during an activation is a protocol error; the "
                           "worker is killed [guard refused-retires]",

@@ -15,6 +15,8 @@
  *      (record_wait) and its resume answer without a resend (call_again's waiting
  *      check); the driver's LongRunning and Finished(suspended) (activation.c);
  *      flow.complete's wake].
+ *   1b. Two calls awaited at once: one completion resumes the run, which suspends again on
+ *      the other (never asked again); the second, a rejection, ends it.
  *   2. approvals.accept_brief is never completed: the scheduler rejects it "timeout" after its
  *      2 s and the run resumes and succeeds with what the script made of the rejection,
  *      although its manifest's deadline is 1 s: the time suspended is not counted
@@ -210,6 +212,50 @@ static void test_restarts(void)
     check_int_eq(sql_number("SELECT count(*) FROM activations WHERE run_id = 1"), 2,
                  "restarts: two activations: the one that suspended and the resume");
     check_int_eq(test_serve_stop(&s), 0, "restarts: the last serve stops cleanly");
+}
+
+/* ---- 1b. two long-running calls at once ---------------------------------------------- */
+
+static void test_two_at_once(void)
+{
+    const char *script =
+        "const [a, b] = await Promise.all([ops.call('approvals', 'accept', {n: 1}),\n"
+        "                                  ops.call('approvals', 'accept', {n: 2})]);\n"
+        "return {a, b};\n";
+    if (!scenario_begin("two") || !flow_add("two", "accept", 0, script))
+        return;
+    json_t *run = run_flow("two", NO_ENV, NULL);
+    check_str_eq(state_of(run), "suspended", "two: a run awaiting two long-running calls suspends");
+    json_decref(run);
+    check_int_eq(sql_number("SELECT count(*) FROM waits WHERE run_id = 1"), 2,
+                 "two: both calls wait");
+    char *key0 = sql_text("SELECT idempotency_key FROM journal WHERE run_id = 1 AND position = 0");
+    char *key1 = sql_text("SELECT idempotency_key FROM journal WHERE run_id = 1 AND position = 1");
+    struct proc_result r = cli(false, NO_ENV, ARGS("flow", "complete", key1 != NULL ? key1 : "?",
+                                                   "{\"result\": \"second\"}"));
+    check_int_eq(r.exit_code, 0, "two: the second call's completion is taken first");
+    proc_result_free(&r);
+    r = cli(true, NO_ENV, ARGS("recover"));
+    proc_result_free(&r);
+    char *state = sql_text("SELECT state FROM runs WHERE id = 1");
+    check_str_eq(state, "suspended",
+                 "two: resumed with one completion, the run suspends again on the other");
+    free(state);
+    check_int_eq(sql_number("SELECT count(*) FROM waits WHERE run_id = 1 AND position = 0"), 1,
+                 "two: the first call still waits, the second does not");
+    r = cli(false, NO_ENV, ARGS("flow", "complete", key0 != NULL ? key0 : "?",
+                                "{\"error\": {\"code\": \"refused\", \"message\": \"no\"}}"));
+    check_int_eq(r.exit_code, 0, "two: the first call's completion (a rejection) is taken");
+    proc_result_free(&r);
+    r = cli(true, NO_ENV, ARGS("recover"));
+    proc_result_free(&r);
+    state = sql_text("SELECT state || ':' || coalesce(error, '') FROM runs WHERE id = 1");
+    ok(state != NULL && strncmp(state, "failed:", 7) == 0 && strstr(state, "no") != NULL,
+       "two: resumed with both, Promise.all rejects with the module's error and the run fails");
+    free(state);
+    check_int_eq(module_requests(), 2, "two: the module got each call once");
+    free(key0);
+    free(key1);
 }
 
 /* ---- 2. the completion's timeout, not counted against the run's deadline -------------- */
@@ -415,6 +461,7 @@ int main(void)
         return harness_finish();
     snprintf(g_root, sizeof g_root, "%s", harness_tmpdir("long-running"));
     test_restarts();
+    test_two_at_once();
     test_timeout();
     test_reconcile();
     test_crash();

@@ -91,7 +91,8 @@ static void print_entry(const json_t *e)
     if (json_is_integer(delivery))
         snprintf(order, sizeof order, "%" JSON_INTEGER_FORMAT, json_integer_value(delivery));
     const json_t *settled = json_object_get(e, "outcome");
-    const char *outcome = !json_is_object(settled) ? "(no outcome)"
+    const char *outcome = json_is_true(json_object_get(e, "waiting")) ? "(waiting)"
+                          : !json_is_object(settled)                 ? "(no outcome)"
                           : json_object_get(settled, "fulfilled") != NULL ? "fulfilled"
                                                                           : "rejected";
     char kind[SHOWN_MAX + 1], cls[TERM_SHOWN_CAP(16)], state[TERM_SHOWN_CAP(16)];

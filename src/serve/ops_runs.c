@@ -107,6 +107,7 @@ static json_t *journal_entry_json(const struct journal_entry *e)
     json_object_set_new(o, "class", json_string(journal_class_name(e->cls)));
     json_object_set_new(o, "idempotency_key", json_string(e->key));
     json_object_set_new(o, "state", json_string(journal_state_name(e->state)));
+    json_object_set_new(o, "waiting", json_boolean(e->waiting)); /* for its completion */
     json_object_set_new(o, "outcome", e->has_outcome
                                           ? outcome_json(e->settlement, json_of_flow_text(e->value))
                                           : json_null());

@@ -232,7 +232,7 @@ build/asan/tests/ck-basal-worker: $(ASAN_WORKER)
 	@mkdir -p $(@D)
 	ln -sf ../bin/ck-basal-worker $@
 
-test-build: all aarch64 $(TEST_WORKER) $(TEST_PARENT) $(TEST_CK) $(ASAN_PARENT) $(ASAN_WORKER) $(ASAN_CK) $(TEST_BINS) $(ASAN_TESTS) $(TOOL_BINS) $(SIDE_WORKERS)
+test-build: all aarch64 windows windows-test-build $(TEST_WORKER) $(TEST_PARENT) $(TEST_CK) $(ASAN_PARENT) $(ASAN_WORKER) $(ASAN_CK) $(TEST_BINS) $(ASAN_TESTS) $(TOOL_BINS) $(SIDE_WORKERS)
 
 # The whole suite: builds every variant, runs every test, lint and the fuzz smoke run.
 check: test-build

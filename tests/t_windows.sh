@@ -73,6 +73,16 @@ case $(subsystem "$REL/ck-basal.exe") in
 *) bad "windows: the parent is a console program" "$(subsystem "$REL/ck-basal.exe")" ;;
 esac
 
+# The test-only paths are compiled out of the release pair, and present in the test
+# pair (so the search is not vacuous).
+release_hits=$(cat "$REL/ck-basal-worker.exe" "$REL/ck-basal.exe" | grep -a -c -E 'UNCONFINED|--release-rules')
+test_hits=$(cat "$TST/ck-basal-worker.exe" "$TST/ck-basal.exe" | grep -a -c -E 'UNCONFINED|--release-rules')
+if [ "$release_hits" -eq 0 ] && [ "$test_hits" -gt 0 ]; then
+    ok "windows: the release pair holds none of the test-only pair's unconfined paths"
+else
+    bad "windows: the release pair holds none of the test-only paths" "release $release_hits, test $test_hits"
+fi
+
 # ---- a private prefix; wineboot returns when the prefix is made, wineserver -w when
 # everything it started has finished (no sleep) ----
 started=$SECONDS

@@ -60,8 +60,11 @@ for exe in "$REL/ck-basal-worker.exe" "$REL/ck-basal.exe"; do
     for flag in HIGH_ENTROPY_VA DYNAMIC_BASE NX_COMPAT; do
         grep -q "$flag" <<<"$headers" || missing="$missing $flag"
     done
-    [ -z "$missing" ] && ok "windows: $(basename "$exe") has ASLR (high entropy, dynamic base) and DEP" ||
+    if [ -z "$missing" ]; then
+        ok "windows: $(basename "$exe") has ASLR (high entropy, dynamic base) and DEP"
+    else
         bad "windows: $(basename "$exe") has ASLR and DEP" "missing$missing"
+    fi
 done
 subsystem() { x86_64-w64-mingw32-objdump -p "$1" | grep -m1 '^Subsystem'; }
 case $(subsystem "$REL/ck-basal-worker.exe") in
@@ -112,8 +115,11 @@ else
     show direct
 fi
 # Its Welcome is never sent: nothing on stdout.
-[ ! -s "$tmp/direct.out" ] && ok "windows: the refusing worker wrote nothing on stdout (no Welcome)" ||
+if [ ! -s "$tmp/direct.out" ]; then
+    ok "windows: the refusing worker wrote nothing on stdout (no Welcome)"
+else
     bad "windows: the refusing worker wrote nothing on stdout" "$(head -c 80 "$tmp/direct.out" | od -c | head -2)"
+fi
 
 # ---- the release parent: its launcher refuses under Wine, no worker runs ----
 # Its named reasons (worker_launch_windows.h); Wine 8 stores no job limits, so the

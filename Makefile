@@ -25,7 +25,8 @@ QSRC     := quickjs.c libregexp.c libunicode.c cutils.c libbf.c
 # a folder's files the shared ones and OS's own (mk/windows.mk passes windows).
 PLATFORMS  := linux windows macos
 platform_src = $(filter-out $(foreach p,$(PLATFORMS),%_$(p).c),$(1)) $(filter %_$(2).c,$(1))
-PROTO_SRC  := $(wildcard src/proto/*.c)
+PROTO_ALL_SRC := $(wildcard src/proto/*.c)
+PROTO_SRC  := $(call platform_src,$(PROTO_ALL_SRC),linux)
 WORKER_ALL_SRC := $(wildcard src/worker/*.c)
 WORKER_SRC := $(call platform_src,$(WORKER_ALL_SRC),linux)
 BASE_SRC   := $(wildcard src/base/*.c)
@@ -38,7 +39,8 @@ WEB_SRC    := $(wildcard src/web/*.c)
 # Everything of the parent below its command line (src/README.md has the order).
 CORE_SRC   := $(BASE_SRC) $(SUPERVISOR_SRC) $(STORE_SRC) $(FLOWS_SRC) $(WEB_SRC) $(SERVE_SRC)
 HOST_SRC   := $(wildcard src/host/*.c)
-CLI_SRC    := $(wildcard src/cli/*.c)
+CLI_ALL_SRC := $(wildcard src/cli/*.c)
+CLI_SRC    := $(call platform_src,$(CLI_ALL_SRC),linux)
 CK_SRC     := $(wildcard src/ck/*.c)
 # ck (setup, upgrade) links only what it uses of the parent: the data home's default,
 # the serve lock, the ops client and their helpers; SQLite for the store's schema and
@@ -230,7 +232,7 @@ build/asan/tests/ck-basal-worker: $(ASAN_WORKER)
 	@mkdir -p $(@D)
 	ln -sf ../bin/ck-basal-worker $@
 
-test-build: all aarch64 $(TEST_WORKER) $(TEST_PARENT) $(TEST_CK) $(ASAN_PARENT) $(ASAN_WORKER) $(ASAN_CK) $(TEST_BINS) $(ASAN_TESTS) $(TOOL_BINS) $(SIDE_WORKERS)
+test-build: all aarch64 windows windows-test-build $(TEST_WORKER) $(TEST_PARENT) $(TEST_CK) $(ASAN_PARENT) $(ASAN_WORKER) $(ASAN_CK) $(TEST_BINS) $(ASAN_TESTS) $(TOOL_BINS) $(SIDE_WORKERS)
 
 # The whole suite: builds every variant, runs every test, lint and the fuzz smoke run.
 check: test-build

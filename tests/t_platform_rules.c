@@ -134,18 +134,18 @@ static void test_fatal_status(void)
                 "console kill, a neighbour code) do not count", "%s", "wrong");
 }
 
-/* The macOS worker's Welcome as the parent receives it: encoded, decoded, mapped by
- * worker_check's welcome_reported_confinement and judged by the macOS rule. Proves the
- * seatbelt byte on the wire is the one the rule reads. */
-static bool macos_welcome_accepted(bool seatbelt, enum worker_os host, char *why, size_t why_cap)
+/* A worker's Welcome as the parent receives it: encoded, decoded, mapped by
+ * welcome_rules' welcome_reported_confinement and judged by host's rule. Proves the
+ * bytes on the wire are the ones the rule reads. */
+static bool wire_welcome_accepted(const struct proto_welcome *fields, enum worker_os host,
+                                  char *why, size_t why_cap)
 {
     struct proto_msg sent = {.tag = PROTO_WELCOME};
+    sent.welcome = *fields;
     sent.welcome.protocol_version = PROTO_VERSION;
     sent.welcome.engine = proto_text_of("quickjs 2021-03-27");
     sent.welcome.worker_version = proto_text_of("test");
-    sent.welcome.os = proto_text_of("macos");
     sent.welcome.landlock_policy = LANDLOCK_POLICY_REQUIRED;
-    sent.welcome.seatbelt = seatbelt;
     struct wire_buf wire;
     wire_buf_init(&wire);
     struct proto_msg got;
@@ -161,6 +161,54 @@ static bool macos_welcome_accepted(bool seatbelt, enum worker_os host, char *why
     }
     wire_buf_free(&wire);
     return accepted;
+}
+
+static bool macos_welcome_accepted(bool seatbelt, enum worker_os host, char *why, size_t why_cap)
+{
+    struct proto_welcome fields = {.os = proto_text_of("macos"), .seatbelt = seatbelt};
+    return wire_welcome_accepted(&fields, host, why, why_cap);
+}
+
+/* The Windows worker's Welcome: all five fields true on the wire, or one of them false
+ * (drop names which, -1 none). */
+static bool windows_welcome_accepted(int drop, enum worker_os host, char *why, size_t why_cap)
+{
+    struct proto_welcome fields = {
+        .os = proto_text_of("windows"),
+        .windows_lpac_token = drop != 0,
+        .windows_untrusted_integrity = drop != 1,
+        .windows_no_thread_token = drop != 2,
+        .windows_mitigations = drop != 3,
+        .windows_handle_inventory = drop != 4,
+    };
+    return wire_welcome_accepted(&fields, host, why, why_cap);
+}
+
+static void test_windows_welcome_from_the_wire(void)
+{
+    char why[256];
+    check(windows_welcome_accepted(-1, WORKER_OS_WINDOWS, why, sizeof why),
+          "welcome rules: a Windows Welcome with the five fields 1 on the wire is accepted by a "
+          "Windows parent",
+          "%s", why);
+    static const char *const reasons[] = {"no attested LPAC token", "not lowered to Untrusted",
+                                          "impersonation token left", "mitigations not in force",
+                                          "outside its profile"};
+    for (int field = 0; field < 5; field++) {
+        char name[160];
+        snprintf(name, sizeof name,
+                 "welcome rules: a Windows Welcome with field %d ('%s') 0 on the wire is refused "
+                 "[guard windows-field-%d]",
+                 field, reasons[field], field);
+        bool accepted = windows_welcome_accepted(field, WORKER_OS_WINDOWS, why, sizeof why);
+        check(!accepted && strstr(why, reasons[field]) != NULL, name, "%s",
+              accepted ? "accepted" : why);
+    }
+    check(!windows_welcome_accepted(-1, WORKER_OS_LINUX, why, sizeof why) &&
+              strstr(why, "os 'windows', this is linux") != NULL,
+          "welcome rules: a complete Windows Welcome on the wire is refused by a Linux parent "
+          "[guard os-match]",
+          "%s", why[0] != '\0' ? why : "accepted");
 }
 
 static void test_macos_welcome_from_the_wire(void)
@@ -186,6 +234,7 @@ int main(void)
     test_each_os_accepts_only_its_own();
     test_required_fields();
     test_macos_welcome_from_the_wire();
+    test_windows_welcome_from_the_wire();
     test_os_names();
     test_fatal_status();
     return harness_finish();

@@ -288,6 +288,24 @@ static void test_round_trips(void)
               "a field differs");
     proto_msg_free(&out);
 
+    /* The Windows worker's Welcome: os windows and its five fields, each its own byte. */
+    struct proto_msg windows = macos;
+    windows.welcome.os = proto_text_of("windows");
+    windows.welcome.seatbelt = false;
+    windows.welcome.windows_lpac_token = true;
+    windows.welcome.windows_untrusted_integrity = false;
+    windows.welcome.windows_no_thread_token = true;
+    windows.welcome.windows_mitigations = false;
+    windows.welcome.windows_handle_inventory = true;
+    if (round_trip("round trip welcome windows", &windows, &out))
+        check("round trip welcome windows: the five fields come back, each its own",
+              text_is(out.welcome.os, "windows") && !out.welcome.seatbelt &&
+                  out.welcome.windows_lpac_token && !out.welcome.windows_untrusted_integrity &&
+                  out.welcome.windows_no_thread_token && !out.welcome.windows_mitigations &&
+                  out.welcome.windows_handle_inventory,
+              "a field differs");
+    proto_msg_free(&out);
+
     welcome.welcome.seccomp = false;
     welcome.welcome.landlock_policy = LANDLOCK_POLICY_OPTIONAL;
     welcome.welcome.landlock_runtime_abi = 0;
@@ -532,7 +550,9 @@ static void test_decode_errors(void)
     struct proto_msg welcome = sample_welcome();
     struct wire_buf buf = {0};
     if (proto_encode(&welcome, &buf) == PROTO_OK) {
-        size_t seatbelt_at = buf.len - 1;
+        /* The Welcome ends with seatbelt and the five Windows bytes. */
+        size_t windows_at = buf.len - 5;
+        size_t seatbelt_at = windows_at - 1;
         size_t seccomp_at = seatbelt_at - 4 - 4 - 1 - 1;
         size_t policy_at = seccomp_at + 1;
         buf.data[seatbelt_at] = 2;
@@ -541,6 +561,20 @@ static void test_decode_errors(void)
         buf.data[seatbelt_at] = 1;
         expect_decode("decode seatbelt byte 1", buf.data, buf.len, PROTO_OK, NULL);
         buf.data[seatbelt_at] = 0;
+        static const char *const windows_fields[] = {
+            "welcome.windows_lpac_token", "welcome.windows_untrusted_integrity",
+            "welcome.windows_no_thread_token", "welcome.windows_mitigations",
+            "welcome.windows_handle_inventory"};
+        for (size_t i = 0; i < 5; i++) {
+            char name[96];
+            snprintf(name, sizeof name, "decode %s byte 2", windows_fields[i]);
+            buf.data[windows_at + i] = 2;
+            expect_decode(name, buf.data, buf.len, PROTO_ERR_BAD_ENUM, windows_fields[i]);
+            buf.data[windows_at + i] = 1;
+            snprintf(name, sizeof name, "decode %s byte 1", windows_fields[i]);
+            expect_decode(name, buf.data, buf.len, PROTO_OK, NULL);
+            buf.data[windows_at + i] = 0;
+        }
         buf.data[seccomp_at] = 2;
         expect_decode("decode seccomp byte 2", buf.data, buf.len, PROTO_ERR_BAD_ENUM,
                       "welcome.seccomp");
@@ -557,8 +591,10 @@ static void test_decode_errors(void)
                       "welcome.landlock_policy");
         buf.data[policy_at] = LANDLOCK_POLICY_OPTIONAL;
         expect_decode("decode welcome truncated by one", buf.data, buf.len - 1,
+                      PROTO_ERR_TRUNCATED, "welcome.windows_handle_inventory");
+        expect_decode("decode welcome truncated by six", buf.data, buf.len - 6,
                       PROTO_ERR_TRUNCATED, "welcome.seatbelt");
-        expect_decode("decode welcome truncated by two", buf.data, buf.len - 2,
+        expect_decode("decode welcome truncated by seven", buf.data, buf.len - 7,
                       PROTO_ERR_TRUNCATED, "welcome.landlock_applied_abi");
         /* Every proper prefix of a valid message is truncated, never anything else. */
         int all_truncated = 1;

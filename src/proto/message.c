@@ -273,6 +273,11 @@ static void encode_welcome(struct encoder *enc, const struct proto_welcome *m)
     put_u32(enc, "welcome.landlock_runtime_abi", m->landlock_runtime_abi);
     put_u32(enc, "welcome.landlock_applied_abi", m->landlock_applied_abi);
     put_u8(enc, "welcome.seatbelt", m->seatbelt ? 1 : 0);
+    put_u8(enc, "welcome.windows_lpac_token", m->windows_lpac_token ? 1 : 0);
+    put_u8(enc, "welcome.windows_untrusted_integrity", m->windows_untrusted_integrity ? 1 : 0);
+    put_u8(enc, "welcome.windows_no_thread_token", m->windows_no_thread_token ? 1 : 0);
+    put_u8(enc, "welcome.windows_mitigations", m->windows_mitigations ? 1 : 0);
+    put_u8(enc, "welcome.windows_handle_inventory", m->windows_handle_inventory ? 1 : 0);
 }
 
 static void encode_finished(struct encoder *enc, const struct proto_finished *m)
@@ -590,6 +595,11 @@ static void decode_welcome(struct decoder *dec, struct proto_welcome *m)
     m->landlock_runtime_abi = get_u32(dec, "welcome.landlock_runtime_abi");
     m->landlock_applied_abi = get_u32(dec, "welcome.landlock_applied_abi");
     m->seatbelt = get_bool(dec, "welcome.seatbelt");
+    m->windows_lpac_token = get_bool(dec, "welcome.windows_lpac_token");
+    m->windows_untrusted_integrity = get_bool(dec, "welcome.windows_untrusted_integrity");
+    m->windows_no_thread_token = get_bool(dec, "welcome.windows_no_thread_token");
+    m->windows_mitigations = get_bool(dec, "welcome.windows_mitigations");
+    m->windows_handle_inventory = get_bool(dec, "welcome.windows_handle_inventory");
 }
 
 static void decode_finished(struct decoder *dec, struct proto_finished *m)

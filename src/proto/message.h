@@ -28,7 +28,8 @@
 #include "proto/wire.h"
 
 /* Hello and Welcome carry it; the worker refuses any other version. */
-#define PROTO_VERSION 3u /* 2: Activate.script_name, compile_only; 3: Welcome.seatbelt */
+#define PROTO_VERSION 4u /* 2: Activate.script_name, compile_only; 3: Welcome.seatbelt;
+                          * 4: Welcome's five Windows fields */
 
 /* Field maxima, in bytes of UTF-8 unless said otherwise. */
 #define PROTO_MAX_SCRIPT_BYTES (1u << 20)   /* 1 MiB: Activate.script */
@@ -163,12 +164,18 @@ struct proto_welcome {
     struct proto_text engine; /* e.g. "quickjs 2021-03-27" */
     uint8_t prelude_hash[PROTO_DIGEST_BYTES];
     struct proto_text worker_version;
-    struct proto_text os; /* "linux", "macos" */
+    struct proto_text os; /* "linux", "macos", "windows" */
     bool seccomp;         /* one byte, 0 or 1 */
     enum landlock_policy landlock_policy;
     uint32_t landlock_runtime_abi; /* 0: the kernel has no Landlock */
     uint32_t landlock_applied_abi; /* 0: no ruleset applied */
     bool seatbelt; /* macOS: the Seatbelt profile is in force (one byte, 0 or 1) */
+    /* Windows (sandbox.md "Windows"), one byte each, all false elsewhere */
+    bool windows_lpac_token;          /* the LPAC token attested */
+    bool windows_untrusted_integrity; /* the primary lowered to Untrusted */
+    bool windows_no_thread_token;     /* no impersonation token left on the thread */
+    bool windows_mitigations;         /* every required mitigation in force */
+    bool windows_handle_inventory;    /* the handle table fits one image profile */
 };
 
 struct proto_host_call {

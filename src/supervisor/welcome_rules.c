@@ -72,3 +72,32 @@ bool welcome_rules_accept(enum worker_os host, const struct welcome_confinement 
     }
     REFUSE("this parent was built for no known operating system");
 }
+
+struct welcome_confinement welcome_reported_confinement(const struct proto_welcome *welcome)
+{
+    struct welcome_confinement reported = {
+        .os = worker_os_from_name(welcome->os.str, welcome->os.len),
+        .seccomp = welcome->seccomp,
+        .seatbelt = welcome->seatbelt,
+        .lpac_token = welcome->windows_lpac_token,
+        .untrusted_integrity = welcome->windows_untrusted_integrity,
+        .no_thread_token = welcome->windows_no_thread_token,
+        .mitigations = welcome->windows_mitigations,
+        .handle_inventory = welcome->windows_handle_inventory,
+    };
+    return reported;
+}
+
+bool welcome_rules_accept_welcome(enum worker_os host, const struct proto_welcome *welcome,
+                                  char *why, size_t why_cap)
+{
+    if (welcome->protocol_version != PROTO_VERSION)
+        REFUSE("protocol version %u, expected %u", (unsigned)welcome->protocol_version,
+               PROTO_VERSION);
+    struct welcome_confinement reported = welcome_reported_confinement(welcome);
+    /* An os no rule knows is named as the worker spelled it (escaped where printed). */
+    if (reported.os == WORKER_OS_UNKNOWN)
+        REFUSE("Welcome reports os '%.*s', this is %s", (int)welcome->os.len,
+               welcome->os.str != NULL ? welcome->os.str : "", worker_os_name(host));
+    return welcome_rules_accept(host, &reported, why, why_cap);
+}

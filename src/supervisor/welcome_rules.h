@@ -14,6 +14,8 @@
 #ifndef BASAL_SUPERVISOR_WELCOME_RULES_H
 #define BASAL_SUPERVISOR_WELCOME_RULES_H
 
+#include "proto/message.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -49,5 +51,15 @@ const char *worker_os_name(enum worker_os os);
  * with a one-line reason in why. */
 bool welcome_rules_accept(enum worker_os host, const struct welcome_confinement *welcome,
                           char *why, size_t why_cap);
+
+/* The confinement a decoded Welcome reports, as welcome_rules_accept judges it (the os
+ * parsed from its name; seccomp, seatbelt and the five Windows fields copied). */
+struct welcome_confinement welcome_reported_confinement(const struct proto_welcome *welcome);
+
+/* Pure: a decoded Welcome speaks PROTO_VERSION, names an os, and welcome_rules_accept
+ * accepts its confinement for host; else false with a one-line reason. The part of the
+ * Welcome check every platform's parent shares (Linux's worker_check.c adds Landlock). */
+bool welcome_rules_accept_welcome(enum worker_os host, const struct proto_welcome *welcome,
+                                  char *why, size_t why_cap);
 
 #endif

@@ -17,28 +17,10 @@
         return false;                                                                        \
     } while (0)
 
-struct welcome_confinement welcome_reported_confinement(const struct proto_welcome *welcome)
-{
-    struct welcome_confinement reported = {
-        .os = worker_os_from_name(welcome->os.str, welcome->os.len),
-        .seccomp = welcome->seccomp,
-        .seatbelt = welcome->seatbelt,
-    };
-    return reported;
-}
-
 bool welcome_acceptable(const struct proto_welcome *welcome, enum landlock_policy policy,
                         int kernel_landlock_abi, char *why, size_t why_cap)
 {
-    if (welcome->protocol_version != PROTO_VERSION)
-        REFUSE("protocol version %u, expected %u", (unsigned)welcome->protocol_version,
-               PROTO_VERSION);
-    struct welcome_confinement reported = welcome_reported_confinement(welcome);
-    /* An os no rule knows is named as the worker spelled it (escaped where printed). */
-    if (reported.os == WORKER_OS_UNKNOWN)
-        REFUSE("Welcome reports os '%.*s', this is %s", (int)welcome->os.len, welcome->os.str,
-               worker_os_name(worker_launch_host_os()));
-    if (!welcome_rules_accept(worker_launch_host_os(), &reported, why, why_cap))
+    if (!welcome_rules_accept_welcome(worker_launch_host_os(), welcome, why, why_cap))
         return false;
     if (welcome->landlock_policy != policy)
         REFUSE("Welcome reports Landlock policy %d, asked for %d", (int)welcome->landlock_policy,

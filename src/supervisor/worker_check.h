@@ -44,11 +44,8 @@ struct worker_report {
     char worker_log[512];      /* what the worker said on stderr (e.g. its refusal) */
 };
 
-/* The confinement a decoded Welcome reports, as welcome_rules.h judges it (the os
- * parsed from its name; seccomp, seatbelt copied). */
-struct welcome_confinement welcome_reported_confinement(const struct proto_welcome *welcome);
-
-/* Pure check of a Welcome against the policy and the kernel's Landlock ABI.
+/* Pure check of a Welcome: welcome_rules_accept_welcome for this parent's os, then
+ * (Linux's alone) the policy and the kernel's Landlock ABI.
  * Returns true, or false with a one-line reason. */
 bool welcome_acceptable(const struct proto_welcome *welcome, enum landlock_policy policy,
                         int kernel_landlock_abi, char *why, size_t why_cap);

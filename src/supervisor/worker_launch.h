@@ -14,7 +14,15 @@
  *
  * Linux: an environment of one constant allocator setting, fds 0-2 and nothing else,
  * RLIMIT_AS, RLIMIT_CORE 0, RLIMIT_FSIZE 0, RLIMIT_NOFILE, SIGKILL as its parent-death
- * signal, the signal mask cleared and SIGPIPE default. */
+ * signal, the signal mask cleared and SIGPIPE default.
+ *
+ * Windows: the environment is SystemRoot alone, the explicit handle list the three
+ * pipes; address_space_bytes is the job's per-process commit limit (it bounds
+ * committed memory, not address space); open_files has no Windows counterpart (the
+ * worker attests its handle table instead); pid is the process id, and the three fds
+ * are the parent's pipe ends as CRT descriptors (_open_osfhandle). Ending a worker
+ * and a failed launch's named reason are worker_launch_windows.h's: the launcher owns
+ * the process and job handles. The parent dying closes the job, which kills it. */
 #ifndef BASAL_SUPERVISOR_WORKER_LAUNCH_H
 #define BASAL_SUPERVISOR_WORKER_LAUNCH_H
 

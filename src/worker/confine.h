@@ -24,7 +24,7 @@
 #include <stdbool.h>
 
 struct confinement {
-    const char *os; /* the Welcome's os: "linux" (confine_linux.c), "macos" (confine_macos.c) */
+    const char *os; /* the Welcome's os: "linux", "macos", "windows" (confine_NAME.c) */
     bool seccomp;
     enum landlock_policy landlock_policy;
     unsigned landlock_runtime_abi;

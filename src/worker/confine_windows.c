@@ -21,6 +21,7 @@
 #include "worker/handle_inventory.h"
 #include "worker/nt_declarations_windows.h"
 #include "worker/refuse.h"
+#include "proto/lpac_token.h"
 
 #include <fcntl.h>
 #include <io.h>
@@ -76,26 +77,6 @@ static void revert_thread_token_or_refuse(void)
                        GetLastError());
 }
 
-/* Reads a variable-size token information class into buf (cap bytes). */
-static bool token_info(HANDLE token, TOKEN_INFORMATION_CLASS what, void *buf, DWORD cap)
-{
-    DWORD got = 0;
-    return GetTokenInformation(token, what, buf, cap, &got) != 0;
-}
-
-static DWORD integrity_rid(HANDLE token)
-{
-    union {
-        TOKEN_MANDATORY_LABEL label;
-        unsigned char bytes[256];
-    } info;
-    if (!token_info(token, TokenIntegrityLevel, &info, sizeof info))
-        return (DWORD)-1;
-    PSID sid = info.label.Label.Sid;
-    UCHAR count = *GetSidSubAuthorityCount(sid);
-    return count == 0 ? (DWORD)-1 : *GetSidSubAuthority(sid, (DWORD)count - 1);
-}
-
 static void lower_to_untrusted_or_refuse(HANDLE token)
 {
     SID_IDENTIFIER_AUTHORITY mandatory = SECURITY_MANDATORY_LABEL_AUTHORITY;
@@ -111,76 +92,19 @@ static void lower_to_untrusted_or_refuse(HANDLE token)
     if (!set)
         refuse_because("untrusted-integrity", "SetTokenInformation(TokenIntegrityLevel) failed (error %lu)",
                        error);
-    DWORD rid = integrity_rid(token);
+    DWORD rid = lpac_token_integrity(token);
     if (rid != SECURITY_MANDATORY_UNTRUSTED_RID)
         refuse_because("untrusted-integrity", "the primary token reads integrity 0x%lx after lowering",
                        (unsigned long)rid);
 }
 
-/* ---- 4: the token itself ---- */
-
-static bool is_null_sid(PSID sid)
-{
-    SID_IDENTIFIER_AUTHORITY null_authority = SECURITY_NULL_SID_AUTHORITY;
-    PSID null_sid = NULL;
-    if (!AllocateAndInitializeSid(&null_authority, 1, SECURITY_NULL_RID, 0, 0, 0, 0, 0, 0, 0,
-                                  &null_sid))
-        return false;
-    bool same = EqualSid(sid, null_sid) != 0;
-    FreeSid(null_sid);
-    return same;
-}
-
-/* The security attribute an LPAC token carries: it is not a member of ALL APPLICATION
- * PACKAGES (PROCESS_CREATION_ALL_APPLICATION_PACKAGES_OPT_OUT at creation). */
-static bool has_lpac_attribute(HANDLE token)
-{
-    static unsigned char buf[4096];
-    if (!token_info(token, TokenSecurityAttributes, buf, sizeof buf))
-        return false;
-    const CLAIM_SECURITY_ATTRIBUTES_INFORMATION *info = (const void *)buf;
-    for (DWORD i = 0; i < info->AttributeCount; i++) {
-        const CLAIM_SECURITY_ATTRIBUTE_V1 *a = &info->Attribute.pAttributeV1[i];
-        if (a->Name != NULL && wcscmp(a->Name, L"WIN://NOALLAPPPKG") == 0)
-            return true;
-    }
-    return false;
-}
+/* ---- 4: the token itself (proto/lpac_token.h: the launcher checks the same) ---- */
 
 static void attest_token_or_refuse(HANDLE token)
 {
-    DWORD is_app_container = 0;
-    if (!token_info(token, TokenIsAppContainer, &is_app_container, sizeof is_app_container) ||
-        is_app_container == 0)
-        refuse_because("lpac-token", "the primary token is not an AppContainer token");
-    if (!has_lpac_attribute(token))
-        refuse_because("lpac-token", "the token lacks WIN://NOALLAPPPKG (not a Less Privileged AppContainer)");
-    static unsigned char buf[8192];
-    if (!token_info(token, TokenCapabilities, buf, sizeof buf) ||
-        ((const TOKEN_GROUPS *)(const void *)buf)->GroupCount != 0)
-        refuse_because("lpac-token", "the token has capabilities (or they cannot be read)");
-    if (!token_info(token, TokenPrivileges, buf, sizeof buf) ||
-        ((const TOKEN_PRIVILEGES *)(const void *)buf)->PrivilegeCount != 0)
-        refuse_because("lpac-token", "the token has privileges (or they cannot be read)");
-    if (!token_info(token, TokenRestrictedSids, buf, sizeof buf))
-        refuse_because("lpac-token", "the restricting SIDs cannot be read");
-    const TOKEN_GROUPS *restricting = (const void *)buf;
-    if (restricting->GroupCount == 0)
-        refuse_because("lpac-token", "the token is not restricted (no restricting SID)");
-    for (DWORD i = 0; i < restricting->GroupCount; i++)
-        if (!is_null_sid(restricting->Groups[i].Sid))
-            refuse_because("lpac-token", "a restricting SID other than the NULL SID");
-    if (!token_info(token, TokenGroups, buf, sizeof buf))
-        refuse_because("lpac-token", "the token's groups cannot be read");
-    const TOKEN_GROUPS *groups = (const void *)buf;
-    for (DWORD i = 0; i < groups->GroupCount; i++) {
-        DWORD attributes = groups->Groups[i].Attributes;
-        if ((attributes & SE_GROUP_INTEGRITY) != 0)
-            continue; /* the label, checked as the integrity level */
-        if ((attributes & SE_GROUP_USE_FOR_DENY_ONLY) == 0)
-            refuse_because("lpac-token", "group %lu of %lu is not deny-only", (unsigned long)i,
-                           (unsigned long)groups->GroupCount);
-    }
+    char why[256];
+    if (!lpac_token_shape_ok(token, why, sizeof why))
+        refuse_because("lpac-token", "%s", why);
 }
 
 /* ---- 5: the mitigations ---- */
@@ -242,6 +166,7 @@ static NT_PROCESS_HANDLE_SNAPSHOT_INFORMATION *snapshot_or_refuse(const char *to
 {
     static union {
         NT_PROCESS_HANDLE_SNAPSHOT_INFORMATION info;
+        /* cppcheck-suppress unusedStructMember ; the bytes give the union its size */
         unsigned char bytes[SNAPSHOT_BYTES];
     } snapshot;
     ULONG got = 0;
@@ -260,6 +185,7 @@ static bool type_name(HANDLE handle, char *out, size_t cap)
 {
     union {
         PUBLIC_OBJECT_TYPE_INFORMATION info;
+        /* cppcheck-suppress unusedStructMember ; the bytes give the union its size */
         unsigned char bytes[TYPE_BYTES];
     } type;
     ULONG got = 0;
@@ -280,6 +206,7 @@ static bool object_name(HANDLE handle, char *out, size_t cap)
 {
     union {
         NT_OBJECT_NAME_INFORMATION info;
+        /* cppcheck-suppress unusedStructMember ; the bytes give the union its size */
         unsigned char bytes[1024];
     } name;
     ULONG got = 0;
@@ -354,10 +281,26 @@ static void attest_handle_table_or_refuse(void)
     }
 }
 
+/* The test-only build (make windows-test-build, never a release) skips the sequence and
+ * says so: its Welcome reports all five fields false, which a release parent refuses
+ * (welcome_rules.c). It exists so that Wine, which implements no AppContainer, job
+ * limits or mitigations, can run the engine and protocol on Windows code paths. */
+#ifdef BASAL_WINDOWS_UNCONFINED_TEST
+static const bool test_unconfined = true;
+#else
+static const bool test_unconfined = false;
+#endif
+
 struct confinement confine(const struct confine_options *options)
 {
-    struct confinement state = {.landlock_policy = options->landlock_policy};
+    struct confinement state = {.os = "windows", .landlock_policy = options->landlock_policy};
     confine_preload();
+    if (test_unconfined) {
+        stderr_printf("ck-basal-worker: TEST-ONLY build: running UNCONFINED\n");
+        if (options->cpu_timer)
+            cpu_timer_arm_or_refuse(); /* the budgets are the engine's, not confinement */
+        return state;
+    }
     revert_thread_token_or_refuse();
     HANDLE token = NULL;
     if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY | TOKEN_ADJUST_DEFAULT, &token))

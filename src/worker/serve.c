@@ -142,6 +142,11 @@ static void send_welcome(const struct confinement *state)
     msg.welcome.landlock_runtime_abi = state->landlock_runtime_abi;
     msg.welcome.landlock_applied_abi = state->landlock_applied_abi;
     msg.welcome.seatbelt = state->seatbelt;
+    msg.welcome.windows_lpac_token = state->windows_lpac_token;
+    msg.welcome.windows_untrusted_integrity = state->windows_untrusted_integrity;
+    msg.welcome.windows_no_thread_token = state->windows_no_thread_token;
+    msg.welcome.windows_mitigations = state->windows_mitigations;
+    msg.welcome.windows_handle_inventory = state->windows_handle_inventory;
     send_msg(&msg);
 }
 

@@ -17,6 +17,10 @@
  *      flow.complete's wake].
  *   1b. Two calls awaited at once: one completion resumes the run, which suspends again on
  *      the other (never asked again); the second, a rejection, ends it.
+ *   1c. approvals.accept_event names completion_event "decided": the module's event
+ *      approvals/decided whose id is the call's key completes it through serve's event
+ *      delivery; the same key in an event of another name or module does not [guard:
+ *      long_running_complete_by_event's match].
  *   2. approvals.accept_brief is never completed: the scheduler rejects it "timeout" after its
  *      2 s and the run resumes and succeeds with what the script made of the rejection,
  *      although its manifest's deadline is 1 s: the time suspended is not counted
@@ -67,7 +71,9 @@ static char *const NO_ENV[] = {NULL};
     "  \"long_running\": true},"                                                         \
     " \"accept_unkeyed\": {\"kind\": \"mutate\", \"long_running\": true},"                \
     " \"accept_brief\": {\"kind\": \"mutate\", \"idempotent\": true, \"long_running\": true,"    \
-    "  \"completion_timeout_s\": 2}}}}%s}"
+    "  \"completion_timeout_s\": 2},"                                                       \
+    " \"accept_event\": {\"kind\": \"mutate\", \"idempotent\": true, \"long_running\": true,"    \
+    "  \"completion_event\": \"decided\"}}}}%s}"
 
 static bool catalog_write(const char *more)
 {
@@ -256,6 +262,52 @@ static void test_two_at_once(void)
     check_int_eq(module_requests(), 2, "two: the module got each call once");
     free(key0);
     free(key1);
+}
+
+/* ---- 1c. completed by the module's event --------------------------------------------- */
+
+static void test_event(void)
+{
+    if (!scenario_begin("event") ||
+        !flow_add("decide", "accept_event", 0, AWAIT_SCRIPT("accept_event")))
+        return;
+    struct test_serve s;
+    if (!check(test_serve_start(&s, &S.t, NULL, NULL), "event: serve starts", "%s", s.log))
+        return;
+    struct proc_result r = cli(true, NO_ENV, ARGS("run", "decide"));
+    json_t *run = cli_output_json(&r);
+    check_str_eq(state_of(run), "suspended", "event: the run suspends");
+    json_decref(run);
+    proc_result_free(&r);
+    char *key = sql_text("SELECT idempotency_key FROM journal WHERE run_id = 1 AND position = 0");
+    const char *k = key != NULL ? key : "x";
+    /* Controls: the right key from an event the op is not completed by. */
+    r = cli(false, NO_ENV, ARGS("event", "emit", "approvals", "other", "1", "--id", k,
+                                "--payload", "{\"result\": 1}"));
+    proc_result_free(&r);
+    r = cli(false, NO_ENV, ARGS("event", "emit", "tickets", "decided", "1", "--id", k,
+                                "--payload", "{\"result\": 2}"));
+    proc_result_free(&r);
+    char *state = sql_text("SELECT state FROM runs WHERE id = 1");
+    check_str_eq(state, "suspended", "event: an event of another name, or of another module,"
+                 " with the call's key completes nothing");
+    free(state);
+    r = cli(true, NO_ENV, ARGS("event", "emit", "approvals", "decided", "1", "--id", k,
+                               "--payload", "{\"result\": {\"ok\": true}}"));
+    json_t *v = cli_output_json(&r);
+    check(json_array_size(json_object_get(v, "completed")) == 1,
+          "event: the op's completion_event with the call's key as its id completes the call",
+          "%s / %s", r.out, r.err);
+    json_decref(v);
+    proc_result_free(&r);
+    check(test_serve_wait_log(&s, "state=succeeded", TIMEOUT_MS),
+          "event: the run resumes and succeeds", "%s", s.log);
+    char *result = sql_text("SELECT result FROM runs WHERE id = 1");
+    check_str_eq(result, "{\"r\":{\"ok\":true}}", "event: the event's payload was the reply");
+    free(result);
+    free(key);
+    check_int_eq(module_requests(), 1, "event: the module was asked once");
+    check_int_eq(test_serve_stop(&s), 0, "event: serve stops cleanly");
 }
 
 /* ---- 2. the completion's timeout, not counted against the run's deadline -------------- */
@@ -462,6 +514,7 @@ int main(void)
     snprintf(g_root, sizeof g_root, "%s", harness_tmpdir("long-running"));
     test_restarts();
     test_two_at_once();
+    test_event();
     test_timeout();
     test_reconcile();
     test_crash();

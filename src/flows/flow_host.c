@@ -460,7 +460,9 @@ static int record_wait(struct flow_host *fh, const struct journal_entry *e,
     int64_t deadline_at = store_now_ms() + (int64_t)d->completion_timeout_s * 1000;
     if (txn_open(fh, false, err, sizeof err) != 0)
         return fail_call(fh, err, out);
-    if (waits_insert(s, fh->cfg.run_id, e->position, e->key, deadline_at, err, sizeof err) != 0) {
+    const char *event = d->completion_event;
+    if (waits_insert(s, fh->cfg.run_id, e->position, e->key, deadline_at,
+                     event != NULL ? d->module->name : NULL, event, err, sizeof err) != 0) {
         store_rollback(s);
         return fail_call(fh, err, out);
     }

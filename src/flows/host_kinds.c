@@ -272,6 +272,7 @@ static void ops_grant(const struct host_kind_site *site, struct host_kind_call *
     call->cls = module_op_class(entry);
     call->long_running = entry->long_running;
     call->completion_timeout_s = entry->completion_timeout_s;
+    call->completion_event = entry->completion_event;
 }
 
 static int ops_effect(const struct host_kind_site *site, struct host_kind_call *call,

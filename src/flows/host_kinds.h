@@ -94,6 +94,7 @@ struct host_kind_call {
     const char *op;
     bool long_running;             /* ops.call of an op the catalog marks long_running */
     uint32_t completion_timeout_s; /* its completion_timeout_s */
+    const char *completion_event;  /* its completion_event, or NULL */
     const char *sink; /* sink.emit: the granted sink */
     struct net_fetch_request *net;
     struct git_request *git;

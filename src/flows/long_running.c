@@ -91,6 +91,58 @@ int long_running_complete(struct store *s, const char *key, const char *reply, s
     return rc;
 }
 
+static int event_in_txn(struct store *s, const char *module, const char *name,
+                        const char *event_id, const char *payload,
+                        struct long_running_settled *out, bool *completed, char *err,
+                        size_t err_cap)
+{
+    struct wait_row w;
+    int found = strlen(event_id) == JOURNAL_KEY_HEX ? waits_find_key(s, event_id, &w, err, err_cap)
+                                                    : 0;
+    if (found <= 0)
+        return found;
+    if (strcmp(w.completion_module, module) != 0 || strcmp(w.completion_event, name) != 0)
+        return 0; /* another module's event, or one this op is not completed by */
+    enum run_state state;
+    if (waiting_run(s, &w, out->flow_id, sizeof out->flow_id, &state, err, err_cap) != 0)
+        return -1;
+    if (run_state_is_end(state))
+        return waits_delete(s, w.run_id, w.position, err, err_cap);
+    struct host_settlement st = {PROTO_SETTLEMENT_REJECTED, NULL};
+    char why[256];
+    int rc = ops_module_completion(payload, strlen(payload), &st, why, sizeof why);
+    if (rc != 0)
+        rc = host_reject(&st, HOST_CODE_MODULE_ERROR, "the completion event %.63s/%.63s: %s",
+                         module, name, why);
+    if (rc != 0)
+        return error_line(err, err_cap, "out of memory");
+    out->run_id = w.run_id;
+    out->position = w.position;
+    rc = long_running_settle_in_txn(s, out->flow_id, w.run_id, w.position, st.settlement,
+                                    st.value, "completed by its module's event", &out->woken,
+                                    err, err_cap);
+    host_settlement_free(&st);
+    *completed = rc == 0;
+    return rc;
+}
+
+int long_running_complete_by_event(struct store *s, const char *module, const char *name,
+                                   const char *event_id, const char *payload,
+                                   struct long_running_settled *out, bool *completed, char *err,
+                                   size_t err_cap)
+{
+    memset(out, 0, sizeof *out);
+    *completed = false;
+    if (store_begin_txn(s, err, err_cap) != 0)
+        return -1;
+    int rc = event_in_txn(s, module, name, event_id, payload, out, completed, err, err_cap);
+    if (store_end_txn(s, rc, err, err_cap) != 0) {
+        *completed = false;
+        return -1;
+    }
+    return 0;
+}
+
 /* One transaction over up to EXPIRE_BATCH expired waits: 0 with *n of them, or -1. */
 static int expire_batch(struct store *s, int64_t now, size_t *n, size_t *woken, char *err,
                         size_t err_cap)

@@ -47,6 +47,16 @@ struct long_running_settled {
 int long_running_complete(struct store *s, const char *key, const char *reply, size_t reply_len,
                           struct long_running_settled *out, char *err, size_t err_cap);
 
+/* An event's completion (serve/event_delivery.h): when a call waits whose key is
+ * event_id and whose op names this event (its module and completion_event), the payload
+ * is its module's reply (one that is not is the call's rejection "module_error"): it is
+ * settled as long_running_complete does and *completed is true; otherwise nothing
+ * changes and *completed is false. 0, or -1 on a store error. */
+int long_running_complete_by_event(struct store *s, const char *module, const char *name,
+                                   const char *event_id, const char *payload,
+                                   struct long_running_settled *out, bool *completed, char *err,
+                                   size_t err_cap);
+
 /* Rejects "timeout" every waiting call whose deadline has passed by now (Unix ms); a
  * wait of a run that has ended is only removed. *woken: the runs made pending (may be
  * NULL). Returns 0 with *settled calls, or -1 (what was settled before stays). */

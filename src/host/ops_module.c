@@ -113,7 +113,7 @@ static int parse_op(struct field_check *c, const char *name, json_t *v, const ch
                     struct ops_op *op)
 {
     static const char *const keys[] = {"kind", "idempotent", "long_running",
-                                       "completion_timeout_s", NULL};
+                                       "completion_timeout_s", "completion_event", NULL};
     char sub[FIELD_PATH_CAP];
     if (want_name(c, name, path) != 0 || field_want_object(c, v, path, keys) != 0)
         return -1;
@@ -148,6 +148,17 @@ static int parse_op(struct field_check *c, const char *name, json_t *v, const ch
         if (field_want_int(c, f, sub, 1, OPS_COMPLETION_TIMEOUT_MAX_S, &limit) != 0)
             return -1;
         op->completion_timeout_s = (uint32_t)limit;
+    }
+    if ((f = json_object_get(v, "completion_event")) != NULL) {
+        field_key_path(sub, sizeof sub, path, "completion_event");
+        if (!op->long_running)
+            return field_fail(c, sub, "only a \"long_running\": true op has one");
+        if (!json_is_string(f) || strlen(json_string_value(f)) != json_string_length(f) ||
+            !object_name_valid(json_string_value(f)))
+            return field_fail(c, sub, "must be an event name (1-63 of [a-z0-9_.-], starting"
+                              " with [a-z0-9])");
+        if ((op->completion_event = field_dup(c, sub, json_string_value(f))) == NULL)
+            return -1;
     }
     return 0;
 }
@@ -408,8 +419,10 @@ void ops_catalog_free(struct ops_catalog *c)
         for (size_t j = 0; m->args != NULL && j < m->arg_count; j++)
             free(m->args[j]);
         free(m->args);
-        for (size_t j = 0; j < m->op_count; j++)
+        for (size_t j = 0; j < m->op_count; j++) {
             free(m->ops[j].name);
+            free(m->ops[j].completion_event);
+        }
         free(m->ops);
     }
     free(c->modules);

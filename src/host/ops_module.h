@@ -15,7 +15,7 @@
  *          "create": {"kind": "mutate", "idempotent": true},
  *          "notify": {"kind": "mutate"},
  *          "approve": {"kind": "mutate", "idempotent": true, "long_running": true,
- *                      "completion_timeout_s": 604800}
+ *                      "completion_timeout_s": 604800, "completion_event": "decided"}
  *        }}}}
  *
  * A module may have "endpoint": a loopback HTTP endpoint (host/module_endpoint.h)
@@ -36,7 +36,9 @@
  * complete the call later, by its idempotency key (`ck-basal flow complete KEY`,
  * flows/long_running.h), within "completion_timeout_s" (1..OPS_COMPLETION_TIMEOUT_MAX_S,
  * default 7 days; only on a long-running op), after which the call is rejected
- * "timeout". A sink cannot be a long-running op.
+ * "timeout"; "completion_event" (optional, only on a long-running op) names an event of
+ * the module whose id is the call's key and whose payload is the reply, which completes
+ * it as well (serve/event_delivery.h). A sink cannot be a long-running op.
  * A missing catalog file is an empty catalog.
  *
  * Invocation: the program runs with argv = [program, args...], an environment of
@@ -101,6 +103,8 @@ struct ops_op {
     bool idempotent; /* honours the idempotency key */
     bool long_running; /* may accept a call and complete it later */
     uint32_t completion_timeout_s; /* long_running: how long a completion may take */
+    char *completion_event; /* long_running: the module's event that completes a call, or
+                               NULL */
 };
 
 struct ops_module {

@@ -808,10 +808,22 @@ static int admit_event_run(void *daemon, struct store *st, const char *flow, con
     return daemon_admit(daemon, st, "event", flow, trigger, trigger_id, run_id, err, err_cap);
 }
 
+/* Runs were made pending (long-running calls completed or timed out): a runner takes
+ * them. */
+static void scheduler_woke_runs(void *ctx)
+{
+    struct daemon *d = ctx;
+    pthread_mutex_lock(&d->mu);
+    pthread_cond_broadcast(&d->work);
+    pthread_mutex_unlock(&d->mu);
+}
+
 /* event.emit: recorded and delivered at once (serve/event_delivery.h). */
 static void *handle_event_emit(void *daemon, struct store *st, const void *args)
 {
-    return event_emit_deliver(st, args, admit_event_run, daemon);
+    void *reply = event_emit_deliver(st, args, admit_event_run, daemon);
+    scheduler_woke_runs(daemon); /* a long-running call it completed may resume a run */
+    return reply;
 }
 
 /* A store command changed something (serve/ops_dispatch.h, enum ops_change). */
@@ -972,15 +984,6 @@ static bool wait_runs(struct daemon *d, long long grace_ms)
 static int scheduler_open_store(void *ctx, struct store **st, char *err, size_t err_cap)
 {
     return open_store(ctx, st, err, err_cap);
-}
-
-/* Long-running calls timed out and their runs are pending again: a runner takes them. */
-static void scheduler_woke_runs(void *ctx)
-{
-    struct daemon *d = ctx;
-    pthread_mutex_lock(&d->mu);
-    pthread_cond_broadcast(&d->work);
-    pthread_mutex_unlock(&d->mu);
 }
 
 static int scheduler_admit(void *ctx, struct store *st, const char *flow, const char *trigger,

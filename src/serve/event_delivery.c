@@ -2,6 +2,7 @@
 
 #include "base/test_hooks.h"
 #include "flows/event_targets.h"
+#include "flows/long_running.h"
 #include "serve/ops_commands_internal.h"
 #include "serve/ops_reply.h"
 #include "serve/serve_log.h"
@@ -54,6 +55,31 @@ static int deliver(struct store *st, const struct event_row *ev, event_admit_fn 
         }
     }
     free(targets);
+    /* A long-running call this event completes (flows/long_running.h): settled once; a
+     * delivery offered again finds nothing waiting. */
+    struct long_running_settled done;
+    bool completed = false;
+    if (long_running_complete_by_event(st, ev->module, ev->name, ev->event_id, ev->payload,
+                                       &done, &completed, err, err_cap) != 0) {
+        json_decref(runs);
+        json_decref(duplicates);
+        json_decref(refused);
+        return -1;
+    }
+    json_t *completions = json_array();
+    if (completed) {
+        json_t *c = json_object();
+        json_object_set_new(c, "run", json_integer(done.run_id));
+        json_object_set_new(c, "position", json_integer(done.position));
+        json_object_set_new(c, "resumed", json_boolean(done.woken));
+        json_array_append_new(completions, c);
+        char run_text[24], position_text[16];
+        snprintf(run_text, sizeof run_text, "%" PRId64, done.run_id);
+        snprintf(position_text, sizeof position_text, "%" PRIu32, done.position);
+        serve_log("long_running_completed", "event", seq_text, "run", run_text, "position",
+                  position_text, LOG_END);
+    }
+    json_object_set_new(outcome, "completed", completions);
     json_object_set_new(outcome, "runs", runs);
     json_object_set_new(outcome, "duplicates", duplicates);
     json_object_set_new(outcome, "refused", refused);

@@ -281,7 +281,8 @@ static const char MIGRATION_6[] =
 /* Version 7 (issue 31): long-running host calls (store/waits.h). A row while a module
  * op the catalog marks long_running has accepted a call and its completion has not
  * come: the run may be suspended meanwhile, holding no process. The key is the call's
- * idempotency key, by which the module completes it. runs.suspended_ms is the time the
+ * idempotency key, by which the module completes it (`flow complete`, or the event
+ * completion_module/completion_event whose id is the key). runs.suspended_ms is the time the
  * run spent suspended, which its manifest's deadline does not count. */
 static const char MIGRATION_7[] =
     "CREATE TABLE waits ("
@@ -290,6 +291,9 @@ static const char MIGRATION_7[] =
     "  idempotency_key TEXT NOT NULL UNIQUE CHECK (" HEX64("idempotency_key") "),"
     "  started_at INTEGER NOT NULL,"
     "  deadline_at INTEGER NOT NULL,"
+    "  completion_module TEXT CHECK (length(completion_module) BETWEEN 1 AND 63),"
+    "  completion_event TEXT CHECK (length(completion_event) BETWEEN 1 AND 63),"
+    "  CHECK ((completion_module IS NULL) = (completion_event IS NULL)),"
     "  PRIMARY KEY (run_id, position),"
     "  FOREIGN KEY (run_id, position) REFERENCES journal(run_id, position) ON DELETE CASCADE"
     ") STRICT;"

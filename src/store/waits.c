@@ -8,13 +8,19 @@
 #include <string.h>
 
 int waits_insert(struct store *s, int64_t run_id, uint32_t position, const char *key,
-                 int64_t deadline_at, char *err, size_t err_cap)
+                 int64_t deadline_at, const char *completion_module,
+                 const char *completion_event, char *err, size_t err_cap)
 {
     sqlite3 *db = store_db(s);
     sqlite3_stmt *st;
     if (sql_prepare(db, "INSERT INTO waits (run_id, position, idempotency_key, started_at,"
-                        " deadline_at) VALUES (?1, ?2, ?3, ?4, ?5)", &st, err, err_cap) != 0)
+                        " deadline_at, completion_module, completion_event)"
+                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", &st, err, err_cap) != 0)
         return -1;
+    sqlite3_bind_text(st, 6, completion_event != NULL ? completion_module : NULL, -1,
+                      SQLITE_STATIC);
+    sqlite3_bind_text(st, 7, completion_module != NULL ? completion_event : NULL, -1,
+                      SQLITE_STATIC);
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_int64(st, 2, position);
     sqlite3_bind_text(st, 3, key, -1, SQLITE_STATIC);
@@ -23,7 +29,9 @@ int waits_insert(struct store *s, int64_t run_id, uint32_t position, const char 
     return sql_run(db, st, err, err_cap);
 }
 
-#define WAIT_COLUMNS "run_id, position, idempotency_key, started_at, deadline_at"
+#define WAIT_COLUMNS                                                                     \
+    "run_id, position, idempotency_key, started_at, deadline_at, completion_module,"    \
+    " completion_event"
 
 static int wait_read(sqlite3_stmt *st, void *elem)
 {
@@ -34,6 +42,8 @@ static int wait_read(sqlite3_stmt *st, void *elem)
     sql_column_copy(st, 2, w->key, sizeof w->key);
     w->started_at = sqlite3_column_int64(st, 3);
     w->deadline_at = sqlite3_column_int64(st, 4);
+    sql_column_copy(st, 5, w->completion_module, sizeof w->completion_module);
+    sql_column_copy(st, 6, w->completion_event, sizeof w->completion_event);
     return 0;
 }
 

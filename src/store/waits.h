@@ -25,12 +25,17 @@ struct wait_row {
     uint32_t position;
     char key[JOURNAL_KEY_HEX + 1];
     int64_t started_at, deadline_at; /* Unix ms */
+    /* The event that completes it (module, name; its id the key), or "" for none. */
+    char completion_module[64];
+    char completion_event[64];
 };
 
-/* Records that run_id's call at position (journaled, with key) waits until deadline_at.
- * 0 or -1. */
+/* Records that run_id's call at position (journaled, with key) waits until deadline_at,
+ * completed also by the event (completion_module, completion_event) whose id is key
+ * (both NULL: by no event). 0 or -1. */
 int waits_insert(struct store *s, int64_t run_id, uint32_t position, const char *key,
-                 int64_t deadline_at, char *err, size_t err_cap);
+                 int64_t deadline_at, const char *completion_module,
+                 const char *completion_event, char *err, size_t err_cap);
 
 /* The wait of idempotency key: 1 and *out, 0 if none, -1 on a store error. */
 int waits_find_key(struct store *s, const char *key, struct wait_row *out, char *err,

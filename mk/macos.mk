@@ -69,12 +69,16 @@ macos-sdk-check: build/gen/worker_sb.h build/gen/version.h
 .PHONY: macos-sdk-check
 
 # On macOS only (the CI job): the worker's own confine() (confine_macos.c, the embedded
-# profile) applied in children of tests/macos/seatbelt_probe.c, each forbidden probe
-# beside its unconfined control.
+# profile, the CPU timer) applied in children of each tests/macos/*_probe.c, each
+# forbidden probe beside its unconfined control.
+MACOS_PROBES    := seatbelt_probe cpu_timer_probe
+MACOS_PROBE_SRC := src/worker/confine_macos.c src/worker/cpu_timer_macos.c src/worker/refuse.c $(PROTO_SRC)
 macos-probe: build/gen/worker_sb.h build/gen/version.h
 	@test "$$(uname -s)" = Darwin || { echo "not ok - macos: the probe runs on macOS only"; exit 1; }
 	@mkdir -p build/macos
-	clang -std=gnu11 -O2 -Isrc -Ibuild/gen $(WARN) tests/macos/seatbelt_probe.c src/worker/confine_macos.c \
-	    src/worker/refuse.c -o build/macos/seatbelt_probe
-	build/macos/seatbelt_probe
+	for p in $(MACOS_PROBES); do \
+	    clang -std=gnu11 -O2 -Isrc -Ibuild/gen $(WARN) tests/macos/$$p.c $(MACOS_PROBE_SRC) \
+	        -o build/macos/$$p || exit 1; \
+	 done
+	@status=0; for p in $(MACOS_PROBES); do build/macos/$$p || status=1; done; exit $$status
 .PHONY: macos-probe

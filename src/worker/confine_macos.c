@@ -1,20 +1,21 @@
 /* The macOS confinement (sandbox.md, "macOS"), behind confine.h, run before the first
  * read of stdin:
  *   1 close every descriptor above stdio, and prove none is left (libproc lists them)
- *   2 Seatbelt: sandbox_init with worker.sb, embedded at build time (mk/macos.mk)
- *   3 prove the profile is in force: opening /dev/null must now fail
+ *   2 engine mode: arm the CPU timer (cpu_timer_macos.c: its kqueue and ticker thread
+ *     are made here, before the profile)
+ *   3 Seatbelt: sandbox_init with worker.sb, embedded at build time (mk/macos.mk)
+ *   4 prove the profile is in force: opening /dev/null must now fail
  * Each step refuses (exit 70, "refusing to run unconfined: <token>"):
  *   close-descriptors    the open descriptors could not be listed or closed
  *   descriptor-survived  a descriptor above stdio is open after closing
+ *   cpu-timer            the CPU timer could not be armed
  *   seatbelt             sandbox_init refused the profile
  *   seatbelt-not-in-force  a file could still be opened after sandbox_init
- *   cpu-timer            engine mode: the CPU timer (cpu_timer.h) is Linux's POSIX
- *                        timer, which macOS lacks; no macOS timer is written yet, and
- *                        without one the CPU budget would not hold in native code
  * Written and compile-checked against declared signatures (tests/macos/macos_decls.h,
  * make macos-check), not run here: no macOS machine is reachable (docs/platforms.md). */
 #include "worker/confine.h"
 
+#include "worker/cpu_timer.h"
 #include "worker/refuse.h"
 #include "worker_sb.h"
 
@@ -100,7 +101,7 @@ struct confinement confine(const struct confine_options *options)
     confine_preload();
     close_descriptors_or_refuse();
     if (options->cpu_timer)
-        refuse_unconfined("cpu-timer");
+        cpu_timer_arm_or_refuse();
     apply_seatbelt_or_refuse();
     state.seatbelt = true;
     return state;

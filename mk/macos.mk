@@ -71,8 +71,8 @@ macos-sdk-check: build/gen/worker_sb.h build/gen/version.h
 # On macOS only (the CI job): the worker's own confine() (confine_macos.c, the embedded
 # profile, the CPU timer) applied in children of each tests/macos/*_probe.c, each
 # forbidden probe beside its unconfined control.
-MACOS_PROBES    := seatbelt_probe cpu_timer_probe
-MACOS_PROBE_SRC := src/worker/confine_macos.c src/worker/cpu_timer_macos.c src/worker/refuse.c $(PROTO_SRC)
+MACOS_PROBES    := seatbelt_probe cpu_timer_probe parent_watch_probe
+MACOS_PROBE_SRC := src/worker/confine_macos.c src/worker/cpu_timer_macos.c src/worker/parent_watch_macos.c src/worker/refuse.c $(PROTO_SRC)
 macos-probe: build/gen/worker_sb.h build/gen/version.h
 	@test "$$(uname -s)" = Darwin || { echo "not ok - macos: the probe runs on macOS only"; exit 1; }
 	@mkdir -p build/macos

@@ -41,6 +41,7 @@ typedef uint32_t sigset_t;
 extern int *__error(void);
 #define errno (*__error())
 #define EPERM 1
+#define ESRCH 3
 #define EINTR 4
 #define EBADF 9
 #define EINVAL 22
@@ -52,6 +53,7 @@ void free(void *ptr);
 __attribute__((noreturn)) void exit(int status);
 __attribute__((noreturn)) void _exit(int status);
 size_t strlen(const char *s);
+char *strstr(const char *haystack, const char *needle);
 void *memset(void *s, int c, size_t n);
 void *memcpy(void *restrict dst, const void *restrict src, size_t n);
 char *strerror(int errnum);

@@ -1,0 +1,207 @@
+/* The macOS worker's end when its parent dies (src/worker/parent_watch_macos.c), on
+ * macOS (make macos-probe; the CI job runs it). A "middle" process stands for ck-basal:
+ * it forks the worker, which confines itself (confine(), as the worker does before its
+ * first read) and then spins in native code, as a script would; then the middle exits.
+ * Guards proven:
+ *   - a busy confined worker is ended once its parent exits (this process, which is
+ *     not the worker's parent, watches the worker's exit with its own kqueue, bounded
+ *     by 10 s); its control, the same busy child without confine(), is still running
+ *     after 1 s (then killed here), so the check can fail;
+ *   - a worker whose parent is already gone when it confines itself refuses,
+ *     "refusing to run unconfined: parent-gone".
+ * Prints "ok - ..." / "not ok - ..." lines; exits 1 on any failure. Built only on macOS:
+ * on Linux, make macos-check compiles it for arm64-apple-macos13 against
+ * tests/macos/macos_decls.h. */
+#include "worker/confine.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/event.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int failures;
+
+static void result(bool passed, const char *name, const char *detail)
+{
+    if (passed) {
+        printf("ok - %s\n", name);
+    } else {
+        printf("not ok - %s: %s\n", name, detail);
+        failures++;
+    }
+    fflush(stdout);
+}
+
+static void confine_worker(void)
+{
+    struct confine_options options;
+    memset(&options, 0, sizeof options);
+    options.landlock_policy = LANDLOCK_POLICY_REQUIRED;
+    (void)confine(&options);
+}
+
+/* Reads exactly len bytes; false at end of file or on an error. */
+static bool read_all(int fd, void *buf, size_t len)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = read(fd, (char *)buf + done, len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        done += (size_t)n;
+    }
+    return true;
+}
+
+/* Waits up to seconds for pid (not a child of ours) to exit; true if it did. */
+static bool exits_within(pid_t pid, long seconds)
+{
+    int queue = kqueue();
+    if (queue < 0)
+        return false;
+    struct kevent change, event;
+    EV_SET(&change, (uintptr_t)pid, EVFILT_PROC, EV_ADD, NOTE_EXIT, 0, NULL);
+    if (kevent(queue, &change, 1, NULL, 0, NULL) != 0) {
+        bool gone = errno == ESRCH;
+        (void)close(queue);
+        return gone;
+    }
+    struct timespec bound = {seconds, 0};
+    int n;
+    do {
+        n = kevent(queue, NULL, 0, &event, 1, &bound);
+    } while (n < 0 && errno == EINTR);
+    (void)close(queue);
+    return n == 1;
+}
+
+/* The middle forks a worker whose stdout is report_fd: it writes its pid there, the
+ * worker (confined or not) writes "R" once running, and the middle waits for go_fd's
+ * end of file before it exits. */
+static void run_middle(int report_fd, int go_fd, bool confined)
+{
+    pid_t worker = fork();
+    if (worker < 0)
+        _exit(2);
+    if (worker == 0) {
+        if (dup2(report_fd, 1) < 0)
+            _exit(2);
+        if (confined)
+            confine_worker();
+        static const char ready[] = "R";
+        if (write(1, ready, 1) != 1)
+            _exit(2);
+        for (;;) {
+        }
+    }
+    if (write(report_fd, &worker, sizeof worker) != (ssize_t)sizeof worker)
+        _exit(2);
+    char byte;
+    while (read(go_fd, &byte, 1) < 0 && errno == EINTR) {
+    }
+    _exit(0);
+}
+
+/* Returns whether the busy worker ended within bound_s of its parent's exit. */
+static bool worker_ends_with_parent(bool confined, long bound_s, const char **why)
+{
+    int report[2], go[2];
+    *why = "setup failed";
+    if (pipe(report) != 0 || pipe(go) != 0)
+        return false;
+    pid_t middle = fork();
+    if (middle < 0)
+        return false;
+    if (middle == 0) {
+        (void)close(report[0]);
+        (void)close(go[1]);
+        run_middle(report[1], go[0], confined);
+    }
+    (void)close(report[1]);
+    (void)close(go[0]);
+    pid_t worker = 0;
+    char ready = 0;
+    bool started = read_all(report[0], &worker, sizeof worker) &&
+                   read_all(report[0], &ready, 1) && ready == 'R';
+    (void)close(go[1]); /* the middle exits now */
+    int status;
+    (void)waitpid(middle, &status, 0);
+    if (!started) {
+        *why = "the worker did not start";
+        (void)close(report[0]);
+        return false;
+    }
+    bool ended = exits_within(worker, bound_s);
+    if (!ended)
+        (void)kill(worker, SIGKILL);
+    (void)close(report[0]);
+    *why = ended ? "it ended" : "it was still running";
+    return ended;
+}
+
+/* A worker that confines itself after its parent exited: what it wrote on stderr. */
+static void check_parent_already_gone(void)
+{
+    int err[2], gone[2];
+    if (pipe(err) != 0 || pipe(gone) != 0) {
+        result(false, "parent watch: setup", strerror(errno));
+        return;
+    }
+    pid_t middle = fork();
+    if (middle == 0) {
+        pid_t worker = fork();
+        if (worker == 0) {
+            if (dup2(err[1], 2) < 0)
+                _exit(2);
+            (void)close(gone[1]);
+            char byte;
+            /* End of file: the middle has exited; then wait out its reparenting. */
+            while (read(gone[0], &byte, 1) < 0 && errno == EINTR) {
+            }
+            while (getppid() != 1) {
+            }
+            confine_worker();
+            _exit(0); /* confined: the guard did not refuse */
+        }
+        _exit(worker > 0 ? 0 : 2);
+    }
+    (void)close(err[1]);
+    (void)close(gone[0]);
+    (void)close(gone[1]);
+    int status;
+    (void)waitpid(middle, &status, 0);
+    char text[256];
+    size_t len = 0;
+    for (;;) {
+        ssize_t n = read(err[0], text + len, sizeof text - 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0 || (len += (size_t)n) == sizeof text - 1)
+            break;
+    }
+    text[len] = '\0';
+    (void)close(err[0]);
+    result(strstr(text, "refusing to run unconfined: parent-gone") != NULL,
+           "parent watch: a worker whose parent already exited refuses (parent-gone)",
+           len > 0 ? text : "nothing on stderr");
+}
+
+int main(void)
+{
+    const char *why;
+    bool control = worker_ends_with_parent(false, 1, &why);
+    result(!control, "parent watch control: an unconfined busy child outlives its parent",
+           why);
+    bool confined = worker_ends_with_parent(true, 10, &why);
+    result(confined,
+           "parent watch: a confined busy worker is ended when its parent exits", why);
+    check_parent_already_gone();
+    return failures == 0 ? 0 : 1;
+}

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The macOS worker as far as Linux can prove it (issue 30; docs/platforms.md, "macOS"):
-# `make macos-check` checks the Seatbelt profile against sandbox.md and compiles every
-# macOS source for arm64-apple-macos13 against tests/macos/macos_decls.h. Nothing of it
-# runs here; .github/workflows/macos.yml builds, signs and tests on a macOS runner.
+# `make macos-check` checks the Seatbelt profile against sandbox.md, compiles every
+# source of the macOS worker, its launcher and the macOS probes for arm64-apple-macos13
+# against tests/macos/macos_decls.h, and checks the worker's objects would link. Nothing
+# of it runs here; .github/workflows/macos.yml builds, signs and runs the worker on a
+# macOS runner.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 

@@ -12,6 +12,9 @@
  *                      <mach/thread_info.h>, <mach/thread_act.h>, <mach/time_value.h>
  *   [pthread.h]        Darwin's <pthread.h> (POSIX threads; pthread_mach_thread_np)
  *   [sys/event.h]      Darwin's <sys/event.h> (kqueue, kevent and their constants)
+ *   [malloc/malloc.h]  Apple's <malloc/malloc.h> (malloc_size)
+ *   [CommonDigest.h]   Apple's <CommonCrypto/CommonDigest.h> (SHA-256)
+ *   [C11]              the C library of ISO C11, as Darwin's headers declare it
  *   [POSIX]            the POSIX interface, with Darwin's arm64 types and values
  * A constant's value is Darwin's (from the named header); -fsyntax-only checks our
  * calls against these types, not the values: the CI job on macOS builds against the
@@ -43,13 +46,23 @@ extern int *__error(void);
 #define EPERM 1
 #define ESRCH 3
 #define EINTR 4
+#define EIO 5
 #define EBADF 9
 #define EINVAL 22
 #define ENOSYS 78
 
-/* ---- stdlib, string, formatting [POSIX] ---- */
+/* ---- stdlib, string, formatting [C11, POSIX] ---- */
 void *malloc(size_t size);
+void *calloc(size_t count, size_t size);
+void *realloc(void *ptr, size_t size);
 void free(void *ptr);
+__attribute__((noreturn)) void abort(void);
+long strtol(const char *restrict str, char **restrict endptr, int base);
+int strcmp(const char *s1, const char *s2);
+int strncmp(const char *s1, const char *s2, size_t n);
+void *memchr(const void *s, int c, size_t n);
+int memcmp(const void *s1, const void *s2, size_t n);
+void *memmove(void *dst, const void *src, size_t len);
 __attribute__((noreturn)) void exit(int status);
 __attribute__((noreturn)) void _exit(int status);
 size_t strlen(const char *s);
@@ -68,6 +81,45 @@ extern FILE *__stderrp;
 #define stderr __stderrp
 int fprintf(FILE *restrict stream, const char *restrict format, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* ---- the bytes a block holds [malloc/malloc.h] ---- */
+size_t malloc_size(const void *ptr);
+
+/* ---- math [C11 <math.h>: isfinite is a macro; Darwin's dispatches on the type to its
+ * inline functions, clang's builtin stands in for it here] ---- */
+#define isfinite(x) __builtin_isfinite(x)
+
+/* ---- scheduling [POSIX <sched.h>] ---- */
+int sched_yield(void);
+
+/* ---- gathered writes [POSIX <sys/uio.h>] ---- */
+struct iovec {
+    void *iov_base;
+    size_t iov_len;
+};
+ssize_t writev(int fd, const struct iovec *iov, int iovcnt);
+
+/* ---- poll [POSIX <poll.h>; Darwin's values] ---- */
+typedef unsigned int nfds_t;
+struct pollfd {
+    int fd;
+    short events;
+    short revents;
+};
+#define POLLIN 0x0001
+int poll(struct pollfd fds[], nfds_t nfds, int timeout);
+
+/* ---- SHA-256 [CommonDigest.h]: CC_LONG is 32 bits ---- */
+typedef uint32_t CC_LONG;
+#define CC_SHA256_DIGEST_LENGTH 32
+typedef struct CC_SHA256state_st {
+    CC_LONG count[2];
+    CC_LONG hash[8];
+    CC_LONG wbuf[16];
+} CC_SHA256_CTX;
+int CC_SHA256_Init(CC_SHA256_CTX *c);
+int CC_SHA256_Update(CC_SHA256_CTX *c, const void *data, CC_LONG len);
+int CC_SHA256_Final(unsigned char *md, CC_SHA256_CTX *c);
 
 /* ---- resource limits [POSIX; Darwin's <sys/resource.h>] ---- */
 typedef uint64_t rlim_t;

@@ -3,8 +3,9 @@
  * macOS has no timer on a thread's CPU clock (no timer_create), so a ticker thread
  * does what Linux's SIGPROF handler does. It waits in kevent on its own kqueue, whose
  * EVFILT_TIMER fires every CPU_TIMER_TICK_NS of wall time while an activation's limit
- * is set (cpu_timer_hard_limit enables it, cpu_timer_no_limit disables it: an idle
- * worker's ticker sleeps, and nothing reads ticks outside an activation). At each
+ * is set (cpu_timer_hard_limit adds it, cpu_timer_no_limit deletes it: an idle worker
+ * has no timer running and its ticker sleeps; nothing reads ticks outside an
+ * activation). At each
  * firing it reads the engine thread's CPU time: thread_info(THREAD_BASIC_INFO) on the
  * thread's Mach port (pthread_mach_thread_np), user plus system time since the thread
  * began, the quantity budget.c's clock_gettime(CLOCK_THREAD_CPUTIME_ID) reads on the
@@ -25,10 +26,11 @@
  *
  * Fails closed: arming refuses ("cpu-timer", exit 70) if the frame, the thread's port,
  * its CPU time, the kqueue, the timer or the thread cannot be had; a ticker that can
- * no longer wait, or a timer that cannot be enabled, ends the worker the same way,
+ * no longer wait, or a timer that cannot be added, ends the worker the same way,
  * since without ticks budget.c's lazy check would stop reading the clock. Everything
- * is set up before sandbox_init (confine_macos.c); afterwards only kevent on this
- * kqueue and thread_info on our own thread are used.
+ * is set up before sandbox_init (confine_macos.c), the timer added and deleted once
+ * there; afterwards only kevent on this kqueue and thread_info on our own thread are
+ * used.
  * Written and compile-checked against declared signatures (tests/macos/macos_decls.h,
  * make macos-check), not run here: no macOS machine is reachable (docs/platforms.md);
  * make macos-probe (tests/macos/seatbelt_probe.c) drives it in the CI job. */
@@ -157,7 +159,7 @@ static void *ticker_main(void *unused)
     return NULL;
 }
 
-/* Adds, enables or disables the timer (flags EV_ADD, EV_ENABLE, EV_DISABLE). */
+/* Adds (EV_ADD: a fresh period) or deletes (EV_DELETE) the timer. */
 static int set_timer(uint16_t flags)
 {
     struct kevent change;
@@ -176,8 +178,8 @@ void cpu_timer_arm_or_refuse(void)
     ticker_queue = kqueue();
     if (ticker_queue < 0)
         refuse_unconfined("cpu-timer");
-    /* Added disabled: the first activation enables it. */
-    if (set_timer(EV_ADD | EV_DISABLE) != 0)
+    /* Proves the queue takes the timer while unconfined; each activation adds it. */
+    if (set_timer(EV_ADD) != 0 || set_timer(EV_DELETE) != 0)
         refuse_unconfined("cpu-timer");
     pthread_t ticker;
     if (pthread_create(&ticker, NULL, ticker_main, NULL) != 0 || pthread_detach(ticker) != 0)
@@ -203,9 +205,10 @@ unsigned cpu_timer_ticks(void)
 void cpu_timer_no_limit(void)
 {
     atomic_store(&hard_armed, false);
-    /* A timer left enabled only wakes the ticker for nothing: no reason to stop. */
+    /* A timer left running (ENOENT: none was added) only wakes the ticker for
+     * nothing: no reason to stop. */
     if (ticking)
-        (void)set_timer(EV_DISABLE);
+        (void)set_timer(EV_DELETE);
 }
 
 void cpu_timer_hard_limit(uint64_t limit_ns)
@@ -218,7 +221,7 @@ void cpu_timer_hard_limit(uint64_t limit_ns)
         atomic_store(&hard_armed, true);
     }
     /* Without ticks the budget would not hold in native code (see above). */
-    if (set_timer(EV_ENABLE) != 0)
+    if (set_timer(EV_ADD) != 0)
         refuse_unconfined("cpu-timer");
 }
 

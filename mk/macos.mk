@@ -161,3 +161,35 @@ macos-session: build/gen/version.h
 	    $(PROTO_SRC) -o build/macos/worker_session
 	build/macos/worker_session $(MACOS_SESSION_WORKER)
 .PHONY: macos-session
+
+# Here, on Linux (tests/t_macos.sh): the logic of the CPU timer and the parent watch,
+# run. The probe programs the CI job runs (tests/macos/cpu_timer_probe.c,
+# parent_watch_probe.c), built with cpu_timer_macos.c and parent_watch_macos.c against
+# a Linux stand-in for kqueue, kevent and thread_info (tests/macos/stand_in: epoll,
+# timerfd, pidfd, the thread's CPU clock) and a confine() of those two steps alone.
+# It proves what our code does with the calls, not what Darwin does: each line says
+# so, and the CI job runs the same probes on macOS.
+MACOS_STAND_IN := tests/macos/stand_in
+MACOS_LOGIC    := build/macos-logic
+macos-logic: build/gen/version.h
+	@mkdir -p $(MACOS_LOGIC)
+	@if out=$$(clang-tidy -quiet $(wildcard $(MACOS_STAND_IN)/*.c) -- -std=gnu11 -D_GNU_SOURCE \
+	        -I$(MACOS_STAND_IN)/include -Isrc -Ibuild/gen 2>&1) && ! printf '%s' "$$out" | grep -qE '(error|warning):' && \
+	    cppcheck --quiet --enable=warning,style,performance,portability --error-exitcode=1 --inline-suppr \
+	        --suppress=missingIncludeSystem -D__linux__ -D__x86_64__ -Isrc -I$(MACOS_STAND_IN)/include \
+	        $(wildcard $(MACOS_STAND_IN)/*.c) >/dev/null 2>&1; then \
+	    echo "ok - macos logic: clang-tidy and cppcheck find nothing in the stand-in"; \
+	 else \
+	    echo "not ok - macos logic: the stand-in has lint findings: $$(printf '%s' "$$out" | grep -m3 -E '(error|warning):' | tr '\n' ' ')"; exit 1; \
+	 fi
+	@for p in cpu_timer_probe parent_watch_probe; do \
+	    $(CC) -std=gnu11 -O2 -D_GNU_SOURCE $(WARN) -I$(MACOS_STAND_IN)/include -Isrc -Ibuild/gen \
+	        tests/macos/$$p.c src/worker/cpu_timer_macos.c src/worker/parent_watch_macos.c \
+	        $(wildcard $(MACOS_STAND_IN)/*.c) src/worker/refuse.c $(PROTO_SRC) -lpthread \
+	        -o $(MACOS_LOGIC)/$$p || { echo "not ok - macos logic: $$p builds over the stand-in"; exit 1; }; \
+	 done
+	@status=0; for p in cpu_timer_probe parent_watch_probe; do \
+	    out=$$($(MACOS_LOGIC)/$$p 2>&1) || status=1; \
+	    printf '%s\n' "$$out" | sed -E 's/^(not ok|ok) - /\1 - macos logic over the Linux stand-in: /'; \
+	 done; exit $$status
+.PHONY: macos-logic

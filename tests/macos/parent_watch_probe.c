@@ -82,9 +82,16 @@ static bool exits_within(pid_t pid, long seconds)
     return n == 1;
 }
 
-/* The middle forks a worker whose stdout is report_fd: it writes its pid there, the
- * worker (confined or not) writes "R" once running, and the middle waits for go_fd's
- * end of file before it exits. */
+/* What the worker writes on its stdout once running, in one write (under PIPE_BUF, so
+ * it arrives whole): its pid, then 'R'. */
+struct ready_report {
+    pid_t pid;
+    char ready;
+};
+
+/* The middle forks a worker whose stdout is report_fd, which reports itself running
+ * (struct ready_report) once confined (or not, for the control); the middle waits for
+ * go_fd's end of file before it exits. */
 static void run_middle(int report_fd, int go_fd, bool confined)
 {
     pid_t worker = fork();
@@ -95,30 +102,31 @@ static void run_middle(int report_fd, int go_fd, bool confined)
             _exit(2);
         if (confined)
             confine_worker();
-        static const char ready[] = "R";
-        if (write(1, ready, 1) != 1)
+        struct ready_report report = {.pid = getpid(), .ready = 'R'};
+        if (write(1, &report, sizeof report) != (ssize_t)sizeof report)
             _exit(2);
         for (;;) {
         }
     }
-    if (write(report_fd, &worker, sizeof worker) != (ssize_t)sizeof worker)
-        _exit(2);
+    (void)close(report_fd);
     char byte;
     while (read(go_fd, &byte, 1) < 0 && errno == EINTR) {
     }
     _exit(0);
 }
 
-/* Returns whether the busy worker ended within bound_s of its parent's exit. */
-static bool worker_ends_with_parent(bool confined, long bound_s, const char **why)
+enum busy_end { BUSY_NOT_STARTED, BUSY_ENDED, BUSY_RAN_ON };
+
+/* Starts a busy worker under a middle, ends the middle, and tells whether the worker
+ * ended within bound_s (one still running is killed here). */
+static enum busy_end busy_worker_after_parent_exit(bool confined, long bound_s)
 {
     int report[2], go[2];
-    *why = "setup failed";
     if (pipe(report) != 0 || pipe(go) != 0)
-        return false;
+        return BUSY_NOT_STARTED;
     pid_t middle = fork();
     if (middle < 0)
-        return false;
+        return BUSY_NOT_STARTED;
     if (middle == 0) {
         (void)close(report[0]);
         (void)close(go[1]);
@@ -126,24 +134,29 @@ static bool worker_ends_with_parent(bool confined, long bound_s, const char **wh
     }
     (void)close(report[1]);
     (void)close(go[0]);
-    pid_t worker = 0;
-    char ready = 0;
-    bool started = read_all(report[0], &worker, sizeof worker) &&
-                   read_all(report[0], &ready, 1) && ready == 'R';
+    struct ready_report ready = {0, 0};
+    bool started = read_all(report[0], &ready, sizeof ready) && ready.ready == 'R' &&
+                   ready.pid > 1;
     (void)close(go[1]); /* the middle exits now */
     int status;
     (void)waitpid(middle, &status, 0);
-    if (!started) {
-        *why = "the worker did not start";
-        (void)close(report[0]);
-        return false;
-    }
-    bool ended = exits_within(worker, bound_s);
-    if (!ended)
-        (void)kill(worker, SIGKILL);
     (void)close(report[0]);
-    *why = ended ? "it ended" : "it was still running";
-    return ended;
+    if (!started)
+        return BUSY_NOT_STARTED;
+    if (exits_within(ready.pid, bound_s))
+        return BUSY_ENDED;
+    (void)kill(ready.pid, SIGKILL);
+    return BUSY_RAN_ON;
+}
+
+static const char *busy_end_name(enum busy_end end)
+{
+    switch (end) {
+    case BUSY_NOT_STARTED: return "the worker did not start";
+    case BUSY_ENDED: return "it ended";
+    case BUSY_RAN_ON: return "it was still running";
+    }
+    return "?";
 }
 
 /* A worker that confines itself after its parent exited: what it wrote on stderr. */
@@ -156,8 +169,10 @@ static void check_parent_already_gone(void)
     }
     pid_t middle = fork();
     if (middle == 0) {
+        pid_t middle_pid = getpid();
         pid_t worker = fork();
         if (worker == 0) {
+            (void)alarm(20); /* bounds the child if the guard fails to refuse */
             if (dup2(err[1], 2) < 0)
                 _exit(2);
             (void)close(gone[1]);
@@ -165,7 +180,7 @@ static void check_parent_already_gone(void)
             /* End of file: the middle has exited; then wait out its reparenting. */
             while (read(gone[0], &byte, 1) < 0 && errno == EINTR) {
             }
-            while (getppid() != 1) {
+            while (getppid() == middle_pid) {
             }
             confine_worker();
             _exit(0); /* confined: the guard did not refuse */
@@ -195,13 +210,14 @@ static void check_parent_already_gone(void)
 
 int main(void)
 {
-    const char *why;
-    bool control = worker_ends_with_parent(false, 1, &why);
-    result(!control, "parent watch control: an unconfined busy child outlives its parent",
-           why);
-    bool confined = worker_ends_with_parent(true, 10, &why);
-    result(confined,
-           "parent watch: a confined busy worker is ended when its parent exits", why);
+    enum busy_end control = busy_worker_after_parent_exit(false, 1);
+    result(control == BUSY_RAN_ON,
+           "parent watch control: an unconfined busy child outlives its parent",
+           busy_end_name(control));
+    enum busy_end confined = busy_worker_after_parent_exit(true, 10);
+    result(confined == BUSY_ENDED,
+           "parent watch: a confined busy worker is ended when its parent exits",
+           busy_end_name(confined));
     check_parent_already_gone();
     return failures == 0 ? 0 : 1;
 }

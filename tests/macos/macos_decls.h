@@ -161,6 +161,7 @@ int fcntl(int fd, int cmd, ...);
 #define O_WRONLY 0x0001
 #define O_CREAT 0x0200
 #define O_CLOEXEC 0x01000000
+#define F_DUPFD 0
 #define F_GETFD 1
 #define F_SETFD 2
 #define FD_CLOEXEC 1

@@ -20,9 +20,10 @@
  *      arming and ends the process (_exit 0), as Linux's handler does.
  * Here the ticker and the engine run at once, so who may write to stdout is one
  * atomic state: the engine takes it before writing frames (cpu_timer_frames_writing)
- * and gives it back; the backstop takes it before its frame and never gives it back.
- * An engine that finds it taken waits for the end the ticker is making: the parent
- * never gets a frame cut in two or a frame after the stop.
+ * and gives it back; the backstop takes it, reads the limit again (an activation
+ * clears it before its Finished) and then writes its frame and ends the process, or
+ * gives it back. An engine that finds it taken yields until one or the other: the
+ * parent never gets a frame cut in two, nor a stop after an activation's Finished.
  *
  * Fails closed: arming refuses ("cpu-timer", exit 70) if the frame, the thread's port,
  * its CPU time, the kqueue, the timer or the thread cannot be had; a ticker that can
@@ -44,6 +45,7 @@
 #include <errno.h>
 #include <mach/mach.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/event.h>
@@ -136,9 +138,13 @@ static void on_firing(uint64_t *next_tick_ns)
     }
     if (atomic_load(&hard_armed) && now >= atomic_load(&hard_limit_ns)) {
         int expected = WRITER_NONE;
-        if (atomic_compare_exchange_strong(&writer, &expected, WRITER_BACKSTOP))
+        if (!atomic_compare_exchange_strong(&writer, &expected, WRITER_BACKSTOP))
+            return; /* the engine is writing frames: the next firing tries again */
+        /* Read again with stdout held: the activation may have ended (and cleared
+         * the limit before its Finished) since the first read. */
+        if (atomic_load(&hard_armed) && now >= atomic_load(&hard_limit_ns))
             write_stop_frame_and_exit();
-        /* The engine is writing frames: the next firing tries again. */
+        atomic_store(&writer, WRITER_NONE);
     }
 }
 
@@ -233,9 +239,9 @@ void cpu_timer_frames_writing(bool writing)
         (void)atomic_compare_exchange_strong(&writer, &expected, WRITER_NONE);
         return;
     }
-    if (atomic_compare_exchange_strong(&writer, &expected, WRITER_ENGINE))
-        return;
-    /* The backstop took stdout and is ending the process: write nothing more. */
-    for (;;)
-        (void)pause();
+    /* Taken by the backstop: it ends the process or gives stdout back at once. */
+    while (!atomic_compare_exchange_strong(&writer, &expected, WRITER_ENGINE)) {
+        expected = WRITER_NONE;
+        (void)sched_yield();
+    }
 }

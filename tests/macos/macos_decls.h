@@ -168,7 +168,6 @@ int fcntl(int fd, int cmd, ...);
 
 /* ---- signals [POSIX; values from Darwin's <sys/signal.h>] ---- */
 typedef int sig_atomic_t;
-int pause(void);
 #define SIGKILL 9
 #define SIGPIPE 13
 #define SIGALRM 14

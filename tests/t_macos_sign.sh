@@ -51,11 +51,11 @@ exit 2
 STUB
 chmod +x "$scratch/codesign"
 
-# run_case CASE: runs the script, leaves its status in $status, its output in $out.
+# run_case CASE [WHICH]: runs the script, leaves its status in $status, its output in $out.
 run_case() {
     : >"$scratch/calls"
     out=$(FAKE_CASE=$1 FAKE_CALLS="$scratch/calls" CODESIGN="$scratch/codesign" \
-        bash deploy/macos-sign.sh "$scratch/bin" 2>&1)
+        bash deploy/macos-sign.sh "$scratch/bin" ${2:+"$2"} 2>&1)
     status=$?
 }
 
@@ -94,6 +94,28 @@ for case in verify-fails no-runtime not-adhoc other-identifier get-task-allow en
         notok "macos-sign: refuses a binary when $case" "exit $status: $(tr '\n' ' ' <<<"$out")"
     fi
 done
+
+# "worker": the worker alone (make macos builds only it), with the same checks.
+run_case good worker
+if [ "$status" -eq 0 ] && [ "$(grep -c 'no entitlements$' <<<"$out")" -eq 1 ] &&
+    grep -qxF -- "--force --sign - --options runtime --identifier cortexkit.basal.worker --timestamp=none $scratch/bin/ck-basal-worker" "$scratch/calls" &&
+    ! grep -q "$scratch/bin/ck-basal\$" "$scratch/calls"; then
+    ok "macos-sign: worker: only ck-basal-worker is signed and verified"
+else
+    notok "macos-sign: worker: only ck-basal-worker is signed and verified" "exit $status: $(tr '\n' ' ' <<<"$out")"
+fi
+run_case get-task-allow worker
+if [ "$status" -eq 1 ] && grep -q 'ck-basal-worker: has get-task-allow' <<<"$out"; then
+    ok "macos-sign: worker: the worker alone is refused like both"
+else
+    notok "macos-sign: worker: the worker alone is refused like both" "exit $status: $(tr '\n' ' ' <<<"$out")"
+fi
+run_case good parent
+if [ "$status" -eq 1 ] && grep -q 'usage:' <<<"$out" && [ ! -s "$scratch/calls" ]; then
+    ok "macos-sign: an unknown selection is refused before any signing"
+else
+    notok "macos-sign: an unknown selection is refused before any signing" "exit $status: $(tr '\n' ' ' <<<"$out")"
+fi
 
 rm -f "$scratch/bin/ck-basal"
 run_case good

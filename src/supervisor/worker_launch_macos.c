@@ -6,12 +6,12 @@
  *
  * What it gives the worker: exactly fds 0-2, fresh pipes (POSIX_SPAWN_CLOEXEC_DEFAULT
  * closes every descriptor no file action names), an empty environment, the signal mask
- * cleared and SIGPIPE default. Not yet, unlike Linux: resource limits (posix_spawn has
- * no attribute for them; what RLIMIT_NOFILE and RLIMIT_FSIZE bound on Linux, Seatbelt
+ * cleared and SIGPIPE default. Not, unlike Linux: resource limits (posix_spawn has no
+ * attribute for them; what RLIMIT_NOFILE and RLIMIT_FSIZE bound on Linux, Seatbelt
  * denies, RLIMIT_AS macOS does not enforce, and the startup check sets the parent's own
- * RLIMIT_CORE to 0, which the worker inherits), and an end on the parent's death while
- * a script runs (macOS has no parent-death signal; an idle worker reads end-of-file and
- * exits). docs/platforms.md lists both.
+ * RLIMIT_CORE to 0, which the worker inherits; docs/platforms.md). Nor the end on the
+ * parent's death: macOS has no parent-death signal, so the worker watches its parent
+ * itself (worker/parent_watch_macos.c).
  * Written and compile-checked against declared signatures (tests/macos/macos_decls.h,
  * make macos-check), not run here: no macOS machine is reachable. */
 #include "supervisor/worker_launch.h"

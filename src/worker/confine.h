@@ -2,7 +2,8 @@
  * operating system, chosen by the Makefile (no #ifdef per platform):
  *   worker/confine_linux.c    built for Linux (the native build and mk/aarch64.mk)
  *   worker/confine_windows.c  built for Windows by mk/windows.mk (sandbox.md "Windows")
- *   worker/confine_macos.c    the slot for macOS (Seatbelt, sandbox.md "macOS")
+ *   worker/confine_macos.c    built for macOS by mk/macos.mk (Seatbelt, sandbox.md
+ *                             "macOS"; compile-checked here, run by the CI job)
  * Every platform's confine() either returns with every step of its sequence in force or
  * refuses: exit 70 with "refusing to run unconfined: <token>" (worker/refuse.h), never a
  * weaker sandbox. Its struct confinement is what the Welcome reports.

@@ -1,20 +1,25 @@
 /* The macOS confinement (sandbox.md, "macOS"), behind confine.h, run before the first
  * read of stdin:
  *   1 close every descriptor above stdio, and prove none is left (libproc lists them)
- *   2 Seatbelt: sandbox_init with worker.sb, embedded at build time (mk/macos.mk)
- *   3 prove the profile is in force: opening /dev/null must now fail
+ *   2 watch the parent: the worker is killed when it exits (parent_watch_macos.c)
+ *   3 engine mode: arm the CPU timer (cpu_timer_macos.c)
+ *   4 Seatbelt: sandbox_init with worker.sb, embedded at build time (mk/macos.mk)
+ *   5 prove the profile is in force: opening /dev/null must now fail
+ * Steps 2 and 3 make their kqueues and threads here, before the profile.
  * Each step refuses (exit 70, "refusing to run unconfined: <token>"):
  *   close-descriptors    the open descriptors could not be listed or closed
  *   descriptor-survived  a descriptor above stdio is open after closing
+ *   parent-gone          the parent has already exited
+ *   parent-watch         the parent's exit could not be watched
+ *   cpu-timer            the CPU timer could not be armed
  *   seatbelt             sandbox_init refused the profile
  *   seatbelt-not-in-force  a file could still be opened after sandbox_init
- *   cpu-timer            engine mode: the CPU timer (cpu_timer.h) is Linux's POSIX
- *                        timer, which macOS lacks; no macOS timer is written yet, and
- *                        without one the CPU budget would not hold in native code
  * Written and compile-checked against declared signatures (tests/macos/macos_decls.h,
  * make macos-check), not run here: no macOS machine is reachable (docs/platforms.md). */
 #include "worker/confine.h"
 
+#include "worker/cpu_timer.h"
+#include "worker/parent_watch.h"
 #include "worker/refuse.h"
 #include "worker_sb.h"
 
@@ -99,8 +104,9 @@ struct confinement confine(const struct confine_options *options)
     struct confinement state = {.os = "macos", .landlock_policy = options->landlock_policy};
     confine_preload();
     close_descriptors_or_refuse();
+    parent_watch_or_refuse();
     if (options->cpu_timer)
-        refuse_unconfined("cpu-timer");
+        cpu_timer_arm_or_refuse();
     apply_seatbelt_or_refuse();
     state.seatbelt = true;
     return state;

@@ -1,5 +1,8 @@
 /* The CPU timer: what makes the CPU budget hold inside native code.
  *
+ * One contract, one file per system: cpu_timer.c (Linux, below), cpu_timer_windows.c
+ * and cpu_timer_macos.c, each stating how it keeps it.
+ *
  * A POSIX timer on the worker thread's CPU clock (CLOCK_THREAD_CPUTIME_ID) raises
  * SIGPROF every CPU_TIMER_TICK_NS of CPU the worker uses. It is created and armed
  * once, in engine mode, as the last step before the seccomp filter: timer_create and

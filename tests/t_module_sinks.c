@@ -15,6 +15,10 @@
  *      and the run succeeds; once the outcome is in the mailbox neither is called again
  *      [guard: sink_grant's class from the op: journaled keyed_mutation the unkeyed
  *      emit is resent, a second call].
+ *   2b. the catalog edited between that crash and the resume, so the keyed sink's emit
+ *      would now go to its file: recover puts the run in needs_reconcile instead of
+ *      writing the file, nothing is sent anywhere, and reconcile --not-applied makes the
+ *      call afresh [guard: flow_host_changed_since's destination check].
  *   3. a catalog whose sinks name an unknown module, an unknown op, a query op, or carry
  *      an unknown field is refused at load: `run` exits 1 with one line naming the
  *      field, and nothing is stored [guard: parse_sink's checks].
@@ -260,6 +264,64 @@ static void test_crash(void)
         crash_case_run(&CASES[i]);
 }
 
+/* ---- 2b. the catalog edited between the crash and the resume ----------------------------- */
+
+/* The parent dies right after the call's journal commit; the operator then rewrites the
+ * catalog (catalog_after, MODULES' printf shape with its own tail); recover must not
+ * send the row where the new catalog points. */
+static void changed_case_run(const char *name, const char *script, const char *grant,
+                             const char *catalog_after, const char *why_part)
+{
+    char dir[64], what[256];
+    sfmt(dir, sizeof dir, "changed-%s", name);
+    scenario_begin(dir);
+    if (!flow_add("changed", script, grant))
+        return;
+    char *const env[] = {"BASAL_TEST_KILL_AT=after_journal_commit:0", NULL};
+    bool killed = false;
+    json_decref(run_flow("changed", env, &killed));
+    sfmt(what, sizeof what, "changed %s: the parent died by SIGKILL after the journal commit",
+         name);
+    ok(killed, what);
+    if (!catalog_write(catalog_after))
+        return;
+    struct proc_result r = cli_env(true, NO_ENV, ARGS("recover"));
+    proc_result_free(&r);
+    char *state = sql_text("SELECT state || ': ' || coalesce(error, '') FROM runs WHERE id = 1");
+    sfmt(what, sizeof what, "changed %s: recover puts the run in needs_reconcile, naming what"
+         " changed [guard: flow_host_changed_since]", name);
+    check(state != NULL && strncmp(state, "needs_reconcile: ", 17) == 0 &&
+              strstr(state, why_part) != NULL, what, "%s", state != NULL ? state : "(none)");
+    free(state);
+    sfmt(what, sizeof what, "changed %s: the call was never sent, to either destination", name);
+    check_int_eq(log_lines(S.log_keyed, "echo", NULL) + log_lines(S.log_plain, "echo", NULL) +
+                     log_lines(S.log_plain, "look", NULL), 0, what);
+    char path[PATH_MAX + 64];
+    sfmt(path, sizeof path, "%s/sinks/audit.jsonl", S.t.home);
+    sfmt(what, sizeof what, "changed %s: no sink file was written", name);
+    ok(access(path, F_OK) != 0, what);
+    r = cli_env(true, NO_ENV, ARGS("flow", "reconcile", "1", "0", "--not-applied"));
+    proc_result_free(&r);
+    state = sql_text("SELECT state FROM runs WHERE id = 1");
+    sfmt(what, sizeof what, "changed %s: reconcile --not-applied is the operator's exit: the"
+         " call is made afresh under the new catalog", name);
+    check_str_eq(state, "succeeded", what);
+    free(state);
+}
+
+static void test_catalog_changed(void)
+{
+    /* a module sink made the file again: a keyed emit in doubt must not be written there */
+    changed_case_run("sink-to-file", "return await sink.emit('audit', {n: 1});\n", "[\"audit\"]",
+                     "\"sinks\": {\"alerts\": {\"module\": \"plain\", \"op\": \"echo\"}}",
+                     "it would now go to the sink file, journaled for the sink module keyed op"
+                     " echo");
+    /* the sink made another module's op without "idempotent": its class changed */
+    changed_case_run("sink-class", "return await sink.emit('audit', {n: 2});\n", "[\"audit\"]",
+                     "\"sinks\": {\"audit\": {\"module\": \"plain\", \"op\": \"echo\"}}",
+                     "it would now be a mutation, journaled as a keyed_mutation");
+}
+
 /* ---- 3. a sinks section refused at load ------------------------------------------------- */
 
 static void test_refused_at_load(void)
@@ -369,6 +431,7 @@ int main(void)
     snprintf(g_root, sizeof g_root, "%s", harness_tmpdir("module-sinks"));
     test_emit_reaches_module();
     test_crash();
+    test_catalog_changed();
     test_refused_at_load();
     test_grant();
     test_dry_run();

@@ -108,7 +108,9 @@ static int copy_entry(struct journal_entry *to, const struct journal_entry *from
     to->kind = strdup(from->kind);
     to->args = malloc(from->args_len + 1);
     to->value = dup_or_null(from->value);
-    if (to->kind == NULL || to->args == NULL || (from->value != NULL && to->value == NULL)) {
+    to->destination = dup_or_null(from->destination);
+    if (to->kind == NULL || to->args == NULL || (from->value != NULL && to->value == NULL) ||
+        (from->destination != NULL && to->destination == NULL)) {
         journal_entry_free(to);
         return -1;
     }
@@ -544,7 +546,7 @@ static int journal_around(struct flow_host *fh, const struct journal_entry *e,
 /* ---- the host interface ----------------------------------------------------------- */
 
 static int fill_entry(const struct flow_host *fh, const struct host_call *call,
-                      enum journal_class cls, struct journal_entry *e)
+                      enum journal_class cls, const char *destination, struct journal_entry *e)
 {
     memset(e, 0, sizeof *e);
     e->position = call->position;
@@ -553,7 +555,9 @@ static int fill_entry(const struct flow_host *fh, const struct host_call *call,
     e->args_len = call->args_len;
     e->cls = cls;
     e->delivery_order = -1;
-    if (e->kind == NULL || e->args == NULL) {
+    e->destination = destination != NULL && destination[0] != '\0' ? strdup(destination) : NULL;
+    if (e->kind == NULL || e->args == NULL ||
+        (destination != NULL && destination[0] != '\0' && e->destination == NULL)) {
         journal_entry_free(e);
         return -1;
     }
@@ -617,6 +621,63 @@ static int call_again(struct flow_host *fh, struct open_row *o, const struct hos
     return rc;
 }
 
+/* What changed in row's decision (into why), or false if nothing did. */
+static bool row_changed(const struct flow_host_config *cfg, const struct journal_entry *row,
+                        char *why, size_t cap)
+{
+    json_t *args = json_js_loadb(row->args, row->args_len, 0, NULL);
+    if (!json_is_array(args)) {
+        json_decref(args);
+        args = NULL;
+    }
+    struct net_fetch_session *net = NULL; /* decide only: no request leaves */
+    struct host_kind_site site = {cfg->manifest, cfg->catalog, cfg->home, cfg->store,
+                                  cfg->flow_id, cfg->run_id, 0, &net};
+    struct host_kind_call c;
+    memset(&c, 0, sizeof c);
+    c.name = row->kind;
+    c.args = args;
+    c.args_text = row->args;
+    c.args_len = row->args_len;
+    c.position = row->position;
+    host_kind_decide(&site, &c);
+    char destination[JOURNAL_DESTINATION_MAX];
+    host_kind_destination(&c, destination, sizeof destination);
+    const char *was = row->destination != NULL ? row->destination : "";
+    /* fs's refusal on a resend is its outcome (the path changed): not a change here. */
+    bool refusal_is_outcome = c.refused && c.kind != NULL && c.kind->audit_after;
+    bool changed = true;
+    if (c.refused && !refusal_is_outcome)
+        snprintf(why, cap, "it is now refused (%s: %.200s)", c.code, c.reason);
+    else if (!c.refused && c.cls != row->cls)
+        snprintf(why, cap, "it would now be a %s, journaled as a %s (the catalog changed)",
+                 journal_class_name(c.cls), journal_class_name(row->cls));
+    else if (!c.refused && strcmp(destination, was) != 0)
+        snprintf(why, cap, "it would now go to the %s, journaled for the %s (the catalog"
+                 " changed)", destination[0] != '\0' ? destination : "call's arguments",
+                 was[0] != '\0' ? was : "call's arguments");
+    else
+        changed = false;
+    host_kind_call_free(&c);
+    json_decref(args);
+    return changed;
+}
+
+const struct journal_entry *flow_host_changed_since(const struct flow_host_config *cfg,
+                                                    const struct journal_entry *rows,
+                                                    size_t count, char *why, size_t cap)
+{
+    for (size_t i = 0; i < count; i++) {
+        const struct journal_entry *e = &rows[i];
+        if (e->state != JOURNAL_PENDING || e->has_outcome || e->waiting ||
+            (e->cls != JOURNAL_QUERY && e->cls != JOURNAL_KEYED_MUTATION))
+            continue;
+        if (row_changed(cfg, e, why, cap))
+            return e;
+    }
+    return NULL;
+}
+
 static int flow_host_call(void *self, const struct host_call *call, struct host_settlement *out,
                           long long *delay_ms)
 {
@@ -644,7 +705,9 @@ static int flow_host_call(void *self, const struct host_call *call, struct host_
         struct host_kind_call d;
         decide(fh, call, args, &d);
         struct journal_entry e;
-        if (fill_entry(fh, call, d.cls, &e) != 0)
+        char destination[JOURNAL_DESTINATION_MAX];
+        host_kind_destination(&d, destination, sizeof destination);
+        if (fill_entry(fh, call, d.cls, destination, &e) != 0)
             rc = -1;
         else if (d.refused || d.cls == JOURNAL_SYNC || d.cls == JOURNAL_LOCAL)
             rc = journal_at_once(fh, &e, &d, out);
@@ -699,7 +762,7 @@ static void flow_host_delivered(void *self, const struct host_call *call,
         }
         d->unjournaled = calloc(1, sizeof *d->unjournaled);
         ok = d->unjournaled != NULL &&
-             fill_entry(fh, call, host_kind_class(call->kind), d->unjournaled) == 0 &&
+             fill_entry(fh, call, host_kind_class(call->kind), NULL, d->unjournaled) == 0 &&
              mark_journaled(fh, call->position) == 0;
     }
     if (!ok) {

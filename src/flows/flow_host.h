@@ -124,6 +124,17 @@ enum flow_host_stop {
  * deliveries after it are not recorded. */
 const char *flow_host_stopped(const struct flow_host *fh, enum flow_host_stop *kind);
 
+/* Before a resume (flows/run_driver.h): the first row that would be sent again (journaled,
+ * no outcome, not waiting, a query or a keyed mutation) whose decision against cfg's
+ * manifest and catalog is no longer the one it was journaled with: its grant now refuses
+ * it, its class changed (an op's kind or "idempotent"), or it goes elsewhere (a sink now
+ * a module op, or its file again: journal_entry.destination). Sent again it could reach
+ * what it never reached, or be repeated where it had taken effect; the driver puts it in
+ * doubt instead (needs_reconcile). why says what changed. NULL when none did. */
+const struct journal_entry *flow_host_changed_since(const struct flow_host_config *cfg,
+                                                    const struct journal_entry *rows,
+                                                    size_t count, char *why, size_t cap);
+
 /* For a run whose script ended by itself: the first journaled, undelivered position
  * the script never called again, described as a nondeterminism detail into buf;
  * false if there is none. */

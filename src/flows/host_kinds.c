@@ -479,6 +479,16 @@ int host_kind_perform(const struct host_kind_site *site, struct host_kind_call *
     return call->kind->effect(site, call, out);
 }
 
+void host_kind_destination(const struct host_kind_call *call, char *out, size_t cap)
+{
+    if (call->sink == NULL || call->refused)
+        snprintf(out, cap, "%s", "");
+    else if (call->module != NULL)
+        snprintf(out, cap, "sink module %.63s op %.63s", call->module->name, call->op);
+    else
+        snprintf(out, cap, "%s", "sink file");
+}
+
 void host_kind_call_free(struct host_kind_call *call)
 {
     net_fetch_request_free(call->net);

@@ -152,6 +152,12 @@ void host_kind_decide(const struct host_kind_site *site, struct host_kind_call *
 int host_kind_perform(const struct host_kind_site *site, struct host_kind_call *call,
                       struct host_settlement *out);
 
+/* Where a decided call goes that its arguments do not name, as a journal row keeps it
+ * (store/journal.h, destination) into out: "sink file" or "sink module M op O" for a
+ * sink.emit (the catalog's "sinks" decides), "" for every other kind (ops.call's module
+ * and op, net.fetch's URL, fs's path are in its arguments). */
+void host_kind_destination(const struct host_kind_call *call, char *out, size_t cap);
+
 /* Frees what parse and grant kept (the parsed request of net.fetch and git.*). */
 void host_kind_call_free(struct host_kind_call *call);
 

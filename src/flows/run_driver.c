@@ -188,14 +188,16 @@ static int end_without_worker(struct run_driver *d, const struct run_row *run,
     return set_error(rep, why) == 0 ? 0 : error_line(err, err_cap, "out of memory");
 }
 
+/* what: why the call at e is in doubt (NULL: an unkeyed mutation's). */
 static int to_reconcile(struct run_driver *d, const struct run_row *run, int64_t generation,
-                        int64_t seq, const struct journal_entry *e, struct run_report *rep,
-                        char *err, size_t err_cap)
+                        int64_t seq, const struct journal_entry *e, const char *what,
+                        struct run_report *rep, char *err, size_t err_cap)
 {
-    char why[512];
-    snprintf(why, sizeof why, "position %u (%s, a mutation without an idempotency key) may or"
-             " may not have taken effect: ck-basal flow reconcile %" PRId64 " %u --observed JSON"
-             " | --not-applied | --cancel", (unsigned)e->position, e->kind, run->id,
+    char why[1024];
+    snprintf(why, sizeof why, "position %u (%s, %.400s) may or may not have taken effect:"
+             " ck-basal flow reconcile %" PRId64 " %u --observed JSON | --not-applied |"
+             " --cancel", (unsigned)e->position, e->kind,
+             what != NULL ? what : "a mutation without an idempotency key", run->id,
              (unsigned)e->position);
     return end_without_worker(d, run, generation, seq, RUN_NEEDS_RECONCILE, why, e, rep, err,
                               err_cap);
@@ -438,9 +440,20 @@ static int drive(struct run_driver *d, int64_t id, const struct run_claim *claim
     if (rc == 0) {
         (void)run_cleanup_temporaries(in.manifest, d->home, rows, row_count);
         const struct journal_entry *doubt = in_doubt(rows, row_count);
-        char why[128];
+        char why[128], changed_why[600];
+        /* A call sent again goes where the operator's catalog says now: only if that is
+         * where it went (flow_host_changed_since). */
+        struct flow_host_config now = {d->store, d->home, run.flow_id, id, run.trigger_id,
+                                       generation, in.manifest, in.catalog.catalog, rows,
+                                       row_count, 0};
+        const struct journal_entry *changed =
+            doubt == NULL ? flow_host_changed_since(&now, rows, row_count, changed_why,
+                                                    sizeof changed_why)
+                          : NULL;
         if (doubt != NULL) {
-            rc = to_reconcile(d, &run, generation, seq, doubt, rep, err, err_cap);
+            rc = to_reconcile(d, &run, generation, seq, doubt, NULL, rep, err, err_cap);
+        } else if (changed != NULL) {
+            rc = to_reconcile(d, &run, generation, seq, changed, changed_why, rep, err, err_cap);
         } else if (run_time_left(&run, &in) <= 0) {
             snprintf(why, sizeof why, "deadline: the run outlived its deadline of %u s",
                      (unsigned)in.manifest->deadline_s);

@@ -61,7 +61,8 @@ void journal_entry_free(struct journal_entry *e)
     free(e->kind);
     free(e->args);
     free(e->value);
-    e->kind = e->args = e->value = NULL;
+    free(e->destination);
+    e->kind = e->args = e->value = e->destination = NULL;
 }
 
 void journal_entries_free(struct journal_entry *list, size_t count)
@@ -125,6 +126,7 @@ static int entry_read(sqlite3_stmt *st, struct journal_entry *e)
     if (sql_column_dup(st, 1, &e->kind, NULL) != 0 ||
         sql_column_dup(st, 2, &e->args, &e->args_len) != 0 ||
         (e->has_outcome && sql_column_dup(st, value_col, &e->value, NULL) != 0) ||
+        sql_column_dup(st, 13, &e->destination, NULL) != 0 ||
         e->kind == NULL || e->args == NULL) {
         journal_entry_free(e);
         return -1;
@@ -149,7 +151,8 @@ int journal_load(struct store *s, int64_t run_id, struct journal_entry **rows,
     int rc = sql_select_by_id(store_db(s),
                               "SELECT j.position, j.kind, j.args, j.args_digest,"
                               " j.idempotency_key, j.class, j.state, j.settlement, j.value,"
-                              " j.delivery_order, m.settlement, m.value, w.run_id FROM journal j"
+                              " j.delivery_order, m.settlement, m.value, w.run_id,"
+                              " j.destination FROM journal j"
                               " LEFT JOIN mailbox m ON m.run_id = j.run_id"
                               " AND m.position = j.position"
                               " LEFT JOIN waits w ON w.run_id = j.run_id"
@@ -185,8 +188,8 @@ int journal_insert(struct store *s, int64_t run_id, const struct journal_entry *
     sqlite3 *db = store_db(s);
     sqlite3_stmt *st;
     if (sql_prepare(db, "INSERT INTO journal (run_id, position, kind, args, args_digest,"
-                        " idempotency_key, class, state, created_at)"
-                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8)",
+                        " idempotency_key, class, state, created_at, destination)"
+                        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8, ?9)",
                     &st, err, err_cap) != 0)
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
@@ -197,6 +200,7 @@ int journal_insert(struct store *s, int64_t run_id, const struct journal_entry *
     sqlite3_bind_text(st, 6, e->key, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 7, journal_class_name(e->cls), -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 8, sql_now_ms());
+    sqlite3_bind_text(st, 9, e->destination, -1, SQLITE_STATIC);
     return sql_run(db, st, err, err_cap);
 }
 

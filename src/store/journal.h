@@ -39,6 +39,7 @@ enum journal_state {
 
 #define JOURNAL_DIGEST_HEX 64u
 #define JOURNAL_KEY_HEX 64u
+#define JOURNAL_DESTINATION_MAX 201u /* with its NUL */
 
 struct journal_entry {
     uint32_t position;
@@ -55,6 +56,7 @@ struct journal_entry {
     int64_t delivery_order;        /* -1 if not delivered */
     bool waiting; /* a long-running call its module accepted, completion not yet come
                      (store/waits.h) */
+    char *destination; /* where the catalog sent it, if its args do not say (or NULL) */
 };
 
 void journal_entry_free(struct journal_entry *e);

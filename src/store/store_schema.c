@@ -283,7 +283,8 @@ static const char MIGRATION_6[] =
  * come: the run may be suspended meanwhile, holding no process. The key is the call's
  * idempotency key, by which the module completes it (`flow complete`, or the event
  * completion_module/completion_event whose id is the key). runs.suspended_ms is the time the
- * run spent suspended, which its manifest's deadline does not count. */
+ * run spent suspended, which its manifest's deadline does not count. journal.destination:
+ * see host_kind_destination (flows/host_kinds.h). */
 static const char MIGRATION_7[] =
     "CREATE TABLE waits ("
     "  run_id INTEGER NOT NULL,"
@@ -299,7 +300,11 @@ static const char MIGRATION_7[] =
     ") STRICT;"
     "CREATE INDEX waits_by_deadline ON waits(deadline_at);"
     "ALTER TABLE runs ADD COLUMN suspended_ms INTEGER NOT NULL DEFAULT 0"
-    "  CHECK (suspended_ms >= 0);";
+    "  CHECK (suspended_ms >= 0);"
+    /* Where the operator's catalog sent a call that its arguments do not name (a sink's
+     * module op, or its file): a resend after a crash goes there or nowhere. */
+    "ALTER TABLE journal ADD COLUMN destination TEXT"
+    "  CHECK (destination IS NULL OR length(destination) BETWEEN 1 AND 200);";
 
 static const char *const MIGRATIONS[STORE_SCHEMA_VERSION] = {MIGRATION_1, MIGRATION_2,
                                                                MIGRATION_3, MIGRATION_4,

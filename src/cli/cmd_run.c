@@ -58,6 +58,12 @@ static int report_view(const struct cli_globals *g, json_t *view)
         term_puts(stdout, error, 0);
         putchar('\n');
     }
+    if (state != NULL && strcmp(state, "suspended") == 0) {
+        long long id = (long long)json_integer_value(json_object_get(o, "run"));
+        printf("waiting for long-running calls (ck-basal journal %lld shows them and their"
+               " keys): ck-basal flow complete KEY REPLY, or flow reconcile %lld POSITION ...,"
+               " resumes it\n", id, id);
+    }
     return status;
 }
 

@@ -55,7 +55,7 @@ static int complete_in_txn(struct store *s, const char *key, const struct host_s
                          : error_line(err, err_cap, "no long-running call waits with key %.64s"
                                       " (never accepted, already completed, timed out, or"
                                       " settled by the operator)", key);
-    enum run_state state;
+    enum run_state state = RUN_PENDING;
     if (waiting_run(s, &w, out->flow_id, sizeof out->flow_id, &state, err, err_cap) != 0)
         return -1;
     if (run_state_is_end(state))
@@ -103,7 +103,7 @@ static int event_in_txn(struct store *s, const char *module, const char *name,
         return found;
     if (strcmp(w.completion_module, module) != 0 || strcmp(w.completion_event, name) != 0)
         return 0; /* another module's event, or one this op is not completed by */
-    enum run_state state;
+    enum run_state state = RUN_PENDING;
     if (waiting_run(s, &w, out->flow_id, sizeof out->flow_id, &state, err, err_cap) != 0)
         return -1;
     if (run_state_is_end(state))
@@ -155,7 +155,7 @@ static int expire_batch(struct store *s, int64_t now, size_t *n, size_t *woken, 
     for (size_t i = 0; rc == 0 && i < *n; i++) {
         const struct wait_row *w = &rows[i];
         char flow[FLOW_ID_MAX + 1];
-        enum run_state state;
+        enum run_state state = RUN_PENDING;
         rc = waiting_run(s, w, flow, sizeof flow, &state, err, err_cap);
         if (rc == 0 && run_state_is_end(state)) {
             rc = waits_delete(s, w->run_id, w->position, err, err_cap);

@@ -92,8 +92,8 @@
 #define OPS_REPLY_MAX_BYTES (8u << 20)
 #define OPS_MAX_PROGRAM_ARGS 16u
 #define HOST_CODE_MODULE_ERROR "module_error"
-#define OPS_COMPLETION_TIMEOUT_DEFAULT_S (7u * 24 * 3600)
-#define OPS_COMPLETION_TIMEOUT_MAX_S (30u * 24 * 3600)
+#define OPS_COMPLETION_TIMEOUT_DEFAULT_S 604800u  /* 7 days */
+#define OPS_COMPLETION_TIMEOUT_MAX_S 2592000u     /* 30 days */
 /* ops_module_invoke's answer when a long-running op's module accepted the call. */
 #define OPS_MODULE_ACCEPTED HOST_CALL_LONG_RUNNING
 

@@ -63,13 +63,24 @@ const char *store_location(void) { return g_uri; }
 int store_open(const char *home, struct store **out, char *err, size_t err_cap)
 {
     const struct store_engine *engine = g_uri != NULL ? &STORE_POSTGRES : &STORE_SQLITE;
-    return engine->open(home, g_uri, out, err, err_cap);
+    char *home_copy = strdup(home);
+    if (home_copy == NULL)
+        return error_line(err, err_cap, "out of memory");
+    if (engine->open(home, g_uri, out, err, err_cap) != 0) {
+        free(home_copy);
+        return -1;
+    }
+    (*out)->home = home_copy;
+    return 0;
 }
 
 void store_close(struct store *s)
 {
-    if (s != NULL)
+    if (s != NULL) {
+        free(s->home);
+        s->home = NULL;
         s->engine->close(s);
+    }
 }
 
 bool store_idle(struct store *s) { return s->engine->idle(s); }
@@ -77,6 +88,7 @@ int store_schema_version(const struct store *s) { return s->version; }
 int store_schema_version_at_open(const struct store *s) { return s->version_at_open; }
 bool store_created(const struct store *s) { return s->created; }
 const char *store_path(const struct store *s) { return s->path; }
+const char *store_home(const struct store *s) { return s->home; }
 struct sql_db *store_db(struct store *s) { return s->db; }
 const char *store_errmsg(struct store *s) { return s->engine->errmsg(s); }
 

@@ -63,7 +63,10 @@ bool store_idle(struct store *s);
 int store_schema_version(const struct store *s);
 int store_schema_version_at_open(const struct store *s);
 bool store_created(const struct store *s); /* the database file was made by this open */
-const char *store_path(const struct store *s);
+const char *store_path(const struct store *s); /* the file, or the URI (no password) */
+/* The data home store_open was given, whichever engine holds the store: the roots no
+ * grant may reach are judged against it. */
+const char *store_home(const struct store *s);
 
 /* The connection's settings in force, as store_open made them: the journal mode
  * ("wal"), the synchronous level (2: FULL; 1: NORMAL after store_group_commit) and

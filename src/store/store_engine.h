@@ -42,6 +42,7 @@ struct store {
     const struct store_engine *engine;
     struct sql_db *db;
     char *path;           /* the file, or the URI as it may be shown (no password) */
+    char *home;           /* the data home given to store_open (store.c's) */
     int version;          /* schema version in force */
     int version_at_open;  /* found at open (0: new store) */
     bool created;         /* this open made the database */

@@ -46,7 +46,7 @@ ENGINE = "quickjs.h"  # the fetched engine: src/worker includes it as <quickjs.h
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 # The store's headers that speak SQLite's types: for src/store/*.c only.
 STORE_ONLY = {"store/sql.h", "store/store_internal.h", "store/sql_backend.h", "store/sql_sqlite.h",
-              "store/store_engine.h", "store/store_schema_postgres.h"}
+              "store/store_engine.h", "store/store_schema_postgres.h", "store/sql_types.h"}
 SPEAKS_SQL = re.compile(r"sqlite3|sql_")
 
 

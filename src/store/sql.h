@@ -10,15 +10,11 @@
 #define BASAL_STORE_SQL_H
 
 #include "proto/message.h"
+#include "store/sql_types.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-struct sql_db;   /* one connection */
-struct sql_stmt; /* one prepared statement of a connection */
-
-enum sql_step { SQL_ROW, SQL_DONE, SQL_ERROR };
 
 /* Prepares sql on db into *st, reusing the statement compiled at an earlier call with
  * the same db and the same sql pointer (pass string literals). Release it with

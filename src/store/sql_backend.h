@@ -8,7 +8,7 @@
 #ifndef BASAL_STORE_SQL_BACKEND_H
 #define BASAL_STORE_SQL_BACKEND_H
 
-#include "store/sql.h"
+#include "store/sql_types.h"
 
 #include <stdbool.h>
 #include <stddef.h>

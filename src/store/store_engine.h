@@ -8,12 +8,11 @@
 #ifndef BASAL_STORE_STORE_ENGINE_H
 #define BASAL_STORE_STORE_ENGINE_H
 
-#include "store/store.h"
-
 #include <stdbool.h>
 #include <stddef.h>
 
 struct sql_db;
+struct store_settings;
 
 enum store_txn {
     STORE_TXN_WRITE,          /* store_begin_txn: durable at commit */

@@ -4,6 +4,7 @@
 #include "base/error_line.h"
 #include "store/sql.h"
 #include "store/sql_sqlite.h"
+#include "store/store.h"
 #include "store/store_schema.h"
 
 #include <errno.h>

@@ -1,4 +1,5 @@
 #include "cli_home.h"
+#include "test_store.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -18,6 +19,11 @@ void cli_argv(const char **argv, size_t cap, const char *parent, bool json, cons
     if (home != NULL) {
         argv[n++] = "--home";
         argv[n++] = home;
+        const char *uri = test_store_uri(home);
+        if (uri != NULL) {
+            argv[n++] = "--store";
+            argv[n++] = uri;
+        }
     }
     for (size_t i = 0; args[i] != NULL && n + 1 < cap; i++)
         argv[n++] = args[i];

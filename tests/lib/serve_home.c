@@ -1,6 +1,7 @@
 #include "serve_home.h"
 
 #include "store_view.h"
+#include "test_store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -154,6 +155,11 @@ bool test_serve_start(struct test_serve *s, const struct test_home *h, const cha
     argv[n++] = harness_test_parent();
     argv[n++] = "--home";
     argv[n++] = h->home;
+    const char *uri = test_store_uri(h->home);
+    if (uri != NULL) {
+        argv[n++] = "--store";
+        argv[n++] = uri;
+    }
     argv[n++] = "serve";
     for (int i = 0; extra != NULL && extra[i] != NULL && n < 23; i++)
         argv[n++] = extra[i];

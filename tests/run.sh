@@ -23,7 +23,23 @@ failed=0
 out=$(mktemp "${TMPDIR:-/tmp}/basal-run.XXXXXX") || exit 2
 # One line "SECONDS LABEL" per test, for the slowest list at the end (CI's time budget).
 durations=$(mktemp "${TMPDIR:-/tmp}/basal-run-times.XXXXXX") || exit 2
-trap 'rm -f "$out" "$durations"' EXIT
+# A throwaway PostgreSQL cluster for the tests of the PostgreSQL store
+# (tests/lib/pg_cluster.sh), unless the caller gives one (BASAL_TEST_PG_HOST and the
+# rest set). If it cannot start, that is one failure here; the tests that need it then
+# fail by themselves, the others run.
+. tests/lib/pg_cluster.sh
+trap 'pg_cluster_stop; rm -f "$out" "$durations"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+if [ -z "${BASAL_TEST_PG_HOST:-}" ]; then
+    if pg_cluster_start; then
+        echo "# postgresql cluster: started in ${pg_cluster_seconds}s, socket in $BASAL_TEST_PG_HOST"
+    else
+        echo "not ok - postgresql cluster: $(printf '%s' "$pg_cluster_error" | tr '\n' ' ')"
+        failed=$((failed + 1))
+        pg_cluster_stop
+    fi
+fi
 
 # run_one LABEL COMMAND...
 run_one() {

@@ -8,6 +8,7 @@
  *   serve_home.h  a scratch data home (struct test_home), `serve` read through its
  *                 log, requests on its ops socket
  *   flow_request.h  the pool tests' activation request
+ *   pg_test.h     a fresh PostgreSQL database on tests/run.sh's cluster, SQL run there by psql
  *   harness.sh    the same check lines and a scratch directory for tests/t_NAME.sh
  *
  * REPORTING

@@ -27,7 +27,11 @@ test_pkgs="$test_pkgs postgresql"
 # exporter and the binaries' --version.
 cross_pkgs="gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static
 libseccomp-dev:arm64 libssl-dev:arm64 libsqlite3-dev:arm64 libjansson-dev:arm64
-libcurl4-openssl-dev:arm64 libsystemd-dev:arm64 libmicrohttpd-dev:arm64 libpq-dev:arm64"
+libcurl4-openssl-dev:arm64 libsystemd-dev:arm64 libmicrohttpd-dev:arm64"
+# libpq for arm64: only the library. Debian's libpq-dev is not Multi-Arch, so
+# libpq-dev:arm64 would remove the native libpq-dev; its headers are the same on both
+# (LP64), so the cross build takes the native ones and links libpq.so.5 of arm64.
+cross_pkgs="$cross_pkgs libpq5:arm64"
 
 # The Windows cross build and its Wine tests (mk/windows.mk, tests/t_windows.sh):
 # Debian's mingw-w64 C compiler and Wine (64-bit).

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # its variables are read by tests/run.sh
 # A throwaway PostgreSQL cluster for one test run (tests/run.sh sources this file).
 #
 #   pg_cluster_start   initdb + pg_ctl start in a fresh ${TMPDIR:-/tmp}/basal-pg.XXXXXX,
@@ -64,14 +65,14 @@ pg_cluster_start() {
     pg_cluster_dir=$dir
     # The directory holds the socket: traversable by the tests (root or not) and
     # owned by the cluster's user; the data directory below stays 0700 (initdb's rule).
-    chmod 0755 "$dir" && chown "$user" "$dir" || {
-        pg_cluster_error="chown $user $dir failed"
+    if ! chmod 0755 "$dir" || ! chown "$user" "$dir"; then
+        pg_cluster_error="chmod 0755, chown $user $dir failed"
         return 1
-    }
+    fi
     log="$dir/server.log"
     if ! $as "$bin/initdb" -D "$dir/data" -U basal_test --auth-local=trust --auth-host=reject \
         -E UTF8 --locale=C --no-sync --no-instructions >"$dir/initdb.log" 2>&1; then
-        pg_cluster_error="initdb failed: $(tail -n 1 "$dir/initdb.log" | tr '\n' ' ')"
+        pg_cluster_error="initdb failed: $(tail -n 1 "$dir/initdb.log")${as:+ (user $user must reach ${TMPDIR:-/tmp})}"
         return 1
     fi
     cat >>"$dir/data/postgresql.conf" <<EOF
@@ -87,7 +88,7 @@ EOF
     pg_cluster_ctl="${as:+$as }$bin/pg_ctl -D $dir/data -l $log -w -t 60"
     # shellcheck disable=SC2086 # the words of the command line
     if ! $pg_cluster_ctl start >"$dir/pg_ctl.log" 2>&1; then
-        pg_cluster_error="pg_ctl start failed: $(tail -n 1 "$log" 2>/dev/null | tr '\n' ' ')"
+        pg_cluster_error="pg_ctl start failed: $(tail -n 1 "$log" 2>/dev/null)"
         return 1
     fi
     export BASAL_TEST_PG_HOST="$dir"

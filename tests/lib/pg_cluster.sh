@@ -14,9 +14,13 @@
 #                        BASAL_TEST_PG_USER  basal_test
 #                        BASAL_TEST_PG_BIN   the directory of psql, pg_ctl, postgres
 #                        BASAL_TEST_PG_CTL   words to which a test appends restart,
-#                                            stop or start (runs pg_ctl -w on the data
-#                                            directory as the cluster's user); split on
-#                                            spaces, no quoting (the paths have none)
+#                                            stop, start or status (pg_ctl -w on the
+#                                            data directory as the cluster's user; the
+#                                            first word an absolute path); split on
+#                                            spaces, no quoting (the paths have none).
+#                                            The cluster is shared by the whole run
+#                                            (tests run one at a time): a test that
+#                                            stops it starts it again.
 #                      Returns 0, or 1 with the reason in $pg_cluster_error.
 #   pg_cluster_stop    stops it (fast shutdown) and removes its directory; nothing if
 #                      none was started here.
@@ -39,7 +43,7 @@ pg_cluster_bindir() {
 }
 
 pg_cluster_start() {
-    local bin user as dir started log
+    local bin user as runuser dir started log
     pg_cluster_error=""
     bin=$(pg_cluster_bindir) || {
         pg_cluster_error="no /usr/lib/postgresql/*/bin/initdb (apt-get install postgresql; scripts/install-deps.sh --test)"
@@ -53,7 +57,12 @@ pg_cluster_start() {
             pg_cluster_error="useradd $user failed"
             return 1
         fi
-        as="runuser -u $user --"
+        runuser=$(command -v runuser) || {
+            pg_cluster_error="no runuser (util-linux) to run the cluster as $user"
+            return 1
+        }
+        # An absolute path: a C test runs BASAL_TEST_PG_CTL's words without PATH.
+        as="$runuser -u $user --"
     else
         user=$(id -un)
         as=""

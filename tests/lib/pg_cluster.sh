@@ -52,8 +52,10 @@ pg_cluster_start() {
     started=$(date +%s%N)
     if [ "$(id -u)" -eq 0 ]; then
         user=basal-pg
+        # (A run beside this one may make it at the same time: look again after.)
         if ! id -u "$user" >/dev/null 2>&1 &&
-            ! useradd --system --no-create-home --shell /usr/sbin/nologin "$user" 2>/dev/null; then
+            ! useradd --system --no-create-home --shell /usr/sbin/nologin "$user" 2>/dev/null &&
+            ! id -u "$user" >/dev/null 2>&1; then
             pg_cluster_error="useradd $user failed"
             return 1
         fi

@@ -121,10 +121,15 @@ pg_cluster_stop() {
         # shellcheck disable=SC2086 # the words of the command line
         $pg_cluster_ctl -m fast stop >/dev/null 2>&1
         # pg_ctl returns once postmaster.pid is gone, a moment before the postmaster
-        # has exited: wait for the process itself, so none is left when run.sh ends.
+        # has exited: wait for the process itself (its pidfd), so none is left when
+        # run.sh ends.
         case "$pid" in
         '' | *[!0-9]*) ;;
-        *) timeout 30 tail --pid="$pid" -f /dev/null ;;
+        *) python3 -c 'import os, select, sys
+try:
+    select.select([os.pidfd_open(int(sys.argv[1]))], [], [], 30)
+except ProcessLookupError:
+    pass' "$pid" ;;
         esac
     fi
     rm -rf "$pg_cluster_dir"

@@ -6,6 +6,8 @@ set -euo pipefail
 
 build_pkgs="gcc make patch openssl ca-certificates libseccomp-dev libsqlite3-dev
 libjansson-dev libssl-dev libcurl4-openssl-dev libsystemd-dev libmicrohttpd-dev git"
+# The PostgreSQL store (issue 26): libpq's headers and library.
+build_pkgs="$build_pkgs libpq-dev"
 test_pkgs="clang clang-tidy cppcheck libclang-rt-14-dev strace python3 curl
 python3-prometheus-client systemd groff-base man-db"
 # tests/t_store_locks.c reads the store with the sqlite3 shell beside a running serve.
@@ -16,6 +18,9 @@ test_pkgs="$test_pkgs bash-completion"
 test_pkgs="$test_pkgs chromium"
 # tests/t_codemode_typescript.sh checks codemode check with Debian's TypeScript compiler.
 test_pkgs="$test_pkgs node-typescript"
+# tests/run.sh starts a throwaway PostgreSQL cluster (tests/lib/pg_cluster.sh) for the
+# PostgreSQL store's tests: the server (initdb, pg_ctl) and psql.
+test_pkgs="$test_pkgs postgresql"
 
 # The arm64 cross build (mk/aarch64.mk, part of the test build): Debian's cross
 # compiler, the arm64 libraries through multiarch, and qemu-user to run the filter
@@ -23,6 +28,10 @@ test_pkgs="$test_pkgs node-typescript"
 cross_pkgs="gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static
 libseccomp-dev:arm64 libssl-dev:arm64 libsqlite3-dev:arm64 libjansson-dev:arm64
 libcurl4-openssl-dev:arm64 libsystemd-dev:arm64 libmicrohttpd-dev:arm64"
+# libpq for arm64: only the library. Debian's libpq-dev is not Multi-Arch, so
+# libpq-dev:arm64 would remove the native libpq-dev; its headers are the same on both
+# (LP64), so the cross build takes the native ones and links libpq.so.5 of arm64.
+cross_pkgs="$cross_pkgs libpq5:arm64"
 
 # The Windows cross build and its Wine tests (mk/windows.mk, tests/t_windows.sh):
 # Debian's mingw-w64 C compiler and Wine (64-bit).

@@ -11,6 +11,12 @@
 # without printing any "not ok" line, or that prints no check at all, counts as one
 # more failure of its own, so a crash can never pass silently. Exit status: 0 only if
 # nothing failed. Run `make test-build` first (make check does both).
+#
+# Before the tests it starts a throwaway PostgreSQL cluster for the whole run
+# (tests/lib/pg_cluster.sh: BASAL_TEST_PG_HOST, _PORT, _USER, _BIN, _CTL in the tests'
+# environment) unless BASAL_TEST_PG_HOST is set already, and removes it at exit. If it
+# cannot start, "not ok - postgresql cluster: <reason>" counts once, and every test
+# still runs (those needing PostgreSQL fail by themselves).
 set -u
 
 cd "$(dirname "$0")/.." || exit 2
@@ -23,7 +29,23 @@ failed=0
 out=$(mktemp "${TMPDIR:-/tmp}/basal-run.XXXXXX") || exit 2
 # One line "SECONDS LABEL" per test, for the slowest list at the end (CI's time budget).
 durations=$(mktemp "${TMPDIR:-/tmp}/basal-run-times.XXXXXX") || exit 2
-trap 'rm -f "$out" "$durations"' EXIT
+# A throwaway PostgreSQL cluster for the tests of the PostgreSQL store
+# (tests/lib/pg_cluster.sh), unless the caller gives one (BASAL_TEST_PG_HOST and the
+# rest set). If it cannot start, that is one failure here; the tests that need it then
+# fail by themselves, the others run.
+. tests/lib/pg_cluster.sh
+trap 'pg_cluster_stop; rm -f "$out" "$durations"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+if [ -z "${BASAL_TEST_PG_HOST:-}" ]; then
+    if pg_cluster_start; then
+        echo "# postgresql cluster: started in ${pg_cluster_seconds}s, socket in $BASAL_TEST_PG_HOST"
+    else
+        echo "not ok - postgresql cluster: $(printf '%s' "$pg_cluster_error" | tr '\n' ' ')"
+        failed=$((failed + 1))
+        pg_cluster_stop
+    fi
+fi
 
 # run_one LABEL COMMAND...
 run_one() {

@@ -9,7 +9,10 @@
  *                 log, requests on its ops socket
  *   flow_request.h  the pool tests' activation request
  *   test_store.h  the store engine the CLI runs on (the pg/ variant: PostgreSQL)
+ *   pg_test.h     a fresh PostgreSQL database on tests/run.sh's cluster, SQL there by
+ *                 psql, the cluster restarted (pg_ctl)
  *   harness.sh    the same check lines and a scratch directory for tests/t_NAME.sh
+ *   pg_cluster.sh the run's throwaway PostgreSQL cluster (tests/run.sh starts it)
  *
  * REPORTING
  *   Every check prints exactly one line on stdout:

@@ -45,7 +45,7 @@ CK_SRC     := $(wildcard src/ck/*.c)
 # ck (setup, upgrade) links only what it uses of the parent: the data home's default,
 # the serve lock, the ops client and their helpers; SQLite for the store's schema and
 # its snapshot (store_backup), jansson for the ops replies and ck-basal --version --json.
-CK_MODULES := src/base/error_line.c src/base/clock.c src/base/socket_send.c src/store/datahome.c src/store/store_backup.c src/store/sql.c \
+CK_MODULES := src/base/error_line.c src/base/clock.c src/base/socket_send.c src/store/datahome.c src/store/store_backup.c \
               src/serve/serve_lock.c src/serve/ops_client.c
 CK_LIBS    := -lsqlite3 -ljansson
 TEST_SRC   := $(wildcard tests/t_*.c)

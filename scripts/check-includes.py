@@ -45,7 +45,8 @@ GENERATED = {"version.h", "prelude_js.h", "worker_sb.h"}  # build/gen, made by m
 ENGINE = "quickjs.h"  # the fetched engine: src/worker includes it as <quickjs.h>
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 # The store's headers that speak SQLite's types: for src/store/*.c only.
-STORE_ONLY = {"store/sql.h", "store/store_internal.h"}
+STORE_ONLY = {"store/sql.h", "store/store_internal.h", "store/sql_backend.h", "store/sql_sqlite.h",
+              "store/store_engine.h", "store/store_schema_postgres.h"}
 SPEAKS_SQL = re.compile(r"sqlite3|sql_")
 
 

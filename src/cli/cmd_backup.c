@@ -23,6 +23,11 @@ int cmd_backup(const struct cli_globals *g, int argc, char **argv)
                 argc == 0 ? "missing DEST" : "unexpected arguments", BACKUP_USAGE);
         return EXIT_USAGE;
     }
+    if (store_location() != NULL) {
+        fprintf(stderr, "ck-basal backup: copies the SQLite store of a data home; a PostgreSQL "
+                        "store is backed up by PostgreSQL's own tools (pg_dump)\n");
+        return EXIT_REFUSED;
+    }
     const char *dest = argv[0];
     char home[PATH_MAX], db[PATH_MAX + 16], err[PATH_MAX + 512];
     if (cli_data_home(g, home, sizeof home, err, sizeof err) != 0 ||

@@ -206,6 +206,8 @@ int cli_command_help(FILE *out, const char *command, const char *subcommand)
     }
     if (printed > 0)
         fprintf(out, "\nglobal options (anywhere on the line): --json  machine-readable output;\n"
-                     "  --home DIR  the data home. Exit status: 0 ok, 1 refused or failed, 2 usage.\n");
+                     "  --home DIR  the data home; --store URI  a PostgreSQL store (default\n"
+                     "  $BASAL_STORE, else SQLite in the data home). Exit status: 0 ok, 1 refused\n"
+                     "  or failed, 2 usage.\n");
     return printed > 0 ? 0 : -1;
 }

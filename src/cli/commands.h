@@ -14,6 +14,7 @@
 struct cli_globals {
     bool json;        /* machine output */
     const char *home; /* --home DIR, or NULL for the default data home */
+    const char *store; /* --store URI, else $BASAL_STORE, else NULL: SQLite in the home */
 };
 
 struct cli_command {

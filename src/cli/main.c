@@ -2,9 +2,11 @@
 #include "version.h"
 #include "cli/command_help.h"
 #include "cli/commands.h"
+#include "store/store.h"
 #include "store/store_schema.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const struct cli_command COMMANDS[] = {
@@ -85,7 +87,7 @@ static const struct cli_command COMMANDS[] = {
 
 static void print_help(FILE *out)
 {
-    fprintf(out, "usage: ck-basal [--json] [--home DIR] COMMAND [ARGS]\n"
+    fprintf(out, "usage: ck-basal [--json] [--home DIR] [--store URI] COMMAND [ARGS]\n"
                  "       ck-basal --version [--json] | --help\n\ncommands:\n");
     for (size_t i = 0; i < COMMAND_COUNT; i++)
         fprintf(out, "  %s %s\n", COMMANDS[i].name, COMMANDS[i].synopsis);
@@ -93,30 +95,44 @@ static void print_help(FILE *out)
                  "  --json     machine-readable output\n"
                  "  --home DIR the data home (default $XDG_DATA_HOME/cortexkit/basal,\n"
                  "             else ~/.local/share/cortexkit/basal)\n"
-                 "  both anywhere on the line; COMMAND [SUBCOMMAND] --help: its own usage\n"
+                 "  --store URI  the store: a PostgreSQL connection URI (postgresql://...,\n"
+                 "             no password in it: use a service file or PGPASSFILE); default\n"
+                 "             $BASAL_STORE, else SQLite (basal.db) in the data home\n"
+                 "  all anywhere on the line; COMMAND [SUBCOMMAND] --help: its own usage\n"
                  "\nexit status: 0 ok, 1 refused or failed, 2 usage\n");
 }
 
-/* A global option at argv[*i] (--json, --home DIR) into g, *i moved past its value.
- * Returns 1 if it was one, 0 if not, or EXIT_USAGE + 1 after printing a usage error. */
+/* A global option taking a value (--home DIR, --store URI) at argv[*i] into *slot.
+ * Returns 1, or EXIT_USAGE + 1 after printing a usage error. The value is not echoed
+ * back: a URI is no place for it, and a second one may differ only in secrets. */
+static int take_value(const char **slot, const char *what, int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc || argv[*i + 1][0] == '\0') {
+        fprintf(stderr, "ck-basal: %s needs %s\n", argv[*i], what);
+        return EXIT_USAGE + 1;
+    }
+    if (*slot != NULL && strcmp(*slot, argv[*i + 1]) != 0) {
+        fprintf(stderr, "ck-basal: %s given twice, differently\n", argv[*i]);
+        return EXIT_USAGE + 1;
+    }
+    *slot = argv[++*i];
+    return 1;
+}
+
+/* A global option at argv[*i] (--json, --home DIR, --store URI) into g, *i moved past
+ * its value. Returns 1 if it was one, 0 if not, or EXIT_USAGE + 1 after printing a
+ * usage error. */
 static int take_global(struct cli_globals *g, int argc, char **argv, int *i)
 {
     if (strcmp(argv[*i], "--json") == 0) {
         g->json = true;
         return 1;
     }
-    if (strcmp(argv[*i], "--home") != 0)
-        return 0;
-    if (*i + 1 >= argc || argv[*i + 1][0] == '\0') {
-        fprintf(stderr, "ck-basal: --home needs a directory\n");
-        return EXIT_USAGE + 1;
-    }
-    if (g->home != NULL && strcmp(g->home, argv[*i + 1]) != 0) {
-        fprintf(stderr, "ck-basal: --home given twice ('%s' and '%s')\n", g->home, argv[*i + 1]);
-        return EXIT_USAGE + 1;
-    }
-    g->home = argv[++*i];
-    return 1;
+    if (strcmp(argv[*i], "--home") == 0)
+        return take_value(&g->home, "a directory", argc, argv, i);
+    if (strcmp(argv[*i], "--store") == 0)
+        return take_value(&g->store, "a PostgreSQL connection URI", argc, argv, i);
+    return 0;
 }
 
 static int is_help(const char *arg)
@@ -126,7 +142,7 @@ static int is_help(const char *arg)
 
 int main(int argc, char **argv)
 {
-    struct cli_globals globals = {false, NULL};
+    struct cli_globals globals = {.json = false, .home = NULL, .store = NULL};
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         int taken = take_global(&globals, argc, argv, &i);
@@ -182,6 +198,13 @@ int main(int argc, char **argv)
     if (help) {
         const char *sub = count > 0 && words[0][0] != '-' ? words[0] : NULL;
         return cli_command_help(stdout, command->name, sub) == 0 ? EXIT_OK : EXIT_USAGE;
+    }
+    if (globals.store == NULL)
+        globals.store = getenv("BASAL_STORE");
+    char err[256];
+    if (store_use(globals.store, err, sizeof err) != 0) {
+        fprintf(stderr, "ck-basal: %s\n", err);
+        return EXIT_USAGE;
     }
     return command->run(&globals, count, words);
 }

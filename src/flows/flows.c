@@ -41,17 +41,15 @@ _Static_assert(CODE_HASH_HEX_LEN == FLOW_HASH_HEX_LEN, "the store keeps code has
 
 /* ---- roots that are never granted ------------------------------------------------- */
 
-/* The data home: the directory holding the store's file (store/store.h: HOME/basal.db).
- * 0, or -1 (err set). */
+/* The data home the store was opened in (store_home: the same on either engine). 0, or
+ * -1 (err set). */
 static int data_home(struct store *s, char *out, size_t cap, char *err, size_t err_cap)
 {
-    static const char SUFFIX[] = "/" STORE_FILE;
-    const char *db = store_path(s);
-    size_t n = strlen(db), k = sizeof SUFFIX - 1;
-    if (n <= k || strcmp(db + n - k, SUFFIX) != 0 || n - k >= cap)
-        return error_line(err, err_cap, "cannot tell the data home of the store %s", db);
-    memcpy(out, db, n - k);
-    out[n - k] = '\0';
+    const char *home = store_home(s);
+    int n = home != NULL ? snprintf(out, cap, "%s", home) : -1;
+    if (n <= 0 || (size_t)n >= cap)
+        return error_line(err, err_cap, "cannot tell the data home of the store %s",
+                          store_path(s));
     return 0;
 }
 

@@ -78,70 +78,73 @@ int codemode_run_begin(struct store *s, const struct codemode_run_start *start, 
     if (journal_digest(start->script, start->script_len, digest) != 0)
         return error_line(err, err_cap, "SHA-256: libcrypto failed");
     runs_owner_self(owner);
-    sqlite3 *db = store_db(s);
+    struct sql_db *db = store_db(s);
     if (store_begin_txn(s, err, err_cap) != 0)
         return -1;
-    sqlite3_stmt *st;
+    struct sql_stmt *st;
     int rc = sql_prepare(db, "INSERT INTO codemode_runs (script_name, script, script_sha256,"
                              " input, state, owner, created_at, updated_at)"
-                             " VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?6)", &st, err, err_cap);
+                             " VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?6) RETURNING id", &st, err,
+                         err_cap);
     if (rc == 0) {
         int64_t now = sql_now_ms();
-        sqlite3_bind_text(st, 1, start->script_name, -1, SQLITE_STATIC);
-        sqlite3_bind_blob(st, 2, start->script, (int)start->script_len, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, digest, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 4, start->input, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 5, owner, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 6, now);
-        rc = sql_run(db, st, err, err_cap);
+        sql_bind_text(st, 1, start->script_name);
+        sql_bind_blob(st, 2, start->script, start->script_len);
+        sql_bind_text(st, 3, digest);
+        sql_bind_text(st, 4, start->input);
+        sql_bind_text(st, 5, owner);
+        sql_bind_int64(st, 6, now);
+        rc = sql_step_row(db, st, err, err_cap);
+        if (rc == 1)
+            *id = sql_column_int64(st, 0);
+        sql_release(st);
+        rc = rc == 1 ? 0 : rc == 0 ? error_line(err, err_cap, "store: the run was not added") : -1;
     }
-    if (rc == 0)
-        *id = sqlite3_last_insert_rowid(db);
     return store_end_txn(s, rc, err, err_cap);
 }
 
 int codemode_run_finish(struct store *s, int64_t id, const struct codemode_run_end *end,
                         char *err, size_t err_cap)
 {
-    sqlite3 *db = store_db(s);
+    struct sql_db *db = store_db(s);
     if (store_begin_txn(s, err, err_cap) != 0)
         return -1;
-    sqlite3_stmt *st;
+    struct sql_stmt *st;
     int rc = sql_prepare(db, "UPDATE codemode_runs SET state = ?2, outcome = ?3, result = ?4,"
                              " error = ?5, console = ?6, console_truncated = ?7,"
                              " tool_calls = ?8, over_limit_calls = ?9, worker_pid = ?10,"
                              " wall_ms = ?11, updated_at = ?12"
                              " WHERE id = ?1 AND state = 'running'", &st, err, err_cap);
     if (rc == 0) {
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_text(st, 2, codemode_run_state_name(end->state), -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, end->outcome, -1, SQLITE_STATIC);
+        sql_bind_int64(st, 1, id);
+        sql_bind_text(st, 2, codemode_run_state_name(end->state));
+        sql_bind_text(st, 3, end->outcome);
         if (end->result != NULL)
-            sqlite3_bind_blob(st, 4, end->result, (int)strlen(end->result), SQLITE_STATIC);
-        sqlite3_bind_text(st, 5, end->error, -1, SQLITE_STATIC);
+            sql_bind_blob(st, 4, end->result, strlen(end->result));
+        sql_bind_text(st, 5, end->error);
         if (end->console != NULL)
-            sqlite3_bind_blob(st, 6, end->console, (int)strlen(end->console), SQLITE_STATIC);
-        sqlite3_bind_int(st, 7, end->console_truncated ? 1 : 0);
-        sqlite3_bind_int64(st, 8, end->tool_calls);
-        sqlite3_bind_int64(st, 9, end->over_limit_calls);
+            sql_bind_blob(st, 6, end->console, strlen(end->console));
+        sql_bind_int64(st, 7, end->console_truncated ? 1 : 0);
+        sql_bind_int64(st, 8, end->tool_calls);
+        sql_bind_int64(st, 9, end->over_limit_calls);
         if (end->worker_pid > 0)
-            sqlite3_bind_int64(st, 10, end->worker_pid);
-        sqlite3_bind_int64(st, 11, end->wall_ms);
-        sqlite3_bind_int64(st, 12, sql_now_ms());
+            sql_bind_int64(st, 10, end->worker_pid);
+        sql_bind_int64(st, 11, end->wall_ms);
+        sql_bind_int64(st, 12, sql_now_ms());
         rc = sql_run(db, st, err, err_cap);
     }
-    if (rc == 0 && sqlite3_changes(db) != 1)
+    if (rc == 0 && sql_changes(db) != 1)
         rc = error_line(err, err_cap, "codemode run c%" PRId64 " is not running", id);
     return store_end_txn(s, rc, err, err_cap);
 }
 
 /* A running run whose owner is alive is not abandoned: skipped. */
-static int abandoned_read(sqlite3_stmt *st, void *elem)
+static int abandoned_read(struct sql_stmt *st, void *elem)
 {
-    const char *owner = (const char *)sqlite3_column_text(st, 1);
+    const char *owner = sql_column_text(st, 1);
     if (runs_owner_alive(owner))
         return 1;
-    *(int64_t *)elem = sqlite3_column_int64(st, 0);
+    *(int64_t *)elem = sql_column_int64(st, 0);
     return 0;
 }
 
@@ -149,10 +152,10 @@ int codemode_runs_abandon(struct store *s, int *count, char *err, size_t err_cap
 {
     if (count != NULL)
         *count = 0;
-    sqlite3 *db = store_db(s);
+    struct sql_db *db = store_db(s);
     if (store_begin_txn(s, err, err_cap) != 0)
         return -1;
-    sqlite3_stmt *st;
+    struct sql_stmt *st;
     void *list = NULL;
     size_t n = 0;
     int rc = sql_prepare(db, "SELECT id, owner FROM codemode_runs WHERE state = 'running'", &st,
@@ -166,10 +169,9 @@ int codemode_runs_abandon(struct store *s, int *count, char *err, size_t err_cap
                          err_cap);
         if (rc != 0)
             break;
-        sqlite3_bind_int64(st, 1, ids[i]);
-        sqlite3_bind_text(st, 2, "abandoned: the process running it ended before the run did",
-                          -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, sql_now_ms());
+        sql_bind_int64(st, 1, ids[i]);
+        sql_bind_text(st, 2, "abandoned: the process running it ended before the run did");
+        sql_bind_int64(st, 3, sql_now_ms());
         rc = sql_run(db, st, err, err_cap);
     }
     free(list);
@@ -205,8 +207,8 @@ int codemode_audit(struct store *s, int64_t run_id, int64_t position, const char
 int codemode_call_record(struct store *s, int64_t run_id, const struct codemode_call_entry *c,
                          const char *reason, char *err, size_t err_cap)
 {
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
+    struct sql_db *db = store_db(s);
+    struct sql_stmt *st;
     if (sql_prepare(db, "INSERT INTO codemode_calls (run_id, position, kind, tool, module, op,"
                         " class, args, args_digest, idempotency_key, decision, state,"
                         " settlement, value, created_at, settled_at)"
@@ -214,27 +216,27 @@ int codemode_call_record(struct store *s, int64_t run_id, const struct codemode_
                         " ?15, ?16)", &st, err, err_cap) != 0)
         return -1;
     int64_t now = sql_now_ms();
-    sqlite3_bind_int64(st, 1, run_id);
-    sqlite3_bind_int64(st, 2, c->position);
-    sqlite3_bind_text(st, 3, c->kind, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, c->tool, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, c->module, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 6, c->op, -1, SQLITE_STATIC);
+    sql_bind_int64(st, 1, run_id);
+    sql_bind_int64(st, 2, c->position);
+    sql_bind_text(st, 3, c->kind);
+    sql_bind_text(st, 4, c->tool);
+    sql_bind_text(st, 5, c->module);
+    sql_bind_text(st, 6, c->op);
     if (c->has_class)
-        sqlite3_bind_text(st, 7, c->mutation ? "mutation" : "query", -1, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 8, c->args, (int)c->args_len, SQLITE_STATIC);
-    sqlite3_bind_text(st, 9, c->digest, -1, SQLITE_STATIC);
+        sql_bind_text(st, 7, c->mutation ? "mutation" : "query");
+    sql_bind_blob(st, 8, c->args, c->args_len);
+    sql_bind_text(st, 9, c->digest);
     if (c->key[0] != '\0')
-        sqlite3_bind_text(st, 10, c->key, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 11, c->allowed ? "allowed" : "refused", -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 12, c->settled ? "settled" : "pending", -1, SQLITE_STATIC);
+        sql_bind_text(st, 10, c->key);
+    sql_bind_text(st, 11, c->allowed ? "allowed" : "refused");
+    sql_bind_text(st, 12, c->settled ? "settled" : "pending");
     if (c->settled) {
-        sqlite3_bind_text(st, 13, sql_settlement_name(c->settlement), -1, SQLITE_STATIC);
+        sql_bind_text(st, 13, sql_settlement_name(c->settlement));
         if (c->value != NULL)
-            sqlite3_bind_blob(st, 14, c->value, (int)strlen(c->value), SQLITE_STATIC);
-        sqlite3_bind_int64(st, 16, now);
+            sql_bind_blob(st, 14, c->value, strlen(c->value));
+        sql_bind_int64(st, 16, now);
     }
-    sqlite3_bind_int64(st, 15, now);
+    sql_bind_int64(st, 15, now);
     if (sql_run(db, st, err, err_cap) != 0)
         return -1;
     return codemode_audit(s, run_id, c->position, c->kind, c->allowed, reason, err, err_cap);
@@ -244,22 +246,22 @@ int codemode_call_settle(struct store *s, int64_t run_id, uint32_t position,
                          enum proto_settlement settlement, const char *value, char *err,
                          size_t err_cap)
 {
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
+    struct sql_db *db = store_db(s);
+    struct sql_stmt *st;
     if (sql_prepare(db, "UPDATE codemode_calls SET state = 'settled', settlement = ?3,"
                         " value = ?4, settled_at = ?5"
                         " WHERE run_id = ?1 AND position = ?2 AND state = 'pending'", &st, err,
                     err_cap) != 0)
         return -1;
-    sqlite3_bind_int64(st, 1, run_id);
-    sqlite3_bind_int64(st, 2, position);
-    sqlite3_bind_text(st, 3, sql_settlement_name(settlement), -1, SQLITE_STATIC);
+    sql_bind_int64(st, 1, run_id);
+    sql_bind_int64(st, 2, position);
+    sql_bind_text(st, 3, sql_settlement_name(settlement));
     if (value != NULL)
-        sqlite3_bind_blob(st, 4, value, (int)strlen(value), SQLITE_STATIC);
-    sqlite3_bind_int64(st, 5, sql_now_ms());
+        sql_bind_blob(st, 4, value, strlen(value));
+    sql_bind_int64(st, 5, sql_now_ms());
     if (sql_run(db, st, err, err_cap) != 0)
         return -1;
-    if (sqlite3_changes(db) != 1)
+    if (sql_changes(db) != 1)
         return error_line(err, err_cap, "codemode run c%" PRId64 ": no pending call at %u",
                           run_id, (unsigned)position);
     return 0;
@@ -285,21 +287,21 @@ void codemode_run_row_free(struct codemode_run_row *r)
     memset(r, 0, sizeof *r);
 }
 
-static int run_read(sqlite3_stmt *st, void *elem)
+static int run_read(struct sql_stmt *st, void *elem)
 {
     struct codemode_run_row *r = elem;
     memset(r, 0, sizeof *r);
-    r->id = sqlite3_column_int64(st, 0);
+    r->id = sql_column_int64(st, 0);
     sql_column_copy(st, 2, r->script_sha256, sizeof r->script_sha256);
-    r->state = state_parse((const char *)sqlite3_column_text(st, 4));
+    r->state = state_parse(sql_column_text(st, 4));
     sql_column_copy(st, 5, r->owner, sizeof r->owner);
-    r->console_truncated = sqlite3_column_int(st, 10) != 0;
-    r->tool_calls = sqlite3_column_int64(st, 11);
-    r->over_limit_calls = sqlite3_column_int64(st, 12);
-    r->worker_pid = sqlite3_column_int64(st, 13);
-    r->wall_ms = sqlite3_column_type(st, 14) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 14);
-    r->created_at = sqlite3_column_int64(st, 15);
-    r->updated_at = sqlite3_column_int64(st, 16);
+    r->console_truncated = (int)sql_column_int64(st, 10) != 0;
+    r->tool_calls = sql_column_int64(st, 11);
+    r->over_limit_calls = sql_column_int64(st, 12);
+    r->worker_pid = sql_column_int64(st, 13);
+    r->wall_ms = sql_column_is_null(st, 14) ? -1 : sql_column_int64(st, 14);
+    r->created_at = sql_column_int64(st, 15);
+    r->updated_at = sql_column_int64(st, 16);
     if (sql_column_dup(st, 1, &r->script_name, NULL) != 0 ||
         sql_column_dup(st, 3, &r->input, NULL) != 0 ||
         sql_column_dup(st, 6, &r->outcome, NULL) != 0 ||
@@ -321,17 +323,17 @@ int codemode_run_get(struct store *s, int64_t id, struct codemode_run_row *out, 
                      size_t err_cap)
 {
     memset(out, 0, sizeof *out);
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
+    struct sql_db *db = store_db(s);
+    struct sql_stmt *st;
     if (sql_prepare(db, "SELECT " RUN_COLUMNS " FROM codemode_runs WHERE id = ?1", &st, err,
                     err_cap) != 0)
         return -1;
-    sqlite3_bind_int64(st, 1, id);
-    int rc = sqlite3_step(st);
+    sql_bind_int64(st, 1, id);
+    int rc = sql_step(st);
     int ret = 0;
-    if (rc == SQLITE_ROW)
+    if (rc == SQL_ROW)
         ret = run_read(st, out) == 0 ? 1 : error_line(err, err_cap, "out of memory");
-    else if (rc != SQLITE_DONE)
+    else if (rc != SQL_DONE)
         ret = sql_fail(db, err, err_cap);
     sql_release(st);
     return ret;
@@ -347,21 +349,21 @@ int codemode_runs_list(struct store *s, struct codemode_run_row **rows, size_t *
     return rc;
 }
 
-static int call_read(sqlite3_stmt *st, void *elem)
+static int call_read(struct sql_stmt *st, void *elem)
 {
     struct codemode_call *c = elem;
     memset(c, 0, sizeof *c);
-    c->position = (uint32_t)sqlite3_column_int64(st, 0);
-    const char *cls = (const char *)sqlite3_column_text(st, 6);
+    c->position = (uint32_t)sql_column_int64(st, 0);
+    const char *cls = sql_column_text(st, 6);
     c->has_class = cls != NULL;
     c->mutation = cls != NULL && strcmp(cls, "mutation") == 0;
     sql_column_copy(st, 8, c->digest, sizeof c->digest);
     sql_column_copy(st, 9, c->key, sizeof c->key);
-    const char *decision = (const char *)sqlite3_column_text(st, 10);
+    const char *decision = sql_column_text(st, 10);
     c->allowed = decision != NULL && strcmp(decision, "allowed") == 0;
-    const char *state = (const char *)sqlite3_column_text(st, 11);
+    const char *state = sql_column_text(st, 11);
     c->settled = state != NULL && strcmp(state, "settled") == 0;
-    c->settlement = sql_settlement_parse((const char *)sqlite3_column_text(st, 12));
+    c->settlement = sql_settlement_parse(sql_column_text(st, 12));
     if (sql_column_dup(st, 1, &c->kind, NULL) != 0 || sql_column_dup(st, 2, &c->tool, NULL) != 0 ||
         sql_column_dup(st, 3, &c->module, NULL) != 0 || sql_column_dup(st, 4, &c->op, NULL) != 0 ||
         sql_column_dup(st, 5, &c->args, &c->args_len) != 0 ||

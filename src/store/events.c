@@ -28,16 +28,16 @@ void events_trigger_id(int64_t seq, char *out, size_t cap)
     snprintf(out, cap, "event:%" PRId64, seq);
 }
 
-static int read_row(sqlite3_stmt *st, void *elem)
+static int read_row(struct sql_stmt *st, void *elem)
 {
     struct event_row *r = elem;
     memset(r, 0, sizeof *r);
-    r->seq = sqlite3_column_int64(st, 0);
+    r->seq = sql_column_int64(st, 0);
     sql_column_copy(st, 1, r->module, sizeof r->module);
     sql_column_copy(st, 2, r->name, sizeof r->name);
-    r->version = sqlite3_column_int64(st, 3);
+    r->version = sql_column_int64(st, 3);
     sql_column_copy(st, 4, r->event_id, sizeof r->event_id);
-    const char *state = (const char *)sqlite3_column_text(st, 6);
+    const char *state = sql_column_text(st, 6);
     r->delivered = state != NULL && strcmp(state, "delivered") == 0;
     return sql_column_dup(st, 5, &r->payload, NULL);
 }
@@ -50,13 +50,13 @@ static void drop_row(void *elem)
 #define EVENT_COLUMNS "seq, module, name, version, event_id, payload, state"
 
 /* An event's key as ?1-?4: module, name, version, event_id. */
-static void bind_key(sqlite3_stmt *st, const char *module, const char *name, int64_t version,
+static void bind_key(struct sql_stmt *st, const char *module, const char *name, int64_t version,
                      const char *event_id)
 {
-    sqlite3_bind_text(st, 1, module, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, version);
-    sqlite3_bind_text(st, 4, event_id, -1, SQLITE_STATIC);
+    sql_bind_text(st, 1, module);
+    sql_bind_text(st, 2, name);
+    sql_bind_int64(st, 3, version);
+    sql_bind_text(st, 4, event_id);
 }
 
 int events_record(struct store *s, const char *module, const char *name, int64_t version,
@@ -65,20 +65,20 @@ int events_record(struct store *s, const char *module, const char *name, int64_t
 {
     memset(row, 0, sizeof *row);
     *is_new = false;
-    sqlite3 *db = store_db(s);
+    struct sql_db *db = store_db(s);
     if (store_begin_txn(s, err, err_cap) != 0)
         return -1;
-    sqlite3_stmt *st;
+    struct sql_stmt *st;
     int rc = sql_prepare(db, "INSERT INTO events (module, name, version, event_id, payload,"
                              " emitted_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
                              " ON CONFLICT (module, name, version, event_id) DO NOTHING",
                          &st, err, err_cap);
     if (rc == 0) {
         bind_key(st, module, name, version, event_id);
-        sqlite3_bind_text(st, 5, payload, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 6, sql_now_ms());
+        sql_bind_text(st, 5, payload);
+        sql_bind_int64(st, 6, sql_now_ms());
         rc = sql_run(db, st, err, err_cap);
-        *is_new = rc == 0 && sqlite3_changes(db) == 1;
+        *is_new = rc == 0 && sql_changes(db) == 1;
     }
     struct event_row *rows = NULL;
     size_t count = 0;
@@ -115,14 +115,14 @@ int events_pending(struct store *s, struct event_row **rows, size_t *count, char
 
 int events_mark_delivered(struct store *s, int64_t seq, char *err, size_t err_cap)
 {
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
+    struct sql_db *db = store_db(s);
+    struct sql_stmt *st;
     if (sql_prepare(db, "UPDATE events SET state = 'delivered', delivered_at = ?2"
                         " WHERE seq = ?1 AND state = 'pending'",
                     &st, err, err_cap) != 0)
         return -1;
-    sqlite3_bind_int64(st, 1, seq);
-    sqlite3_bind_int64(st, 2, sql_now_ms());
+    sql_bind_int64(st, 1, seq);
+    sql_bind_int64(st, 2, sql_now_ms());
     return sql_run(db, st, err, err_cap);
 }
 

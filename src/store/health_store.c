@@ -190,36 +190,36 @@ static void count_one(struct health *h, const char *name, long long value)
     count_flow(h, flow, dot + 1, (unsigned long long)value);
 }
 
-static int load_counters(sqlite3 *db, struct health *h, char *err, size_t err_cap)
+static int load_counters(struct sql_db *db, struct health *h, char *err, size_t err_cap)
 {
-    sqlite3_stmt *st;
+    struct sql_stmt *st;
     if (sql_prepare(db, "SELECT name, value FROM health_counters ORDER BY name", &st, err,
                     err_cap) != 0)
         return -1;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-        count_one(h, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1));
+    while ((rc = sql_step(st)) == SQL_ROW)
+        count_one(h, sql_column_text(st, 0), sql_column_int64(st, 1));
     sql_release(st);
-    return rc == SQLITE_DONE ? 0 : sql_fail(db, err, err_cap);
+    return rc == SQL_DONE ? 0 : sql_fail(db, err, err_cap);
 }
 
 /* run_states overall into root, and per flow into root.flows.<id>.run_states. */
-static int add_run_states(sqlite3 *db, json_t *root, char *err, size_t err_cap)
+static int add_run_states(struct sql_db *db, json_t *root, char *err, size_t err_cap)
 {
     json_t *all = json_object();
     json_t *flows = json_object_get(root, "flows");
     for (int st = RUN_PENDING; st <= RUN_CANCELLED; st++)
         json_object_set_new(all, run_state_name((enum run_state)st), json_integer(0));
     json_object_set_new(root, "run_states", all);
-    sqlite3_stmt *st;
+    struct sql_stmt *st;
     if (sql_prepare(db, "SELECT flow_id, state, count(*) FROM runs GROUP BY flow_id, state",
                     &st, err, err_cap) != 0)
         return -1;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *flow = (const char *)sqlite3_column_text(st, 0);
-        const char *state = (const char *)sqlite3_column_text(st, 1);
-        json_int_t n = sqlite3_column_int64(st, 2);
+    while ((rc = sql_step(st)) == SQL_ROW) {
+        const char *flow = sql_column_text(st, 0);
+        const char *state = sql_column_text(st, 1);
+        json_int_t n = sql_column_int64(st, 2);
         json_int_t before = json_integer_value(json_object_get(all, state));
         json_object_set_new(all, state, json_integer(before + n));
         json_t *f = json_object_get(flows, flow);
@@ -235,36 +235,36 @@ static int add_run_states(sqlite3 *db, json_t *root, char *err, size_t err_cap)
         json_object_set_new(states, state, json_integer(n));
     }
     sql_release(st);
-    return rc == SQLITE_DONE ? 0 : sql_fail(db, err, err_cap);
+    return rc == SQL_DONE ? 0 : sql_fail(db, err, err_cap);
 }
 
 /* Per installed flow: enabled, and disabled_reason (why serve disabled it, or null). */
-static int add_flow_states(sqlite3 *db, json_t *root, char *err, size_t err_cap)
+static int add_flow_states(struct sql_db *db, json_t *root, char *err, size_t err_cap)
 {
     json_t *flows = json_object_get(root, "flows");
-    sqlite3_stmt *st;
+    struct sql_stmt *st;
     if (sql_prepare(db, "SELECT id, enabled, disabled_reason FROM flows ORDER BY id", &st, err,
                     err_cap) != 0)
         return -1;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *flow = (const char *)sqlite3_column_text(st, 0);
-        const char *reason = (const char *)sqlite3_column_text(st, 2);
+    while ((rc = sql_step(st)) == SQL_ROW) {
+        const char *flow = sql_column_text(st, 0);
+        const char *reason = sql_column_text(st, 2);
         json_t *f = json_object_get(flows, flow);
         if (f == NULL) {
             f = json_object();
             json_object_set_new(flows, flow, f);
         }
-        json_object_set_new(f, "enabled", json_boolean(sqlite3_column_int(st, 1) != 0));
+        json_object_set_new(f, "enabled", json_boolean((int)sql_column_int64(st, 1) != 0));
         json_object_set_new(f, "disabled_reason", reason != NULL ? json_string(reason) : json_null());
     }
     sql_release(st);
-    return rc == SQLITE_DONE ? 0 : sql_fail(db, err, err_cap);
+    return rc == SQL_DONE ? 0 : sql_fail(db, err, err_cap);
 }
 
 /* Per flow: queue_depth (its pending runs: the runs waiting, the store being the
  * queue) and last_run (the run that ended last, or null). */
-static int add_queues(sqlite3 *db, json_t *root, char *err, size_t err_cap)
+static int add_queues(struct sql_db *db, json_t *root, char *err, size_t err_cap)
 {
     json_t *flows = json_object_get(root, "flows");
     const char *id;
@@ -276,24 +276,24 @@ static int add_queues(sqlite3 *db, json_t *root, char *err, size_t err_cap)
                             json_integer(json_is_integer(pending) ? json_integer_value(pending) : 0));
         json_object_set_new(f, "last_run", json_null());
     }
-    sqlite3_stmt *st;
+    struct sql_stmt *st;
     if (sql_prepare(db, "SELECT flow_id, id, state, updated_at FROM runs WHERE state IN"
                         " ('succeeded', 'failed', 'cancelled') ORDER BY flow_id, updated_at, id",
                     &st, err, err_cap) != 0)
         return -1;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        json_t *flow = json_object_get(flows, (const char *)sqlite3_column_text(st, 0));
+    while ((rc = sql_step(st)) == SQL_ROW) {
+        json_t *flow = json_object_get(flows, sql_column_text(st, 0));
         if (flow == NULL)
             continue;
         json_t *last = json_object();
-        json_object_set_new(last, "run", json_integer(sqlite3_column_int64(st, 1)));
-        json_object_set_new(last, "state", json_string((const char *)sqlite3_column_text(st, 2)));
-        json_object_set_new(last, "ended_at_ms", json_integer(sqlite3_column_int64(st, 3)));
+        json_object_set_new(last, "run", json_integer(sql_column_int64(st, 1)));
+        json_object_set_new(last, "state", json_string(sql_column_text(st, 2)));
+        json_object_set_new(last, "ended_at_ms", json_integer(sql_column_int64(st, 3)));
         json_object_set_new(flow, "last_run", last);
     }
     sql_release(st);
-    return rc == SQLITE_DONE ? 0 : sql_fail(db, err, err_cap);
+    return rc == SQL_DONE ? 0 : sql_fail(db, err, err_cap);
 }
 
 void *health_store_json(struct store *s, enum landlock_policy landlock, char *err,
@@ -301,7 +301,7 @@ void *health_store_json(struct store *s, enum landlock_policy landlock, char *er
 {
     struct health h;
     health_init(&h, landlock);
-    sqlite3 *db = store_db(s);
+    struct sql_db *db = store_db(s);
     json_t *root = NULL;
     if (load_counters(db, &h, err, err_cap) == 0) {
         root = health_to_json(&h);

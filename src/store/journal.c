@@ -104,25 +104,25 @@ int journal_idempotency_key(const char *flow, int64_t run_id, const char *trigge
 
 /* ---- reading ---------------------------------------------------------------------- */
 
-static int entry_read(sqlite3_stmt *st, struct journal_entry *e)
+static int entry_read(struct sql_stmt *st, struct journal_entry *e)
 {
     memset(e, 0, sizeof *e);
-    e->position = (uint32_t)sqlite3_column_int64(st, 0);
+    e->position = (uint32_t)sql_column_int64(st, 0);
     sql_column_copy(st, 3, e->digest, sizeof e->digest);
     sql_column_copy(st, 4, e->key, sizeof e->key);
-    e->cls = class_parse((const char *)sqlite3_column_text(st, 5));
-    e->state = state_parse((const char *)sqlite3_column_text(st, 6));
-    const char *settlement = (const char *)sqlite3_column_text(st, 7);
+    e->cls = class_parse(sql_column_text(st, 5));
+    e->state = state_parse(sql_column_text(st, 6));
+    const char *settlement = sql_column_text(st, 7);
     int value_col = 8;
     if (settlement == NULL) { /* not delivered: the mailbox's, if any */
-        settlement = (const char *)sqlite3_column_text(st, 10);
+        settlement = sql_column_text(st, 10);
         value_col = 11;
     }
     e->has_outcome = settlement != NULL;
     e->settlement = sql_settlement_parse(settlement);
     e->delivery_order =
-        sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9);
-    e->waiting = sqlite3_column_type(st, 12) != SQLITE_NULL;
+        sql_column_is_null(st, 9) ? -1 : sql_column_int64(st, 9);
+    e->waiting = !sql_column_is_null(st, 12);
     if (sql_column_dup(st, 1, &e->kind, NULL) != 0 ||
         sql_column_dup(st, 2, &e->args, &e->args_len) != 0 ||
         (e->has_outcome && sql_column_dup(st, value_col, &e->value, NULL) != 0) ||
@@ -134,7 +134,7 @@ static int entry_read(sqlite3_stmt *st, struct journal_entry *e)
     return 0;
 }
 
-static int entry_read_row(sqlite3_stmt *st, void *elem)
+static int entry_read_row(struct sql_stmt *st, void *elem)
 {
     return entry_read(st, elem);
 }
@@ -166,16 +166,16 @@ int journal_load(struct store *s, int64_t run_id, struct journal_entry **rows,
 
 int journal_has_undelivered(struct store *s, int64_t run_id, char *err, size_t err_cap)
 {
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
+    struct sql_db *db = store_db(s);
+    struct sql_stmt *st;
     if (sql_prepare(db, "SELECT EXISTS (SELECT 1 FROM mailbox m JOIN journal j ON"
                         " j.run_id = m.run_id AND j.position = m.position WHERE m.run_id = ?1"
                         " AND j.state = 'pending')", &st, err, err_cap) != 0)
         return -1;
-    sqlite3_bind_int64(st, 1, run_id);
+    sql_bind_int64(st, 1, run_id);
     int found = sql_step_row(db, st, err, err_cap);
     if (found == 1)
-        found = sqlite3_column_int(st, 0) != 0;
+        found = (int)sql_column_int64(st, 0) != 0;
     sql_release(st);
     return found;
 }
@@ -185,22 +185,22 @@ int journal_has_undelivered(struct store *s, int64_t run_id, char *err, size_t e
 int journal_insert(struct store *s, int64_t run_id, const struct journal_entry *e, char *err,
                    size_t err_cap)
 {
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
+    struct sql_db *db = store_db(s);
+    struct sql_stmt *st;
     if (sql_prepare(db, "INSERT INTO journal (run_id, position, kind, args, args_digest,"
                         " idempotency_key, class, state, created_at, destination)"
                         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8, ?9)",
                     &st, err, err_cap) != 0)
         return -1;
-    sqlite3_bind_int64(st, 1, run_id);
-    sqlite3_bind_int64(st, 2, e->position);
-    sqlite3_bind_text(st, 3, e->kind, -1, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 4, e->args, (int)e->args_len, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, e->digest, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 6, e->key, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 7, journal_class_name(e->cls), -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 8, sql_now_ms());
-    sqlite3_bind_text(st, 9, e->destination, -1, SQLITE_STATIC);
+    sql_bind_int64(st, 1, run_id);
+    sql_bind_int64(st, 2, e->position);
+    sql_bind_text(st, 3, e->kind);
+    sql_bind_blob(st, 4, e->args, e->args_len);
+    sql_bind_text(st, 5, e->digest);
+    sql_bind_text(st, 6, e->key);
+    sql_bind_text(st, 7, journal_class_name(e->cls));
+    sql_bind_int64(st, 8, sql_now_ms());
+    sql_bind_text(st, 9, e->destination);
     return sql_run(db, st, err, err_cap);
 }
 
@@ -208,28 +208,28 @@ int journal_mailbox_put(struct store *s, int64_t run_id, uint32_t position,
                         enum proto_settlement settlement, const char *value, char *err,
                         size_t err_cap)
 {
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
+    struct sql_db *db = store_db(s);
+    struct sql_stmt *st;
     if (sql_prepare(db, "INSERT OR REPLACE INTO mailbox (run_id, position, settlement, value,"
                         " arrived_at) VALUES (?1, ?2, ?3, ?4, ?5)", &st, err, err_cap) != 0)
         return -1;
-    sqlite3_bind_int64(st, 1, run_id);
-    sqlite3_bind_int64(st, 2, position);
-    sqlite3_bind_text(st, 3, sql_settlement_name(settlement), -1, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 4, value, (int)strlen(value), SQLITE_STATIC);
-    sqlite3_bind_int64(st, 5, sql_now_ms());
+    sql_bind_int64(st, 1, run_id);
+    sql_bind_int64(st, 2, position);
+    sql_bind_text(st, 3, sql_settlement_name(settlement));
+    sql_bind_blob(st, 4, value, strlen(value));
+    sql_bind_int64(st, 5, sql_now_ms());
     return sql_run(db, st, err, err_cap);
 }
 
-static int delete_mailbox(sqlite3 *db, int64_t run_id, uint32_t position, char *err,
+static int delete_mailbox(struct sql_db *db, int64_t run_id, uint32_t position, char *err,
                           size_t err_cap)
 {
-    sqlite3_stmt *st;
+    struct sql_stmt *st;
     if (sql_prepare(db, "DELETE FROM mailbox WHERE run_id = ?1 AND position = ?2", &st, err,
                     err_cap) != 0)
         return -1;
-    sqlite3_bind_int64(st, 1, run_id);
-    sqlite3_bind_int64(st, 2, position);
+    sql_bind_int64(st, 1, run_id);
+    sql_bind_int64(st, 2, position);
     return sql_run(db, st, err, err_cap);
 }
 
@@ -237,36 +237,36 @@ int journal_deliver(struct store *s, int64_t run_id, uint32_t position,
                     enum proto_settlement settlement, const char *value, int64_t order,
                     char *err, size_t err_cap)
 {
-    sqlite3 *db = store_db(s);
+    struct sql_db *db = store_db(s);
     if (delete_mailbox(db, run_id, position, err, err_cap) != 0)
         return -1;
-    sqlite3_stmt *st;
+    struct sql_stmt *st;
     if (sql_prepare(db, "UPDATE journal SET state = 'settled', settlement = ?3, value = ?4,"
                         " delivery_order = ?5, settled_at = ?6"
                         " WHERE run_id = ?1 AND position = ?2", &st, err, err_cap) != 0)
         return -1;
-    sqlite3_bind_int64(st, 1, run_id);
-    sqlite3_bind_int64(st, 2, position);
-    sqlite3_bind_text(st, 3, sql_settlement_name(settlement), -1, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 4, value, (int)strlen(value), SQLITE_STATIC);
-    sqlite3_bind_int64(st, 5, order);
-    sqlite3_bind_int64(st, 6, sql_now_ms());
+    sql_bind_int64(st, 1, run_id);
+    sql_bind_int64(st, 2, position);
+    sql_bind_text(st, 3, sql_settlement_name(settlement));
+    sql_bind_blob(st, 4, value, strlen(value));
+    sql_bind_int64(st, 5, order);
+    sql_bind_int64(st, 6, sql_now_ms());
     if (sql_run(db, st, err, err_cap) != 0)
         return -1;
-    if (sqlite3_changes(db) != 1)
+    if (sql_changes(db) != 1)
         return error_line(err, err_cap, "journal: run %" PRId64 " has no position %" PRIu32,
                           run_id, position);
     return 0;
 }
 
-static int exec_position(sqlite3 *db, const char *sql, int64_t run_id, uint32_t position,
+static int exec_position(struct sql_db *db, const char *sql, int64_t run_id, uint32_t position,
                          char *err, size_t err_cap)
 {
-    sqlite3_stmt *st;
+    struct sql_stmt *st;
     if (sql_prepare(db, sql, &st, err, err_cap) != 0)
         return -1;
-    sqlite3_bind_int64(st, 1, run_id);
-    sqlite3_bind_int64(st, 2, position);
+    sql_bind_int64(st, 1, run_id);
+    sql_bind_int64(st, 2, position);
     return sql_run(db, st, err, err_cap);
 }
 
@@ -289,7 +289,7 @@ int journal_mark_pending(struct store *s, int64_t run_id, uint32_t position, cha
 int journal_forget(struct store *s, int64_t run_id, uint32_t position, char *err,
                    size_t err_cap)
 {
-    sqlite3 *db = store_db(s);
+    struct sql_db *db = store_db(s);
     if (delete_mailbox(db, run_id, position, err, err_cap) != 0)
         return -1;
     return exec_position(db, "DELETE FROM journal WHERE run_id = ?1 AND position = ?2", run_id,

@@ -33,19 +33,19 @@ static const char *key_arg(const json_t *args, const char *kind, struct host_set
     return json_string_value(k);
 }
 
-static int kv_get(sqlite3 *db, const char *flow, const char *key, struct host_settlement *out,
+static int kv_get(struct sql_db *db, const char *flow, const char *key, struct host_settlement *out,
                   char *err, size_t err_cap)
 {
-    sqlite3_stmt *st;
+    struct sql_stmt *st;
     if (sql_prepare(db, "SELECT value FROM kv WHERE flow_id = ?1 AND key = ?2", &st, err,
                     err_cap) != 0)
         return -1;
-    sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
+    sql_bind_text(st, 1, flow);
+    sql_bind_text(st, 2, key);
+    int rc = sql_step(st);
     int ret;
-    if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
-        const char *value = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : "null";
+    if (rc == SQL_ROW || rc == SQL_DONE) {
+        const char *value = rc == SQL_ROW ? sql_column_text(st, 0) : "null";
         ret = host_fulfil_text(out, value) == 0 ? 0 : error_line(err, err_cap, "out of memory");
     } else {
         ret = sql_fail(db, err, err_cap);
@@ -55,21 +55,21 @@ static int kv_get(sqlite3 *db, const char *flow, const char *key, struct host_se
 }
 
 /* Bytes flow holds now, keys and values, without key (which is being replaced). */
-static int flow_bytes(sqlite3 *db, const char *flow, const char *key, long long *bytes,
+static int flow_bytes(struct sql_db *db, const char *flow, const char *key, long long *bytes,
                       char *err, size_t err_cap)
 {
-    sqlite3_stmt *st;
+    struct sql_stmt *st;
     if (sql_prepare(db, "SELECT coalesce(sum(length(CAST(key AS BLOB)) +"
                         " length(CAST(value AS BLOB))), 0) FROM kv WHERE flow_id = ?1"
                         " AND key <> ?2", &st, err, err_cap) != 0)
         return -1;
-    sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        *bytes = sqlite3_column_int64(st, 0);
+    sql_bind_text(st, 1, flow);
+    sql_bind_text(st, 2, key);
+    int rc = sql_step(st);
+    if (rc == SQL_ROW)
+        *bytes = sql_column_int64(st, 0);
     sql_release(st);
-    return rc == SQLITE_ROW ? 0 : sql_fail(db, err, err_cap);
+    return rc == SQL_ROW ? 0 : sql_fail(db, err, err_cap);
 }
 
 /* The value's JSON as the script wrote it: the second element of the arguments' text,
@@ -92,7 +92,7 @@ static char *value_text(const json_t *value, const char *args_text, size_t args_
 /* kv.set's limits, checked before anything changes: the value's size, and what the flow
  * would hold with it. 0 with *text (the value's JSON, malloc'd) and *len when within
  * them; else 0 with *text NULL and the rejection in *out; -1 on a store error. */
-static int kv_set_check(sqlite3 *db, const char *flow, const char *key, const json_t *value,
+static int kv_set_check(struct sql_db *db, const char *flow, const char *key, const json_t *value,
                         const char *args_text, size_t args_len, struct host_settlement *out,
                         char **text, size_t *len, char *err, size_t err_cap)
 {
@@ -123,7 +123,7 @@ static int kv_set_check(sqlite3 *db, const char *flow, const char *key, const js
     return ret == 0 ? 0 : error_line(err, err_cap, "out of memory");
 }
 
-static int kv_set(sqlite3 *db, const char *flow, const char *key, const json_t *value,
+static int kv_set(struct sql_db *db, const char *flow, const char *key, const json_t *value,
                   const char *args_text, size_t args_len, struct host_settlement *out,
                   char *err, size_t err_cap)
 {
@@ -134,15 +134,15 @@ static int kv_set(sqlite3 *db, const char *flow, const char *key, const json_t *
         return -1;
     if (text == NULL)
         return 0; /* refused: *out says why */
-    sqlite3_stmt *st;
+    struct sql_stmt *st;
     if (sql_prepare(db, "INSERT OR REPLACE INTO kv (flow_id, key, value) VALUES (?1, ?2, ?3)",
                     &st, err, err_cap) != 0) {
         free(text);
         return -1;
     }
-    sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, text, (int)len, SQLITE_STATIC);
+    sql_bind_text(st, 1, flow);
+    sql_bind_text(st, 2, key);
+    sql_bind_text_len(st, 3, text, len);
     int rc = sql_run(db, st, err, err_cap);
     free(text);
     if (rc != 0)
@@ -150,17 +150,17 @@ static int kv_set(sqlite3 *db, const char *flow, const char *key, const json_t *
     return host_fulfil_text(out, "null") == 0 ? 0 : error_line(err, err_cap, "out of memory");
 }
 
-static int kv_delete(sqlite3 *db, const char *flow, const char *key,
+static int kv_delete(struct sql_db *db, const char *flow, const char *key,
                      struct host_settlement *out, char *err, size_t err_cap)
 {
-    sqlite3_stmt *st;
+    struct sql_stmt *st;
     if (sql_prepare(db, "DELETE FROM kv WHERE flow_id = ?1 AND key = ?2", &st, err, err_cap) != 0)
         return -1;
-    sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
+    sql_bind_text(st, 1, flow);
+    sql_bind_text(st, 2, key);
     if (sql_run(db, st, err, err_cap) != 0)
         return -1;
-    if (host_fulfil_text(out, sqlite3_changes(db) > 0 ? "true" : "false") != 0)
+    if (host_fulfil_text(out, sql_changes(db) > 0 ? "true" : "false") != 0)
         return error_line(err, err_cap, "out of memory");
     return 0;
 }
@@ -170,7 +170,7 @@ int kv_store_call(struct store *s, const char *flow, const char *kind, const voi
                   char *err, size_t err_cap)
 {
     const json_t *array = args;
-    sqlite3 *db = store_db(s);
+    struct sql_db *db = store_db(s);
     int rc = 0;
     const char *key = key_arg(array, kind, out, &rc);
     if (key == NULL)

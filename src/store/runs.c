@@ -98,19 +98,19 @@ bool runs_owner_alive(const char *owner)
     "id, flow_id, version, trigger_id, trigger, state, owner, generation, result, error," \
     " created_at, updated_at, suspended_ms"
 
-static int row_read(sqlite3_stmt *st, struct run_row *r)
+static int row_read(struct sql_stmt *st, struct run_row *r)
 {
     memset(r, 0, sizeof *r);
-    r->id = sqlite3_column_int64(st, 0);
+    r->id = sql_column_int64(st, 0);
     sql_column_copy(st, 1, r->flow_id, sizeof r->flow_id);
-    r->version = sqlite3_column_int64(st, 2);
+    r->version = sql_column_int64(st, 2);
     sql_column_copy(st, 3, r->trigger_id, sizeof r->trigger_id);
-    r->state = state_parse((const char *)sqlite3_column_text(st, 5));
+    r->state = state_parse(sql_column_text(st, 5));
     sql_column_copy(st, 6, r->owner, sizeof r->owner);
-    r->generation = sqlite3_column_int64(st, 7);
-    r->created_at = sqlite3_column_int64(st, 10);
-    r->updated_at = sqlite3_column_int64(st, 11);
-    r->suspended_ms = sqlite3_column_int64(st, 12);
+    r->generation = sql_column_int64(st, 7);
+    r->created_at = sql_column_int64(st, 10);
+    r->updated_at = sql_column_int64(st, 11);
+    r->suspended_ms = sql_column_int64(st, 12);
     if (sql_column_dup(st, 4, &r->trigger, NULL) != 0 ||
         sql_column_dup(st, 8, &r->result, NULL) != 0 ||
         sql_column_dup(st, 9, &r->error, NULL) != 0) {
@@ -120,7 +120,7 @@ static int row_read(sqlite3_stmt *st, struct run_row *r)
     return 0;
 }
 
-static int row_read_elem(sqlite3_stmt *st, void *elem)
+static int row_read_elem(struct sql_stmt *st, void *elem)
 {
     return row_read(st, elem);
 }
@@ -133,11 +133,11 @@ static void row_drop(void *elem)
 int runs_get(struct store *s, int64_t id, struct run_row *out, char *err, size_t err_cap)
 {
     memset(out, 0, sizeof *out);
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
+    struct sql_db *db = store_db(s);
+    struct sql_stmt *st;
     if (sql_prepare(db, "SELECT " RUN_COLUMNS " FROM runs WHERE id = ?1", &st, err, err_cap) != 0)
         return -1;
-    sqlite3_bind_int64(st, 1, id);
+    sql_bind_int64(st, 1, id);
     int ret = sql_step_row(db, st, err, err_cap);
     if (ret == 1 && row_read(st, out) != 0)
         ret = error_line(err, err_cap, "out of memory");
@@ -150,12 +150,12 @@ int runs_list(struct store *s, const char *flow, struct run_row **rows, size_t *
 {
     *rows = NULL;
     *count = 0;
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
+    struct sql_db *db = store_db(s);
+    struct sql_stmt *st;
     if (sql_prepare(db, "SELECT " RUN_COLUMNS " FROM runs WHERE ?1 IS NULL OR flow_id = ?1"
                         " ORDER BY id", &st, err, err_cap) != 0)
         return -1;
-    sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
+    sql_bind_text(st, 1, flow);
     void *list;
     if (sql_collect(db, st, sizeof **rows, row_read_elem, row_drop, &list, count, err,
                     err_cap) != 0)
@@ -165,13 +165,13 @@ int runs_list(struct store *s, const char *flow, struct run_row **rows, size_t *
 }
 
 /* A running run whose owner is alive is not recover's: skipped. */
-static int recoverable_read(sqlite3_stmt *st, void *elem)
+static int recoverable_read(struct sql_stmt *st, void *elem)
 {
-    const char *state = (const char *)sqlite3_column_text(st, 1);
-    const char *owner = (const char *)sqlite3_column_text(st, 2);
+    const char *state = sql_column_text(st, 1);
+    const char *owner = sql_column_text(st, 2);
     if (state != NULL && strcmp(state, "running") == 0 && runs_owner_alive(owner))
         return 1;
-    *(int64_t *)elem = sqlite3_column_int64(st, 0);
+    *(int64_t *)elem = sql_column_int64(st, 0);
     return 0;
 }
 
@@ -196,20 +196,20 @@ static int random_trigger_id(char out[RUN_TRIGGER_ID_MAX + 1])
 }
 
 /* An unfinished run of flow, as "run N is STATE", or "" if none. */
-static int unfinished_run(sqlite3 *db, const char *flow, char *what, size_t cap, char *err,
+static int unfinished_run(struct sql_db *db, const char *flow, char *what, size_t cap, char *err,
                           size_t err_cap)
 {
     what[0] = '\0';
-    sqlite3_stmt *st;
+    struct sql_stmt *st;
     if (sql_prepare(db, "SELECT id, state FROM runs WHERE flow_id = ?1 AND state NOT IN"
                         " ('succeeded', 'failed', 'cancelled') ORDER BY id LIMIT 1",
                     &st, err, err_cap) != 0)
         return -1;
-    sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
+    sql_bind_text(st, 1, flow);
     int found = sql_step_row(db, st, err, err_cap);
     if (found == 1)
-        snprintf(what, cap, "run %" PRId64 " is %s", (int64_t)sqlite3_column_int64(st, 0),
-                 (const char *)sqlite3_column_text(st, 1));
+        snprintf(what, cap, "run %" PRId64 " is %s", (int64_t)sql_column_int64(st, 0),
+                 sql_column_text(st, 1));
     sql_release(st);
     return found < 0 ? -1 : 0;
 }
@@ -221,34 +221,34 @@ int runs_unfinished(struct store *s, const char *flow, char *what, size_t what_c
 }
 
 /* The runs of flow waiting to start (pending). */
-static int waiting_runs(sqlite3 *db, const char *flow, int64_t *count, char *err, size_t err_cap)
+static int waiting_runs(struct sql_db *db, const char *flow, int64_t *count, char *err, size_t err_cap)
 {
-    sqlite3_stmt *st;
+    struct sql_stmt *st;
     if (sql_prepare(db, "SELECT count(*) FROM runs WHERE flow_id = ?1 AND state = 'pending'", &st,
                     err, err_cap) != 0)
         return -1;
-    sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    *count = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sql_bind_text(st, 1, flow);
+    int rc = sql_step(st);
+    *count = rc == SQL_ROW ? sql_column_int64(st, 0) : 0;
     sql_release(st);
-    return rc == SQLITE_ROW ? 0 : sql_fail(db, err, err_cap);
+    return rc == SQL_ROW ? 0 : sql_fail(db, err, err_cap);
 }
 
 /* max_waiting 0: refused while any run of the flow is unfinished (a run driven by the
  * admitting process); else refused when max_waiting runs of it already wait (serve). */
 /* The run of flow admitted with trigger_id: 1 with *run_id, 0 if none, -1 on error. */
-static int admitted_before(sqlite3 *db, const char *flow, const char *trigger_id, int64_t *run_id,
+static int admitted_before(struct sql_db *db, const char *flow, const char *trigger_id, int64_t *run_id,
                            char *err, size_t err_cap)
 {
-    sqlite3_stmt *st;
+    struct sql_stmt *st;
     if (sql_prepare(db, "SELECT id FROM runs WHERE flow_id = ?1 AND trigger_id = ?2", &st, err,
                     err_cap) != 0)
         return -1;
-    sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, trigger_id, -1, SQLITE_STATIC);
+    sql_bind_text(st, 1, flow);
+    sql_bind_text(st, 2, trigger_id);
     int found = sql_step_row(db, st, err, err_cap);
     if (found == 1)
-        *run_id = sqlite3_column_int64(st, 0);
+        *run_id = sql_column_int64(st, 0);
     sql_release(st);
     return found;
 }
@@ -257,7 +257,7 @@ static int admitted_before(sqlite3 *db, const char *flow, const char *trigger_id
  * (a schedule after a crash, an event sent twice) finds its run, full backlog or not.
  * *refused tells a refusal (admitted before, backlog full, a run unfinished: found
  * before anything was written) from the store's error. */
-static int admit_in_txn(sqlite3 *db, const char *flow, int64_t version, const char *trigger,
+static int admit_in_txn(struct sql_db *db, const char *flow, int64_t version, const char *trigger,
                         const char *trigger_id, unsigned max_waiting, int64_t *run_id,
                         bool *duplicate, bool *refused, char *err, size_t err_cap)
 {
@@ -290,25 +290,28 @@ static int admit_in_txn(sqlite3 *db, const char *flow, int64_t version, const ch
                               "flow '%s': %s (runs of a flow execute one at a time; finish it "
                               "with ck-basal recover, flow reconcile or cancel)", flow, what);
     }
-    sqlite3_stmt *st;
+    struct sql_stmt *st;
     if (sql_prepare(db, "INSERT INTO runs (flow_id, version, trigger_id, trigger, state,"
                         " created_at, updated_at) VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?5)"
-                        " ON CONFLICT (flow_id, trigger_id) DO NOTHING",
+                        " ON CONFLICT (flow_id, trigger_id) DO NOTHING RETURNING id",
                     &st, err, err_cap) != 0)
         return -1;
-    sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, version);
-    sqlite3_bind_text(st, 3, trigger_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, trigger != NULL ? trigger : "{}", -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 5, sql_now_ms());
-    if (sql_run(db, st, err, err_cap) != 0)
+    sql_bind_text(st, 1, flow);
+    sql_bind_int64(st, 2, version);
+    sql_bind_text(st, 3, trigger_id);
+    sql_bind_text(st, 4, trigger != NULL ? trigger : "{}");
+    sql_bind_int64(st, 5, sql_now_ms());
+    int found = sql_step_row(db, st, err, err_cap);
+    if (found == 1)
+        *run_id = sql_column_int64(st, 0);
+    sql_release(st);
+    if (found < 0)
         return -1;
-    if (sqlite3_changes(db) == 0) {
+    if (found == 0) {
         *refused = true; /* DO NOTHING: nothing was written */
         return error_line(err, err_cap, "flow '%s': trigger id '%s' was already admitted", flow,
                           trigger_id);
     }
-    *run_id = sqlite3_last_insert_rowid(db);
     return 0;
 }
 
@@ -388,14 +391,14 @@ int runs_admit_queued(struct store *s, const char *flow, int64_t version, const 
     return rc != 0 && duplicate ? 1 : rc;
 }
 
-static int head_read(sqlite3_stmt *st, void *elem)
+static int head_read(struct sql_stmt *st, void *elem)
 {
     struct run_head *h = elem;
-    h->id = sqlite3_column_int64(st, 0);
-    snprintf(h->flow_id, sizeof h->flow_id, "%s", (const char *)sqlite3_column_text(st, 1));
-    h->state = state_parse((const char *)sqlite3_column_text(st, 2));
-    const unsigned char *owner = sqlite3_column_text(st, 3);
-    snprintf(h->owner, sizeof h->owner, "%s", owner != NULL ? (const char *)owner : "");
+    h->id = sql_column_int64(st, 0);
+    snprintf(h->flow_id, sizeof h->flow_id, "%s", sql_column_text(st, 1));
+    h->state = state_parse(sql_column_text(st, 2));
+    const char *owner = sql_column_text(st, 3);
+    snprintf(h->owner, sizeof h->owner, "%s", owner != NULL ? owner : "");
     return 0;
 }
 
@@ -443,30 +446,30 @@ static int claim_in_txn(struct store *s, int64_t id, int64_t *generation, int64_
     run_row_free(&r);
     if (ret != 0)
         return -1;
-    sqlite3 *db = store_db(s);
+    struct sql_db *db = store_db(s);
     char owner[RUN_OWNER_MAX + 1];
     runs_owner_self(owner);
-    sqlite3_stmt *st;
+    struct sql_stmt *st;
     if (sql_prepare(db, "UPDATE runs SET state = 'running', owner = ?2, generation = ?3,"
                         " updated_at = ?4 WHERE id = ?1", &st, err, err_cap) != 0)
         return -1;
-    sqlite3_bind_int64(st, 1, id);
-    sqlite3_bind_text(st, 2, owner, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, next);
-    sqlite3_bind_int64(st, 4, sql_now_ms());
+    sql_bind_int64(st, 1, id);
+    sql_bind_text(st, 2, owner);
+    sql_bind_int64(st, 3, next);
+    sql_bind_int64(st, 4, sql_now_ms());
     if (sql_run(db, st, err, err_cap) != 0)
         return -1;
     if (sql_prepare(db, "INSERT INTO activations (run_id, seq, started_at) VALUES (?1,"
                         " (SELECT coalesce(max(seq), 0) + 1 FROM activations WHERE run_id = ?1),"
                         " ?2) RETURNING seq", &st, err, err_cap) != 0)
         return -1;
-    sqlite3_bind_int64(st, 1, id);
-    sqlite3_bind_int64(st, 2, sql_now_ms());
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        *seq = sqlite3_column_int64(st, 0);
+    sql_bind_int64(st, 1, id);
+    sql_bind_int64(st, 2, sql_now_ms());
+    int rc = sql_step(st);
+    if (rc == SQL_ROW)
+        *seq = sql_column_int64(st, 0);
     sql_release(st);
-    if (rc != SQLITE_ROW)
+    if (rc != SQL_ROW)
         return sql_fail(db, err, err_cap);
     *generation = next;
     return 0;
@@ -483,13 +486,13 @@ int runs_claim(struct store *s, int64_t id, int64_t *generation, int64_t *activa
 
 int runs_fence(struct store *s, int64_t id, int64_t generation, char *err, size_t err_cap)
 {
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
+    struct sql_db *db = store_db(s);
+    struct sql_stmt *st;
     if (sql_prepare(db, "SELECT generation FROM runs WHERE id = ?1", &st, err, err_cap) != 0)
         return -1;
-    sqlite3_bind_int64(st, 1, id);
+    sql_bind_int64(st, 1, id);
     int found = sql_step_row(db, st, err, err_cap);
-    int64_t now = found == 1 ? sqlite3_column_int64(st, 0) : -1;
+    int64_t now = found == 1 ? sql_column_int64(st, 0) : -1;
     sql_release(st);
     if (found < 0)
         return -1;
@@ -503,53 +506,53 @@ int runs_set_state(struct store *s, int64_t id, int64_t generation, enum run_sta
 {
     if (runs_fence(s, id, generation, err, err_cap) != 0)
         return -1;
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
+    struct sql_db *db = store_db(s);
+    struct sql_stmt *st;
     if (sql_prepare(db, "UPDATE runs SET state = ?2, result = ?3, error = ?4, updated_at = ?5,"
                         " owner = CASE WHEN ?2 = 'running' THEN owner END WHERE id = ?1",
                     &st, err, err_cap) != 0)
         return -1;
-    sqlite3_bind_int64(st, 1, id);
-    sqlite3_bind_text(st, 2, run_state_name(state), -1, SQLITE_STATIC);
+    sql_bind_int64(st, 1, id);
+    sql_bind_text(st, 2, run_state_name(state));
     if (result != NULL)
-        sqlite3_bind_blob(st, 3, result, (int)strlen(result), SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, error, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 5, sql_now_ms());
+        sql_bind_blob(st, 3, result, strlen(result));
+    sql_bind_text(st, 4, error);
+    sql_bind_int64(st, 5, sql_now_ms());
     return sql_run(db, st, err, err_cap);
 }
 
 int runs_wake(struct store *s, int64_t id, bool *woken, char *err, size_t err_cap)
 {
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
+    struct sql_db *db = store_db(s);
+    struct sql_stmt *st;
     /* updated_at is when it was suspended: nothing else writes a suspended run. */
     if (sql_prepare(db, "UPDATE runs SET state = 'pending', owner = NULL, suspended_ms ="
                         " suspended_ms + max(0, ?2 - updated_at), updated_at = ?2"
                         " WHERE id = ?1 AND state = 'suspended'", &st, err, err_cap) != 0)
         return -1;
-    sqlite3_bind_int64(st, 1, id);
-    sqlite3_bind_int64(st, 2, sql_now_ms());
+    sql_bind_int64(st, 1, id);
+    sql_bind_int64(st, 2, sql_now_ms());
     if (sql_run(db, st, err, err_cap) != 0)
         return -1;
     if (woken != NULL)
-        *woken = sqlite3_changes(db) == 1;
+        *woken = sql_changes(db) == 1;
     return 0;
 }
 
 int runs_end_activation(struct store *s, int64_t id, int64_t seq, const char *outcome,
                         long pid, char *err, size_t err_cap)
 {
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
+    struct sql_db *db = store_db(s);
+    struct sql_stmt *st;
     if (sql_prepare(db, "UPDATE activations SET outcome = ?3, worker_pid = ?4, ended_at = ?5"
                         " WHERE run_id = ?1 AND seq = ?2", &st, err, err_cap) != 0)
         return -1;
-    sqlite3_bind_int64(st, 1, id);
-    sqlite3_bind_int64(st, 2, seq);
-    sqlite3_bind_text(st, 3, outcome, -1, SQLITE_STATIC);
+    sql_bind_int64(st, 1, id);
+    sql_bind_int64(st, 2, seq);
+    sql_bind_text(st, 3, outcome);
     if (pid > 0)
-        sqlite3_bind_int64(st, 4, pid);
-    sqlite3_bind_int64(st, 5, sql_now_ms());
+        sql_bind_int64(st, 4, pid);
+    sql_bind_int64(st, 5, sql_now_ms());
     return sql_run(db, st, err, err_cap);
 }
 
@@ -578,15 +581,15 @@ static int cancel_in_txn(struct store *s, int64_t id, const char *reason, enum r
     char why[RUN_CANCEL_REASON_MAX + 96];
     snprintf(why, sizeof why, "cancelled by the operator (was %s)%s%s", run_state_name(*was),
              reason != NULL ? ": " : "", reason != NULL ? reason : "");
-    sqlite3 *db = store_db(s);
-    sqlite3_stmt *st;
+    struct sql_db *db = store_db(s);
+    struct sql_stmt *st;
     if (sql_prepare(db, "UPDATE runs SET state = 'cancelled', error = ?2, owner = NULL,"
                         " generation = generation + 1, updated_at = ?3 WHERE id = ?1", &st,
                     err, err_cap) != 0)
         return -1;
-    sqlite3_bind_int64(st, 1, id);
-    sqlite3_bind_text(st, 2, why, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, sql_now_ms());
+    sql_bind_int64(st, 1, id);
+    sql_bind_text(st, 2, why);
+    sql_bind_int64(st, 3, sql_now_ms());
     if (sql_run(db, st, err, err_cap) != 0)
         return -1;
     return audit_record(s, flow, id, -1, "cancel", true, why, err, err_cap);

@@ -9,16 +9,16 @@
 
 #define COLUMNS "flow_id, version, spec, anchor, next_fire"
 
-static int row_read(sqlite3_stmt *st, void *elem)
+static int row_read(struct sql_stmt *st, void *elem)
 {
     struct schedule_row *r = elem;
     memset(r, 0, sizeof *r);
-    snprintf(r->flow_id, sizeof r->flow_id, "%s", (const char *)sqlite3_column_text(st, 0));
-    r->version = sqlite3_column_int64(st, 1);
-    snprintf(r->spec, sizeof r->spec, "%s", (const char *)sqlite3_column_text(st, 2));
-    r->anchor_ms = sqlite3_column_int64(st, 3);
-    r->has_next = sqlite3_column_type(st, 4) != SQLITE_NULL;
-    r->next_fire_ms = r->has_next ? sqlite3_column_int64(st, 4) : 0;
+    snprintf(r->flow_id, sizeof r->flow_id, "%s", sql_column_text(st, 0));
+    r->version = sql_column_int64(st, 1);
+    snprintf(r->spec, sizeof r->spec, "%s", sql_column_text(st, 2));
+    r->anchor_ms = sql_column_int64(st, 3);
+    r->has_next = !sql_column_is_null(st, 4);
+    r->next_fire_ms = r->has_next ? sql_column_int64(st, 4) : 0;
     return 0;
 }
 
@@ -32,31 +32,31 @@ int schedules_list(struct store *s, struct schedule_row **rows, size_t *count, c
 int schedules_get(struct store *s, const char *flow, struct schedule_row *out, char *err,
                   size_t err_cap)
 {
-    sqlite3_stmt *st;
+    struct sql_stmt *st;
     if (sql_prepare(store_db(s), "SELECT " COLUMNS " FROM schedules WHERE flow_id = ?1", &st, err,
                     err_cap) != 0)
         return -1;
-    sqlite3_bind_text(st, 1, flow, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
+    sql_bind_text(st, 1, flow);
+    int rc = sql_step(st);
+    if (rc == SQL_ROW)
         row_read(st, out);
     sql_release(st);
-    if (rc == SQLITE_ROW)
+    if (rc == SQL_ROW)
         return 1;
-    return rc == SQLITE_DONE ? 0 : sql_fail(store_db(s), err, err_cap);
+    return rc == SQL_DONE ? 0 : sql_fail(store_db(s), err, err_cap);
 }
 
 /* Runs one statement with flow bound as ?1 in its own transaction; bind adds the rest. */
 static int write_one(struct store *s, const char *sql, const char *flow,
-                     void (*bind)(sqlite3_stmt *st, const void *ctx), const void *ctx, char *err,
+                     void (*bind)(struct sql_stmt *st, const void *ctx), const void *ctx, char *err,
                      size_t err_cap)
 {
     if (store_begin_txn(s, err, err_cap) != 0)
         return -1;
-    sqlite3_stmt *st;
+    struct sql_stmt *st;
     int rc = sql_prepare(store_db(s), sql, &st, err, err_cap);
     if (rc == 0) {
-        sqlite3_bind_text(st, 1, flow, -1, SQLITE_TRANSIENT);
+        sql_bind_text(st, 1, flow);
         if (bind != NULL)
             bind(st, ctx);
         rc = sql_run(store_db(s), st, err, err_cap);
@@ -64,17 +64,17 @@ static int write_one(struct store *s, const char *sql, const char *flow,
     return store_end_txn(s, rc, err, err_cap);
 }
 
-static void bind_row(sqlite3_stmt *st, const void *ctx)
+static void bind_row(struct sql_stmt *st, const void *ctx)
 {
     const struct schedule_row *r = ctx;
-    sqlite3_bind_int64(st, 2, r->version);
-    sqlite3_bind_text(st, 3, r->spec, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(st, 4, r->anchor_ms);
+    sql_bind_int64(st, 2, r->version);
+    sql_bind_text(st, 3, r->spec);
+    sql_bind_int64(st, 4, r->anchor_ms);
     if (r->has_next)
-        sqlite3_bind_int64(st, 5, r->next_fire_ms);
+        sql_bind_int64(st, 5, r->next_fire_ms);
     else
-        sqlite3_bind_null(st, 5);
-    sqlite3_bind_int64(st, 6, sql_now_ms());
+        sql_bind_null(st, 5);
+    sql_bind_int64(st, 6, sql_now_ms());
 }
 
 int schedules_put(struct store *s, const struct schedule_row *row, char *err, size_t err_cap)
@@ -91,14 +91,14 @@ struct next_args {
     int64_t next_fire_ms;
 };
 
-static void bind_next(sqlite3_stmt *st, const void *ctx)
+static void bind_next(struct sql_stmt *st, const void *ctx)
 {
     const struct next_args *a = ctx;
     if (a->has_next)
-        sqlite3_bind_int64(st, 2, a->next_fire_ms);
+        sql_bind_int64(st, 2, a->next_fire_ms);
     else
-        sqlite3_bind_null(st, 2);
-    sqlite3_bind_int64(st, 3, sql_now_ms());
+        sql_bind_null(st, 2);
+    sql_bind_int64(st, 3, sql_now_ms());
 }
 
 int schedules_set_next(struct store *s, const char *flow, bool has_next, int64_t next_fire_ms,

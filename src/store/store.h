@@ -1,4 +1,8 @@
-/* The store: one SQLite file, basal.db, in the data home (basal.md section 6).
+/* The store: one SQLite file, basal.db, in the data home (basal.md section 6), or a
+ * PostgreSQL database named by a connection URI (store_use; docs/operations.md,
+ * "Several nodes"). What follows of files, WAL and syncs is SQLite's; PostgreSQL
+ * keeps its own durability (every commit waits for its WAL flush, synchronous_commit
+ * on) and the same schema version rules.
  *
  * A process holds one connection, its only writer. Opened with journal_mode=WAL,
  * synchronous=FULL, foreign_keys=ON and a busy timeout. The file and its -wal/-shm
@@ -35,8 +39,19 @@
 
 struct store;
 
-/* Opens (creating and migrating as needed) home/basal.db. home must exist (see
- * datahome_prepare). Returns 0 with *out set, or -1 with a one-line reason in err. */
+/* Where every later store_open of this process goes: NULL or "" for SQLite in the
+ * data home (the default), else a PostgreSQL connection URI ("postgresql://..." or
+ * "postgres://..."; libpq's syntax, e.g. postgresql:///basal?host=/run/postgresql). A
+ * URI that carries a password is refused: give it in a libpq service file or
+ * PGPASSFILE, so it never reaches a command line, log or ps. 0, or -1 with a one-line
+ * reason in err (and nothing changed). */
+int store_use(const char *uri, char *err, size_t err_cap);
+
+/* The location store_use chose, for messages: NULL for SQLite in the data home. */
+const char *store_location(void);
+
+/* Opens (creating and migrating as needed) home/basal.db, or the database store_use
+ * chose. home must exist (see datahome_prepare). Returns 0 with *out set, or -1 with a one-line reason in err. */
 int store_open(const char *home, struct store **out, char *err, size_t err_cap);
 void store_close(struct store *s);
 
@@ -48,7 +63,10 @@ bool store_idle(struct store *s);
 int store_schema_version(const struct store *s);
 int store_schema_version_at_open(const struct store *s);
 bool store_created(const struct store *s); /* the database file was made by this open */
-const char *store_path(const struct store *s);
+const char *store_path(const struct store *s); /* the file, or the URI (no password) */
+/* The data home store_open was given, whichever engine holds the store: the roots no
+ * grant may reach are judged against it. */
+const char *store_home(const struct store *s);
 
 /* The connection's settings in force, as store_open made them: the journal mode
  * ("wal"), the synchronous level (2: FULL; 1: NORMAL after store_group_commit) and

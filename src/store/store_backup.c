@@ -1,7 +1,6 @@
 #include "store/store_backup.h"
 
 #include "base/error_line.h"
-#include "store/sql.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +12,20 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* PRAGMA user_version of db into *version: 0, or -1 (sqlite3_errmsg says why). */
+static int user_version(sqlite3 *db, int *version)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = -1;
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        *version = sqlite3_column_int(st, 0);
+        rc = 0;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
 
 /* How long the copy waits for a lock (a writer checkpointing, a migration). */
 #define BACKUP_BUSY_MS 10000
@@ -41,7 +54,7 @@ static int open_source(const char *path, sqlite3 **db, int *version, char *err, 
         return -1;
     }
     sqlite3_busy_timeout(*db, BACKUP_BUSY_MS);
-    if (sql_user_version(*db, version) != 0)
+    if (user_version(*db, version) != 0)
         return error_line(err, err_cap, "%s is not a readable SQLite database: %s", path,
                           sqlite3_errmsg(*db));
     return 0;
@@ -92,7 +105,7 @@ static int verify(const char *path, int version, char *err, size_t err_cap)
     int found = -1, rc = -1;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW, NULL) ==
             SQLITE_OK &&
-        sql_user_version(db, &found) == 0 && found == version &&
+        user_version(db, &found) == 0 && found == version &&
         sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) != NULL &&
         strcmp((const char *)sqlite3_column_text(st, 0), "ok") == 0)
@@ -180,7 +193,7 @@ int store_backup_schema_version(const char *db_path, int *version, char *err, si
         return -1;
     }
     sqlite3_busy_timeout(db, BACKUP_BUSY_MS);
-    int rc = sql_user_version(db, version);
+    int rc = user_version(db, version);
     if (rc != 0)
         error_line(err, err_cap, "cannot read the schema version of %s: %s", db_path,
                    sqlite3_errmsg(db));

@@ -236,6 +236,32 @@ static void values(struct sql_db *db)
         sql_release(st);
     }
 
+    /* a NULL where nothing types it (runs' filter), and NULL into a BIGINT column */
+    static const char *const FILTER = "SELECT count(*) FROM t WHERE ?1 IS NULL OR s = ?1";
+    long long counts[2] = {-1, -1};
+    for (int i = 0; i < 2; i++) {
+        if (sql_prepare(db, FILTER, &st, err, sizeof err) != 0)
+            break;
+        sql_bind_text(st, 1, i == 0 ? NULL : "second");
+        if (sql_step_row(db, st, err, sizeof err) == 1)
+            counts[i] = sql_column_int64(st, 0);
+        sql_release(st);
+    }
+    check(counts[0] == 2 && counts[1] == 1,
+          "sql pg: ?1 IS NULL OR s = ?1 runs with NULL (every row) and with a text (its row) "
+          "[guard: a NULL is sent as the literal NULL]",
+          "%lld %lld %s", counts[0], counts[1], err);
+    if (sql_prepare(db, "INSERT INTO t(n, b) VALUES (?1, ?2) RETURNING n IS NULL, b IS NULL", &st, err,
+                    sizeof err) == 0) {
+        sql_bind_null(st, 1);
+        sql_bind_null(st, 2);
+        int got = sql_step_row(db, st, err, sizeof err);
+        check(got == 1 && sql_column_int64(st, 0) == 1 && sql_column_int64(st, 1) == 1,
+              "sql pg: NULL goes into a BIGINT and a BYTEA column", "%d %s", got, err);
+        sql_release(st);
+        (void)sql_exec(db, "DELETE FROM t WHERE s IS NULL AND n IS NULL AND b IS NULL");
+    }
+
     /* booleans read as SQLite's integers */
     if (sql_prepare(db, "SELECT true, false", &st, err, sizeof err) == 0) {
         int got = sql_step_row(db, st, err, sizeof err);

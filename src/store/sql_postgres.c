@@ -184,12 +184,13 @@ static bool ident_char(char c)
     return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
 
-/* sql with every ?N outside quotes and comments written $N, and the largest N. NULL
- * when out of memory. */
-static char *translate(const char *sql, int *nparams)
+/* sql with every ?N outside quotes and comments written $N, and the largest N; with
+ * types (may be NULL), a parameter whose type is 0 (bound NULL or not bound) written
+ * NULL instead. NULL when out of memory. */
+static char *translate(const char *sql, int *nparams, const Oid *types)
 {
     size_t len = strlen(sql);
-    char *out = malloc(len + 1);
+    char *out = malloc(2 * len + 1); /* "NULL" for "?1" at most doubles it */
     if (out == NULL)
         return NULL;
     int most = 0;
@@ -228,6 +229,7 @@ static char *translate(const char *sql, int *nparams)
             for (int end = 0; end < 2 && i < len; end++)
                 out[o++] = sql[i++];
         } else if (c == '?' && i + 1 < len && sql[i + 1] >= '0' && sql[i + 1] <= '9') {
+            size_t at = o;
             out[o++] = '$';
             i++;
             long n = 0;
@@ -238,6 +240,10 @@ static char *translate(const char *sql, int *nparams)
             }
             if (n > most && n <= 65535)
                 most = (int)n;
+            if (types != NULL && n >= 1 && n <= 65535 && types[n - 1] == 0) {
+                memcpy(out + at, "NULL", 4);
+                o = at + 4;
+            }
         } else {
             out[o++] = sql[i++];
         }
@@ -343,7 +349,7 @@ static struct entry *entry_for(struct pg_db *db, const char *sql)
     if (e == NULL)
         return NULL;
     e->sql = sql;
-    e->text = translate(sql, &e->nparams);
+    e->text = translate(sql, &e->nparams, NULL);
     if (e->text == NULL || (e->kept = stmt_new(db, e, true)) == NULL) {
         entry_free(e);
         return NULL;
@@ -442,7 +448,8 @@ static void pg_bind_int64(struct sql_stmt *base, int i, int64_t value)
     st->types[i - 1] = OID_INT8;
 }
 
-/* A NULL's type is left to the server (0): it takes the column's or the operator's. */
+/* A NULL has no type (0): its statement is prepared with the literal NULL in its
+ * place (variant_for says why). */
 static void pg_bind_null(struct sql_stmt *base, int i)
 {
     struct pg_stmt *st = pst(base);
@@ -455,26 +462,52 @@ static void pg_bind_null(struct sql_stmt *base, int i)
 }
 
 /* The server's statement for st's SQL with st's bound types, prepared now if this
- * connection has none yet. NULL on failure (recorded). */
+ * connection has none yet. NULL on failure (recorded).
+ *
+ * A parameter bound NULL is written as the literal NULL in its variant's text (and
+ * declared text, unused): a NULL parameter has no type of its own, and where nothing
+ * around it gives one (?1 IS NULL OR flow_id = ?1) PostgreSQL refuses the statement
+ * ("could not determine data type of parameter"), which would abort the transaction
+ * it runs in. The literal is valid wherever the parameter was, with the same
+ * meaning. */
 static struct variant *variant_for(struct pg_db *db, struct pg_stmt *st)
 {
     struct entry *e = st->entry;
-    size_t bytes = (size_t)e->nparams * sizeof(Oid);
+    int n = e->nparams;
+    size_t bytes = (size_t)n * sizeof(Oid);
     for (struct variant *v = e->variants; v != NULL; v = v->next)
         if (bytes == 0 || memcmp(v->types, st->types, bytes) == 0)
             return v;
     struct variant *v = calloc(1, sizeof *v);
-    if (v == NULL || (v->types = malloc(bytes > 0 ? bytes : 1)) == NULL) {
+    Oid *declared = malloc(bytes > 0 ? bytes : 1);
+    if (v == NULL || declared == NULL || (v->types = malloc(bytes > 0 ? bytes : 1)) == NULL) {
+        free(declared);
         free(v);
         record_text(db, "out of memory");
         return NULL;
     }
-    if (bytes > 0)
-        memcpy(v->types, st->types, bytes);
-    snprintf(v->name, sizeof v->name, "basal_%lu", ++db->prepared);
-    PGresult *res = pq.prepare(db->conn, v->name, e->text, e->nparams, v->types);
-    if (pq.result_status(res) != PGRES_COMMAND_OK) {
-        record_failure(db, res);
+    bool nulls = false;
+    for (int i = 0; i < n; i++) {
+        v->types[i] = st->types[i];
+        declared[i] = st->types[i] != 0 ? st->types[i] : OID_TEXT;
+        nulls = nulls || st->types[i] == 0;
+    }
+    int count = n;
+    char *text = nulls ? translate(e->sql, &count, st->types) : e->text;
+    PGresult *res = NULL;
+    bool translated = text != NULL;
+    if (translated) {
+        snprintf(v->name, sizeof v->name, "basal_%lu", ++db->prepared);
+        res = pq.prepare(db->conn, v->name, text, n, declared);
+        if (text != e->text)
+            free(text);
+    }
+    free(declared);
+    if (!translated || pq.result_status(res) != PGRES_COMMAND_OK) {
+        if (!translated)
+            record_text(db, "out of memory");
+        else
+            record_failure(db, res);
         pq.clear(res);
         free(v->types);
         free(v);

@@ -11,6 +11,12 @@
 # without printing any "not ok" line, or that prints no check at all, counts as one
 # more failure of its own, so a crash can never pass silently. Exit status: 0 only if
 # nothing failed. Run `make test-build` first (make check does both).
+#
+# Before the tests it starts a throwaway PostgreSQL cluster for the whole run
+# (tests/lib/pg_cluster.sh: BASAL_TEST_PG_HOST, _PORT, _USER, _BIN, _CTL in the tests'
+# environment) unless BASAL_TEST_PG_HOST is set already, and removes it at exit. If it
+# cannot start, "not ok - postgresql cluster: <reason>" counts once, and every test
+# still runs (those needing PostgreSQL fail by themselves).
 set -u
 
 cd "$(dirname "$0")/.." || exit 2

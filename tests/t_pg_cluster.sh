@@ -44,7 +44,7 @@ unix_paths_of() {
 
 # ---- the postmaster and its processes run unprivileged -------------------------------
 pm=$(head -n 1 "$BASAL_TEST_PG_HOST/data/postmaster.pid" 2>/dev/null)
-if ! [ -n "$pm" ] || ! [ -d "/proc/$pm" ]; then
+if [ -z "$pm" ] || ! [ -d "/proc/$pm" ]; then
     not_ok "pg cluster: postmaster running" "no live pid in $BASAL_TEST_PG_HOST/data/postmaster.pid ('$pm')"
     exit 1
 fi
@@ -88,6 +88,7 @@ esac
 eval "exec ${LISTENER[1]}>&-"
 wait "$listener"
 
+# shellcheck disable=SC2086 # one pid a word
 states=$(tcp_states_of $procs)
 if [ -z "$states" ]; then
     ok "pg cluster: no TCP socket at all among the cluster's processes (/proc/$pm/net/tcp, tcp6)"

@@ -8,8 +8,10 @@
  *   serve_home.h  a scratch data home (struct test_home), `serve` read through its
  *                 log, requests on its ops socket
  *   flow_request.h  the pool tests' activation request
- *   pg_test.h     a fresh PostgreSQL database on tests/run.sh's cluster, SQL run there by psql
+ *   pg_test.h     a fresh PostgreSQL database on tests/run.sh's cluster, SQL there by
+ *                 psql, the cluster restarted (pg_ctl)
  *   harness.sh    the same check lines and a scratch directory for tests/t_NAME.sh
+ *   pg_cluster.sh the run's throwaway PostgreSQL cluster (tests/run.sh starts it)
  *
  * REPORTING
  *   Every check prints exactly one line on stdout:

@@ -51,7 +51,8 @@ pg_database() {
     fi
     # An identifier without quoting; the subshell's pid and the microseconds keep two
     # calls of one test apart ($(pg_database) runs in a subshell: no counter survives).
-    name=$(printf '%s' "$1" | tr -c 'a-zA-Z0-9_' '_' | tr 'A-Z' 'a-z' | cut -c1-24)
+    # shellcheck disable=SC2018,SC2019 # ASCII only: an identifier
+    name=$(printf '%s' "$1" | tr 'A-Z' 'a-z' | tr -c 'a-z0-9_' '_' | cut -c1-24)
     name="t_${name}_$$_${BASHPID}_${EPOCHREALTIME/./}"
     name=${name:0:63}
     if ! err=$(pg_psql -h "$BASAL_TEST_PG_HOST" -p "$BASAL_TEST_PG_PORT" \

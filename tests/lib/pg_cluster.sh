@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # its variables are read by tests/run.sh
 # A throwaway PostgreSQL cluster for one test run (tests/run.sh sources this file).
 #
 #   pg_cluster_start   initdb + pg_ctl start in a fresh ${TMPDIR:-/tmp}/basal-pg.XXXXXX,
@@ -13,9 +14,13 @@
 #                        BASAL_TEST_PG_USER  basal_test
 #                        BASAL_TEST_PG_BIN   the directory of psql, pg_ctl, postgres
 #                        BASAL_TEST_PG_CTL   words to which a test appends restart,
-#                                            stop or start (runs pg_ctl -w on the data
-#                                            directory as the cluster's user); split on
-#                                            spaces, no quoting (the paths have none)
+#                                            stop, start or status (pg_ctl -w on the
+#                                            data directory as the cluster's user; the
+#                                            first word an absolute path); split on
+#                                            spaces, no quoting (the paths have none).
+#                                            The cluster is shared by the whole run
+#                                            (tests run one at a time): a test that
+#                                            stops it starts it again.
 #                      Returns 0, or 1 with the reason in $pg_cluster_error.
 #   pg_cluster_stop    stops it (fast shutdown) and removes its directory; nothing if
 #                      none was started here.
@@ -38,7 +43,7 @@ pg_cluster_bindir() {
 }
 
 pg_cluster_start() {
-    local bin user as dir started log
+    local bin user as runuser dir started log
     pg_cluster_error=""
     bin=$(pg_cluster_bindir) || {
         pg_cluster_error="no /usr/lib/postgresql/*/bin/initdb (apt-get install postgresql; scripts/install-deps.sh --test)"
@@ -47,12 +52,19 @@ pg_cluster_start() {
     started=$(date +%s%N)
     if [ "$(id -u)" -eq 0 ]; then
         user=basal-pg
+        # (A run beside this one may make it at the same time: look again after.)
         if ! id -u "$user" >/dev/null 2>&1 &&
-            ! useradd --system --no-create-home --shell /usr/sbin/nologin "$user" 2>/dev/null; then
+            ! useradd --system --no-create-home --shell /usr/sbin/nologin "$user" 2>/dev/null &&
+            ! id -u "$user" >/dev/null 2>&1; then
             pg_cluster_error="useradd $user failed"
             return 1
         fi
-        as="runuser -u $user --"
+        runuser=$(command -v runuser) || {
+            pg_cluster_error="no runuser (util-linux) to run the cluster as $user"
+            return 1
+        }
+        # An absolute path: a C test runs BASAL_TEST_PG_CTL's words without PATH.
+        as="$runuser -u $user --"
     else
         user=$(id -un)
         as=""
@@ -64,14 +76,14 @@ pg_cluster_start() {
     pg_cluster_dir=$dir
     # The directory holds the socket: traversable by the tests (root or not) and
     # owned by the cluster's user; the data directory below stays 0700 (initdb's rule).
-    chmod 0755 "$dir" && chown "$user" "$dir" || {
-        pg_cluster_error="chown $user $dir failed"
+    if ! chmod 0755 "$dir" || ! chown "$user" "$dir"; then
+        pg_cluster_error="chmod 0755, chown $user $dir failed"
         return 1
-    }
+    fi
     log="$dir/server.log"
     if ! $as "$bin/initdb" -D "$dir/data" -U basal_test --auth-local=trust --auth-host=reject \
         -E UTF8 --locale=C --no-sync --no-instructions >"$dir/initdb.log" 2>&1; then
-        pg_cluster_error="initdb failed: $(tail -n 1 "$dir/initdb.log" | tr '\n' ' ')"
+        pg_cluster_error="initdb failed: $(tail -n 1 "$dir/initdb.log")${as:+ (user $user must reach ${TMPDIR:-/tmp})}"
         return 1
     fi
     cat >>"$dir/data/postgresql.conf" <<EOF
@@ -87,7 +99,7 @@ EOF
     pg_cluster_ctl="${as:+$as }$bin/pg_ctl -D $dir/data -l $log -w -t 60"
     # shellcheck disable=SC2086 # the words of the command line
     if ! $pg_cluster_ctl start >"$dir/pg_ctl.log" 2>&1; then
-        pg_cluster_error="pg_ctl start failed: $(tail -n 1 "$log" 2>/dev/null | tr '\n' ' ')"
+        pg_cluster_error="pg_ctl start failed: $(tail -n 1 "$log" 2>/dev/null)"
         return 1
     fi
     export BASAL_TEST_PG_HOST="$dir"
@@ -109,10 +121,15 @@ pg_cluster_stop() {
         # shellcheck disable=SC2086 # the words of the command line
         $pg_cluster_ctl -m fast stop >/dev/null 2>&1
         # pg_ctl returns once postmaster.pid is gone, a moment before the postmaster
-        # has exited: wait for the process itself, so none is left when run.sh ends.
+        # has exited: wait for the process itself (its pidfd), so none is left when
+        # run.sh ends.
         case "$pid" in
         '' | *[!0-9]*) ;;
-        *) timeout 30 tail --pid="$pid" -f /dev/null ;;
+        *) python3 -c 'import os, select, sys
+try:
+    select.select([os.pidfd_open(int(sys.argv[1]))], [], [], 30)
+except ProcessLookupError:
+    pass' "$pid" ;;
         esac
     fi
     rm -rf "$pg_cluster_dir"

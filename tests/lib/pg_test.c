@@ -98,3 +98,71 @@ int test_pg_sql(const char *uri, const char *sql, char *out, size_t cap)
     proc_result_free(&r);
     return rc;
 }
+
+#define PG_CTL_WORDS 32
+
+/* BASAL_TEST_PG_CTL split on spaces into words (storage: buf), NULL-ended; the count,
+ * or -1 if unset, empty or too long. */
+static int ctl_words(char *buf, size_t cap, const char *words[], int max)
+{
+    const char *ctl = getenv("BASAL_TEST_PG_CTL");
+    if (ctl == NULL || ctl[0] != '/' || strlen(ctl) >= cap)
+        return -1;
+    snprintf(buf, cap, "%s", ctl);
+    int n = 0;
+    for (char *save = NULL, *w = strtok_r(buf, " ", &save); w != NULL;
+         w = strtok_r(NULL, " ", &save)) {
+        if (n >= max - 1)
+            return -1;
+        words[n++] = w;
+    }
+    words[n] = NULL;
+    return n;
+}
+
+int test_pg_ctl(const char *action, char *out, size_t cap)
+{
+    char buf[4096];
+    const char *argv[PG_CTL_WORDS + 2];
+    int n = ctl_words(buf, sizeof buf, argv, PG_CTL_WORDS);
+    if (n <= 0) {
+        copy_out(out, cap, "BASAL_TEST_PG_CTL unset or not an absolute command: run under "
+                           "tests/run.sh, which starts a PostgreSQL cluster");
+        return -1;
+    }
+    argv[n] = action;
+    argv[n + 1] = NULL;
+    struct proc_result r = proc_run(argv, NULL, 0, PG_TEST_TIMEOUT_MS);
+    int rc = proc_exited_with(&r, 0) ? 0 : -1;
+    char text[4096];
+    snprintf(text, sizeof text, "%s%s%s", r.out, r.err_len > 0 ? " " : "", r.err);
+    copy_out(out, cap, rc == 0 || r.started ? text : proc_describe(&r));
+    proc_result_free(&r);
+    return rc;
+}
+
+long test_pg_postmaster_pid(void)
+{
+    char buf[4096], path[4200];
+    const char *argv[PG_CTL_WORDS + 1];
+    int n = ctl_words(buf, sizeof buf, argv, PG_CTL_WORDS);
+    for (int i = 0; i + 1 < n; i++) {
+        if (strcmp(argv[i], "-D") != 0)
+            continue;
+        snprintf(path, sizeof path, "%s/postmaster.pid", argv[i + 1]);
+        FILE *f = fopen(path, "r");
+        long pid = -1;
+        if (f != NULL) {
+            char line[32];
+            if (fgets(line, sizeof line, f) != NULL) {
+                char *end = NULL;
+                pid = strtol(line, &end, 10);
+                if (end == line || (*end != '\n' && *end != '\0') || pid <= 0)
+                    pid = -1;
+            }
+            fclose(f);
+        }
+        return pid;
+    }
+    return -1;
+}

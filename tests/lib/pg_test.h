@@ -21,4 +21,14 @@ int test_pg_database(const char *label, char *uri, size_t cap);
  * expects a refusal reads the error. out is cut at cap - 1 bytes. */
 int test_pg_sql(const char *uri, const char *sql, char *out, size_t cap);
 
+/* Runs BASAL_TEST_PG_CTL's words with action appended ("restart", "stop", "start",
+ * "status"): pg_ctl -w on the cluster, as its user. Returns 0 with pg_ctl's output in
+ * out, or -1 with its output or why it could not run (the environment unset). Reports
+ * no check. The cluster is the whole run's: a test that stops it starts it again. */
+int test_pg_ctl(const char *action, char *out, size_t cap);
+
+/* The postmaster's pid from postmaster.pid in the cluster's data directory (the word
+ * after -D in BASAL_TEST_PG_CTL), or -1: a test sees a restart change it. */
+long test_pg_postmaster_pid(void);
+
 #endif

@@ -13,6 +13,7 @@
 #include "base/error_line.h"
 #include "store/sql.h"
 #include "store/sql_postgres.h"
+#include "store/store.h"
 #include "store/store_schema.h"
 #include "store/store_schema_postgres.h"
 

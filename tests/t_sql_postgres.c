@@ -12,7 +12,8 @@
  *      and an unreachable server in one line; store_use refuses passwords and other
  *      schemes;
  *   5. write transactions of two connections take turns (the advisory write lock),
- *      an unsynced one commits and is seen, an aborted one cannot commit. */
+ *      an unsynced one commits and is seen, an aborted one cannot commit;
+ *   6. opens of a new database at once create its schema once. */
 #include "lib/harness.h"
 
 #include "lib/pg_test.h"
@@ -685,6 +686,61 @@ out:
     store_close(b);
 }
 
+/* ---- 6. nodes opening a new database at once ---------------------------------------- */
+
+struct opener {
+    const char *home;
+    pthread_barrier_t *start;
+    int rc;
+    bool created;
+    char err[512];
+};
+
+static void *open_at_once(void *arg)
+{
+    struct opener *o = arg;
+    struct store *s = NULL;
+    pthread_barrier_wait(o->start);
+    o->rc = store_open(o->home, &s, o->err, sizeof o->err);
+    o->created = o->rc == 0 && store_created(s);
+    if (s != NULL)
+        store_close(s);
+    return NULL;
+}
+
+static void concurrent_open(const char *home)
+{
+    enum { OPENERS = 3 };
+    char uri[1024], err[512];
+    if (test_pg_database("t_sql_postgres_race", uri, sizeof uri) != 0)
+        return;
+    if (store_use(uri, err, sizeof err) != 0)
+        return fail("store pg: concurrent opens (setup)", "%s", err);
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, OPENERS);
+    struct opener o[OPENERS];
+    pthread_t threads[OPENERS];
+    for (int i = 0; i < OPENERS; i++) {
+        o[i] = (struct opener){.home = home, .start = &start};
+        pthread_create(&threads[i], NULL, open_at_once, &o[i]);
+    }
+    int opened = 0, created = 0;
+    const char *why = "";
+    for (int i = 0; i < OPENERS; i++) {
+        pthread_join(threads[i], NULL);
+        opened += o[i].rc == 0;
+        created += o[i].created;
+        if (o[i].rc != 0)
+            why = o[i].err;
+    }
+    pthread_barrier_destroy(&start);
+    check(opened == OPENERS && created == 1,
+          "store pg: three opens of a new database at once all succeed and exactly one creates the "
+          "schema [guard: the schema's advisory lock]",
+          "%d opened, %d created: %s", opened, created, why);
+    (void)store_use(g_uri, err, sizeof err);
+}
+
 int main(void)
 {
     char err[512];
@@ -709,6 +765,7 @@ int main(void)
     schema(other, home);
     uris(home);
     transactions(other, home);
+    concurrent_open(home);
     sql_postgres_close(other);
     rmdir(home);
     return harness_finish();

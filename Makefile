@@ -91,6 +91,11 @@ SAN_CFLAGS := -DBASAL_TEST_HOOKS -fsanitize=address,undefined -fno-omit-frame-po
 SAN_LDFLAGS := -fsanitize=address,undefined
 $(eval $(call variant,asan,$$(SAN_CFLAGS),$$(SAN_LDFLAGS)))
 
+# libpq's header (Debian's libpq-dev), for the PostgreSQL engine alone: libpq itself is
+# not linked but loaded at the first connection (store/sql_postgres.c).
+PG_INCLUDE := -isystem /usr/include/postgresql
+$(foreach v,release test asan,$(eval build/$(v)/obj/src/store/sql_postgres.o: $(v)_CFLAGS += $(PG_INCLUDE)))
+
 objs = $(patsubst %.c,build/$(1)/obj/%.o,$(2))
 
 RELEASE_WORKER := build/bin/ck-basal-worker

@@ -27,6 +27,8 @@ $(A64)/obj/%.o: %.c | $(Q)/.fetched build/gen/version.h build/gen/prelude_js.h
 	$(A64_CC) $(A64_CFLAGS) -c $< -o $@
 
 -include $(shell find $(A64)/obj -name '*.d' 2>/dev/null)
+# libpq's header is the native one (the same on arm64); libpq5:arm64 is loaded at run time.
+$(A64)/obj/src/store/sql_postgres.o: A64_CFLAGS += $(PG_INCLUDE)
 
 $(A64_QLIB): $(Q)/.fetched
 	@mkdir -p $(A64)/lib/qobj

@@ -7,7 +7,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-defs=(-std=gnu11 -D_GNU_SOURCE -Isrc -isystem build/quickjs -Ibuild/gen)
+defs=(-std=gnu11 -D_GNU_SOURCE -Isrc -isystem build/quickjs -Ibuild/gen -isystem /usr/include/postgresql)
 srcs=""
 for f in src/*/*.c tests/*.c tests/lib/*.c tests/tools/*.c bench/*.c bench/lib/*.c bench/contenders/*.c; do
   case $f in

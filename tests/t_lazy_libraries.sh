@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# libcurl, libmicrohttpd and libsystemd are loaded when first used, not linked
+# libcurl, libmicrohttpd, libsystemd and libpq are loaded when first used, not linked
 # (base/shared_library.h): a one-shot command never maps them, and a library that cannot
 # be loaded refuses what needs it (fail closed) instead of running without it. The
 # broken libraries are empty shared objects with the real sonames, found first through
@@ -12,7 +12,7 @@ for v in test asan; do
     [ -x "build/$v/bin/ck-basal" ] || { echo "not ok - lazy libraries: build/$v/bin/ck-basal is missing (make test-build)"; exit 1; }
 done
 echo 'int basal_not_the_library;' >"$scratch/empty.c"
-for soname in libcurl.so.4 libmicrohttpd.so.12 libsystemd.so.0; do
+for soname in libcurl.so.4 libmicrohttpd.so.12 libsystemd.so.0 libpq.so.5; do
     mkdir -p "$scratch/broken-${soname%%.*}"
     cc -shared -fPIC -o "$scratch/broken-${soname%%.*}/$soname" "$scratch/empty.c" ||
         { echo "not ok - lazy libraries: cannot build the empty $soname"; exit 1; }
@@ -64,18 +64,40 @@ for v in test asan; do
         not_ok "lazy libraries ($v): the net.fetch flow is installed and approved" "$installed"
     needed=$(readelf -dW "$bin" | grep NEEDED)
     # libc.so.6 is the control: readelf shows the shared libraries it does need
-    if grep -q libc.so.6 <<<"$needed" && ! grep -qE 'libcurl|libmicrohttpd|libsystemd' <<<"$needed"; then
-        ok "lazy libraries ($v): ck-basal needs libc but not libcurl, libmicrohttpd or libsystemd at start [guard: loaded only when used]"
+    if grep -q libc.so.6 <<<"$needed" && ! grep -qE 'libcurl|libmicrohttpd|libsystemd|libpq' <<<"$needed"; then
+        ok "lazy libraries ($v): ck-basal needs libc but not libcurl, libmicrohttpd, libsystemd or libpq at start [guard: loaded only when used]"
     else
-        not_ok "lazy libraries ($v): ck-basal needs libc but not libcurl, libmicrohttpd or libsystemd at start [guard: loaded only when used]" "$needed"
+        not_ok "lazy libraries ($v): ck-basal needs libc but not libcurl, libmicrohttpd, libsystemd or libpq at start [guard: loaded only when used]" "$needed"
     fi
 
-    out=$(LD_LIBRARY_PATH="$scratch/broken-libcurl:$scratch/broken-libmicrohttpd:$scratch/broken-libsystemd" \
+    out=$(LD_LIBRARY_PATH="$scratch/broken-libcurl:$scratch/broken-libmicrohttpd:$scratch/broken-libsystemd:$scratch/broken-libpq" \
         "$bin" --home "$home" exec "$scratch/one.js" 2>&1)
     if [ "$?" -eq 0 ] && [ "$out" = 1 ]; then
-        ok "lazy libraries ($v): exec runs with all three libraries broken (a one-shot command loads none of them)"
+        ok "lazy libraries ($v): exec runs with all four libraries broken (a one-shot command loads none of them)"
     else
-        not_ok "lazy libraries ($v): exec runs with all three libraries broken (a one-shot command loads none of them)" "$out"
+        not_ok "lazy libraries ($v): exec runs with all four libraries broken (a one-shot command loads none of them)" "$out"
+    fi
+
+    # The PostgreSQL store loads libpq at its first connection: with one that cannot be
+    # loaded, setup refuses in one line naming it, and never falls back to SQLite.
+    if uri=$(pg_database lazy_libpq); then
+        pghome=$scratch/pg-home-$v
+        out=$(LD_LIBRARY_PATH="$scratch/broken-libpq" "$bin" --home "$pghome" --store "$uri" setup 2>&1)
+        rc=$?
+        if [ "$rc" -ne 0 ] && grep -q 'cannot connect to PostgreSQL: libpq.so.5 has no PQ' <<<"$out" &&
+            [ "$(grep -c . <<<"$out")" -eq 1 ] && [ ! -e "$pghome/basal.db" ]; then
+            ok "lazy libraries ($v): a PostgreSQL store with a libpq that cannot be loaded is refused in one line, no SQLite store made [guard libpq-load-fail-closed]"
+        else
+            not_ok "lazy libraries ($v): a PostgreSQL store with a libpq that cannot be loaded is refused in one line, no SQLite store made [guard libpq-load-fail-closed]" "exit $rc: $out"
+        fi
+        out=$("$bin" --home "$pghome" --store "$uri" setup 2>&1)
+        if [ "$?" -eq 0 ] && grep -q 'created at schema version' <<<"$out"; then
+            ok "lazy libraries ($v): the same setup with the real libpq creates the store (control)"
+        else
+            not_ok "lazy libraries ($v): the same setup with the real libpq creates the store (control)" "$out"
+        fi
+    else
+        not_ok "lazy libraries ($v): a PostgreSQL database for the libpq checks" "$uri"
     fi
 
     out=$(LD_LIBRARY_PATH="$scratch/broken-libcurl" "$bin" --home "$home" --json run fetcher 2>&1)

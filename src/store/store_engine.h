@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 struct sql_db;
+struct store;
 struct store_settings;
 
 enum store_txn {

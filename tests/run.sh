@@ -4,7 +4,13 @@
 #   tests/run.sh                 every test program in build/test/tests/ and
 #                                build/asan/tests/, then every tests/*.sh
 #   tests/run.sh NAME...         only those: t_startup (both variants), test/t_startup
-#                                or asan/t_startup (one variant), or foo.sh
+#                                or asan/t_startup (one variant), pg/t_triggers (the
+#                                PostgreSQL variant), or foo.sh
+#
+# The pg/ variant: the test programs of PG_VARIANT run once more, their ck-basal on a
+# PostgreSQL store (BASAL_TEST_ENGINE=postgresql: tests/lib/test_store.h gives every
+# data home a database of its own on the run's cluster), so the same checks prove the
+# same behaviour on both engines. Those programs look at the store only through ck-basal.
 #
 # Each test prints one line per check, "ok - <name>" or "not ok - <name>: <detail>";
 # this script counts them. A test program that exits non-zero (or dies, or times out)
@@ -89,6 +95,18 @@ run_program() {
     fi
 }
 
+# The programs whose every check holds on either engine (they read the store only
+# through ck-basal, never basal.db itself).
+PG_VARIANT="t_json_output t_triggers t_metrics t_flow_workers t_git_builtin t_module_endpoint"
+
+run_pg() {
+    if [ -x "build/test/tests/$1" ]; then
+        run_one "pg/$1" env BASAL_TEST_ENGINE=postgresql "build/test/tests/$1"
+    else
+        missing "pg/$1"
+    fi
+}
+
 run_script() {
     if [ -f "$1" ]; then
         run_one "$1" bash "$1"
@@ -106,6 +124,10 @@ if [ "$#" -eq 0 ]; then
             found=1
             run_program "$t"
         done
+    done
+    for t in $PG_VARIANT; do
+        found=1
+        run_pg "$t"
     done
     for s in tests/*.sh; do
         [ -f "$s" ] || continue
@@ -125,6 +147,9 @@ else
             */*) run_script "$name" ;;
             *) run_script "tests/$name" ;;
             esac
+            ;;
+        pg/*)
+            run_pg "${name#pg/}"
             ;;
         test/* | asan/*)
             run_program "build/${name%%/*}/tests/${name#*/}"

@@ -70,7 +70,8 @@ static void print_human(const char *home, const struct datahome_report *rep,
     printf("store: %s\n", store_path(st));
     int v = store_schema_version(st), before = store_schema_version_at_open(st);
     if (store_created(st) || before == 0)
-        printf("  created at schema version %d (owner-only, 0600)\n", v);
+        printf("  created at schema version %d%s\n", v,
+               store_location() == NULL ? " (owner-only, 0600)" : " (PostgreSQL)");
     else if (before < v)
         printf("  migrated from schema version %d to %d\n", before, v);
     else

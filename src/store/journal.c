@@ -210,8 +210,10 @@ int journal_mailbox_put(struct store *s, int64_t run_id, uint32_t position,
 {
     struct sql_db *db = store_db(s);
     struct sql_stmt *st;
-    if (sql_prepare(db, "INSERT OR REPLACE INTO mailbox (run_id, position, settlement, value,"
-                        " arrived_at) VALUES (?1, ?2, ?3, ?4, ?5)", &st, err, err_cap) != 0)
+    if (sql_prepare(db, "INSERT INTO mailbox (run_id, position, settlement, value, arrived_at)"
+                        " VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (run_id, position) DO UPDATE"
+                        " SET settlement = excluded.settlement, value = excluded.value,"
+                        " arrived_at = excluded.arrived_at", &st, err, err_cap) != 0)
         return -1;
     sql_bind_int64(st, 1, run_id);
     sql_bind_int64(st, 2, position);

@@ -59,9 +59,14 @@ static int flow_bytes(struct sql_db *db, const char *flow, const char *key, long
                       char *err, size_t err_cap)
 {
     struct sql_stmt *st;
-    if (sql_prepare(db, "SELECT coalesce(sum(length(CAST(key AS BLOB)) +"
-                        " length(CAST(value AS BLOB))), 0) FROM kv WHERE flow_id = ?1"
-                        " AND key <> ?2", &st, err, err_cap) != 0)
+    /* Bytes, not characters: SQLite 3.40 has no octet_length. */
+    if (sql_prepare(db, sql_dialect(db, "SELECT coalesce(sum(length(CAST(key AS BLOB)) +"
+                                        " length(CAST(value AS BLOB))), 0) FROM kv"
+                                        " WHERE flow_id = ?1 AND key <> ?2",
+                                    "SELECT coalesce(sum(octet_length(key) +"
+                                        " octet_length(value)), 0) FROM kv"
+                                        " WHERE flow_id = ?1 AND key <> ?2"),
+                    &st, err, err_cap) != 0)
         return -1;
     sql_bind_text(st, 1, flow);
     sql_bind_text(st, 2, key);
@@ -135,7 +140,8 @@ static int kv_set(struct sql_db *db, const char *flow, const char *key, const js
     if (text == NULL)
         return 0; /* refused: *out says why */
     struct sql_stmt *st;
-    if (sql_prepare(db, "INSERT OR REPLACE INTO kv (flow_id, key, value) VALUES (?1, ?2, ?3)",
+    if (sql_prepare(db, "INSERT INTO kv (flow_id, key, value) VALUES (?1, ?2, ?3)"
+                        " ON CONFLICT (flow_id, key) DO UPDATE SET value = excluded.value",
                     &st, err, err_cap) != 0) {
         free(text);
         return -1;

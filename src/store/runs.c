@@ -527,7 +527,8 @@ int runs_wake(struct store *s, int64_t id, bool *woken, char *err, size_t err_ca
     struct sql_stmt *st;
     /* updated_at is when it was suspended: nothing else writes a suspended run. */
     if (sql_prepare(db, "UPDATE runs SET state = 'pending', owner = NULL, suspended_ms ="
-                        " suspended_ms + max(0, ?2 - updated_at), updated_at = ?2"
+                        " suspended_ms + CASE WHEN ?2 > updated_at THEN ?2 - updated_at ELSE 0 END,"
+                        " updated_at = ?2"
                         " WHERE id = ?1 AND state = 'suspended'", &st, err, err_cap) != 0)
         return -1;
     sql_bind_int64(st, 1, id);

@@ -86,6 +86,11 @@ int sql_exec(struct sql_db *db, const char *sql) { return db->backend->exec(db, 
 
 const char *sql_engine(const struct sql_db *db) { return db->backend->name; }
 
+const char *sql_dialect(const struct sql_db *db, const char *sqlite, const char *postgresql)
+{
+    return strcmp(db->backend->name, "postgresql") == 0 ? postgresql : sqlite;
+}
+
 bool sql_disk_full(struct sql_db *db) { return db->backend->disk_full(db); }
 
 const char *sql_error_text(struct sql_db *db, char *buf, size_t cap)

@@ -55,6 +55,10 @@ int64_t sql_changes(struct sql_db *db);
 /* Runs sql (statements without parameters or rows): 0, or -1 (sql_fail says why). */
 int sql_exec(struct sql_db *db, const char *sql);
 
+/* sqlite's text on SQLite, postgresql's on PostgreSQL: for the few statements the two
+ * dialects cannot say alike (pass string literals; each is kept as its own statement). */
+const char *sql_dialect(const struct sql_db *db, const char *sqlite, const char *postgresql);
+
 /* The engine's name: "sqlite" or "postgresql". */
 const char *sql_engine(const struct sql_db *db);
 

@@ -1,5 +1,7 @@
 /* A test's look into a data home's store (basal.db), outside the code under test:
- * one value by SQL, read-only unless the test means to change the store. */
+ * one value by SQL, read-only unless the test means to change the store. In the pg/
+ * variant (test_store.h) store_number, store_text and store_exec read the data home's
+ * PostgreSQL database instead (psql); the rest are SQLite's only. */
 #ifndef BASAL_TESTS_STORE_VIEW_H
 #define BASAL_TESTS_STORE_VIEW_H
 

@@ -97,7 +97,8 @@ run_program() {
 
 # The programs whose every check holds on either engine (they read the store only
 # through ck-basal, never basal.db itself).
-PG_VARIANT="t_json_output t_triggers t_metrics t_flow_workers t_git_builtin t_module_endpoint"
+PG_VARIANT="t_json_output t_triggers t_metrics t_flow_workers t_git_builtin t_module_endpoint
+t_events t_serve_refusals t_admission_batch"
 
 run_pg() {
     if [ -x "build/test/tests/$1" ]; then

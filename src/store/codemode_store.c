@@ -75,6 +75,8 @@ int codemode_run_begin(struct store *s, const struct codemode_run_start *start, 
                        char *err, size_t err_cap)
 {
     char digest[65], owner[RUN_OWNER_MAX + 1];
+    if (store_hold_driver(s, err, err_cap) != 0)
+        return -1;
     if (journal_digest(start->script, start->script_len, digest) != 0)
         return error_line(err, err_cap, "SHA-256: libcrypto failed");
     runs_owner_self(owner);
@@ -153,7 +155,7 @@ int codemode_runs_abandon(struct store *s, int *count, char *err, size_t err_cap
     if (count != NULL)
         *count = 0;
     struct sql_db *db = store_db(s);
-    if (store_begin_txn(s, err, err_cap) != 0)
+    if (store_hold_driver(s, err, err_cap) != 0 || store_begin_txn(s, err, err_cap) != 0)
         return -1;
     struct sql_stmt *st;
     void *list = NULL;

@@ -177,6 +177,8 @@ static int recoverable_read(struct sql_stmt *st, void *elem)
 
 int runs_recoverable(struct store *s, int64_t **ids, size_t *count, char *err, size_t err_cap)
 {
+    if (store_hold_driver(s, err, err_cap) != 0)
+        return -1;
     return sql_select_all(store_db(s), "SELECT id, state, owner FROM runs WHERE state IN"
                           " ('pending', 'running') ORDER BY id", sizeof **ids, recoverable_read,
                           NULL, (void **)ids, count, err, err_cap);
@@ -433,7 +435,7 @@ static int claim_in_txn(struct store *s, int64_t id, int64_t *generation, int64_
                         char *err, size_t err_cap)
 {
     struct run_row r;
-    if (known_run(s, id, &r, err, err_cap) != 0)
+    if (store_hold_driver(s, err, err_cap) != 0 || known_run(s, id, &r, err, err_cap) != 0)
         return -1;
     int ret = 0;
     if (r.state == RUN_RUNNING && runs_owner_alive(r.owner))
@@ -600,7 +602,7 @@ int runs_cancel(struct store *s, int64_t id, const char *reason, enum run_state 
                 char *err, size_t err_cap)
 {
     *was = RUN_PENDING;
-    if (store_begin_txn(s, err, err_cap) != 0)
+    if (store_hold_driver(s, err, err_cap) != 0 || store_begin_txn(s, err, err_cap) != 0)
         return -1;
     return store_end_txn(s, cancel_in_txn(s, id, reason, was, err, err_cap), err, err_cap);
 }

@@ -107,6 +107,11 @@ int store_group_commit(struct store *s, char *err, size_t err_cap)
     return s->engine->group_commit(s, err, err_cap);
 }
 
+int store_hold_driver(struct store *s, char *err, size_t err_cap)
+{
+    return s->engine->hold_driver != NULL ? s->engine->hold_driver(s, err, err_cap) : 0;
+}
+
 int store_begin(struct store *s) { return s->engine->begin(s, STORE_TXN_WRITE); }
 int store_commit(struct store *s) { return s->engine->commit(s); }
 int store_rollback(struct store *s) { return s->engine->rollback(s); }

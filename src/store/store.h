@@ -101,6 +101,16 @@ int store_commit(struct store *s);
 int store_group_commit(struct store *s, char *err, size_t err_cap);
 int store_rollback(struct store *s);
 
+/* Before a process judges that a run's owner is gone (and so takes its run over) or
+ * claims a run: on a store that several hosts can reach (PostgreSQL), this process
+ * becomes the store's one driving process, for the rest of its life, or learns that
+ * another process is (the error names it). An owner is "pid:PID:START" of a process on
+ * this host (store/runs.h), which only the driving process may judge; without this,
+ * a node would take over the runs of a live node on another host. Several driving
+ * nodes come with leases (issue 26). On SQLite (one host) it does nothing. Idempotent
+ * and thread-safe; 0, or -1 with a one-line reason. */
+int store_hold_driver(struct store *s, char *err, size_t err_cap);
+
 /* A read transaction (deferred: it never takes the write lock), so that several reads
  * see one state of the store. 0, or -1 with the reason in err. End it with
  * store_end_read, which keeps nothing written inside it. Not nested. */

@@ -36,6 +36,8 @@ struct store_engine {
     int (*settings_get)(struct store *s, struct store_settings *out, char *err, size_t err_cap);
     int (*group_commit)(struct store *s, char *err, size_t err_cap);
     int (*benchmark_sync_off)(struct store *s, bool off);
+    /* store_hold_driver's (store.h); NULL: the engine's store has one host only. */
+    int (*hold_driver)(struct store *s, char *err, size_t err_cap);
 };
 
 struct store {

@@ -17,9 +17,11 @@
 #include "store/store_schema.h"
 #include "store/store_schema_postgres.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 _Static_assert(STORE_SCHEMA_POSTGRES_BASE <= STORE_SCHEMA_VERSION,
                "the PostgreSQL schema cannot be newer than the store's");
@@ -29,6 +31,11 @@ _Static_assert(STORE_SCHEMA_POSTGRES_BASE <= STORE_SCHEMA_VERSION,
 #define SCHEMA_LOCK "7089074148906893313" /* 0x6261736100000001 */
 /* Held by every write transaction (see the top of this file). */
 #define WRITE_LOCK "7089074148906893314" /* 0x6261736100000002 */
+/* Held for its life by the one process that drives runs (store_hold_driver); pg_locks
+ * shows an advisory key as classid (its high 32 bits) and objid (its low 32). */
+#define DRIVER_LOCK "7089074148906893315" /* 0x6261736100000003 */
+#define DRIVER_LOCK_CLASSID "1650553697"
+#define DRIVER_LOCK_OBJID "3"
 
 struct pg_store {
     struct store base;
@@ -312,6 +319,93 @@ static int pg_benchmark_sync_off(struct store *b, bool off)
     return sql_exec(b->db, set);
 }
 
+/* ---- the driving process --------------------------------------------------------------- */
+
+static pthread_mutex_t driver_mu = PTHREAD_MUTEX_INITIALIZER;
+/* The connection that holds DRIVER_LOCK: its own session, so that no store handle's
+ * close drops it, open until the process ends (the server then drops the lock). */
+static struct sql_db *driver_db;
+
+/* The first text column of sql's first row, with ?1 bound to arg (may be NULL), into
+ * out ("" if none): 0, or -1. */
+static int driver_query(struct sql_db *db, const char *sql, const char *arg, char *out,
+                        size_t cap)
+{
+    struct sql_stmt *st;
+    out[0] = '\0';
+    if (sql_prepare(db, sql, &st, NULL, 0) != 0)
+        return -1;
+    if (arg != NULL)
+        sql_bind_text(st, 1, arg);
+    enum sql_step rc = sql_step(st);
+    if (rc == SQL_ROW && !sql_column_is_null(st, 0))
+        sql_column_copy(st, 0, out, cap);
+    sql_release(st);
+    return rc == SQL_ERROR ? -1 : 0;
+}
+
+/* Who holds DRIVER_LOCK, as its application_name says (set by take_driver), printable
+ * ASCII only: a name comes from another process and ends up on a terminal. */
+static void driver_holder(struct sql_db *db, char *out, size_t cap)
+{
+    char name[128];
+    if (driver_query(db, "SELECT a.application_name FROM pg_locks l"
+                         " JOIN pg_stat_activity a ON a.pid = l.pid"
+                         " WHERE l.locktype = 'advisory' AND l.granted"
+                         " AND l.classid = " DRIVER_LOCK_CLASSID
+                         " AND l.objid = " DRIVER_LOCK_OBJID " LIMIT 1",
+                     NULL, name, sizeof name) != 0 ||
+        name[0] == '\0')
+        snprintf(name, sizeof name, "a process the database role may not see");
+    size_t n = 0;
+    for (const char *p = name; *p != '\0' && n + 1 < cap; p++, n++) {
+        out[n] = *p;
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+            out[n] = '?';
+    }
+    out[n] = '\0';
+}
+
+static int take_driver(struct store *b, char *err, size_t cap)
+{
+    struct sql_db *db = sql_postgres_connect(b->path, err, cap);
+    if (db == NULL)
+        return -1;
+    char host[64] = "", me[128], got[8];
+    if (gethostname(host, sizeof host - 1) != 0)
+        snprintf(host, sizeof host, "?");
+    snprintf(me, sizeof me, "ck-basal pid %ld on %s", (long)getpid(), host);
+    if (driver_query(db, "SELECT set_config('application_name', ?1, false)", me, got,
+                     sizeof got) != 0 ||
+        driver_query(db, "SELECT pg_try_advisory_lock(" DRIVER_LOCK ")::text", NULL, got,
+                     sizeof got) != 0) {
+        char why[256];
+        error_line(err, cap, "store: taking the driving lock: %s",
+                   sql_error_text(db, why, sizeof why));
+        sql_postgres_close(db);
+        return -1;
+    }
+    if (strcmp(got, "true") != 0) {
+        char holder[128];
+        driver_holder(db, holder, sizeof holder);
+        sql_postgres_close(db);
+        return error_line(err, cap,
+                          "store: another process drives the runs of this PostgreSQL store"
+                          " (%s); one driving node at a time for now (docs/operations.md)",
+                          holder);
+    }
+    driver_db = db;
+    return 0;
+}
+
+static int pg_hold_driver(struct store *b, char *err, size_t err_cap)
+{
+    pthread_mutex_lock(&driver_mu);
+    int rc = driver_db != NULL ? 0 : take_driver(b, err, err_cap);
+    pthread_mutex_unlock(&driver_mu);
+    return rc;
+}
+
 const struct store_engine STORE_POSTGRES = {
     .name = "postgresql",
     .open = pg_open,
@@ -324,4 +418,5 @@ const struct store_engine STORE_POSTGRES = {
     .settings_get = pg_settings_get,
     .group_commit = pg_group_commit,
     .benchmark_sync_off = pg_benchmark_sync_off,
+    .hold_driver = pg_hold_driver,
 };

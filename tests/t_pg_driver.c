@@ -1,35 +1,40 @@
-/* One driving process per PostgreSQL store (store_hold_driver, store/store.h).
+/* One driving host per PostgreSQL store (store_hold_driver, store/store.h).
  *
  * The guard proved: a run's owner is "pid:PID:START" of a process on its host
  * (store/runs.h), which another host cannot judge: its /proc would call a live node's
  * owner gone and take its runs over, repeating their effects. So on PostgreSQL the
  * process that claims runs, cancels them or judges their owners holds an advisory lock
- * of the database for its life, and a second such process (here: a serve and a CLI of
- * another data home, as a second node would be) is refused with one line naming the
- * holder. Without the guard the second serve would start (and the check would time out)
- * and `cancel` would answer "unknown run" instead.
+ * of the database for its life, naming its host, and a process of another host (here
+ * a serve and a CLI of another data home posing as another host, BASAL_TEST_HOST_ID)
+ * is refused with one line naming the holder. Without the guard the second serve would
+ * start (and the check would time out) and `cancel` would answer "unknown run".
  *
- * The controls: the same second serve starts once the first is SIGKILLed (the server
- * drops a dead session's lock, so a killed node never wedges the store), and read-only
- * commands (`runs`) work beside a driving serve. */
+ * The controls: a process of the same host is not refused (its cancel reaches "unknown
+ * run"); the other host's serve starts once the first is SIGKILLed (the server drops a
+ * dead session's lock, so a killed node never wedges the store); read-only commands
+ * (`runs`) work beside a driving serve. */
 #include "lib/cli_home.h"
 #include "lib/harness.h"
 #include "lib/pg_test.h"
 #include "lib/serve_home.h"
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#define REFUSAL "another process drives the runs of this PostgreSQL store"
+#define REFUSAL "a process on another host drives the runs of this PostgreSQL store"
+#define OTHER_HOST "BASAL_TEST_HOST_ID=node-b"
 
 static char store_env[1100];
 
-static struct proc_result on_store(const char *home, const char *const *args, int timeout_ms)
+/* The CLI on the test's store; other_host: posing as another host. */
+static struct proc_result on_store(const char *home, bool other_host, const char *const *args,
+                                   int timeout_ms)
 {
-    char *const envp[] = {store_env, NULL};
+    char *const envp[] = {store_env, other_host ? (char *)OTHER_HOST : NULL, NULL};
     struct cli_opts o = {.envp = envp, .timeout_ms = timeout_ms};
     return cli_run(home, &o, args);
 }
@@ -69,7 +74,7 @@ int main(void)
     test_home_paths(&a, root, "a");
     test_home_paths(&b, root, "b");
     for (int i = 0; i < 2; i++) {
-        struct proc_result r = on_store(i == 0 ? a.home : b.home, ARGS("setup"), 0);
+        struct proc_result r = on_store(i == 0 ? a.home : b.home, false, ARGS("setup"), 0);
         if (!check(proc_exited_with(&r, 0), "pg driver: setup of a node's data home on the store",
                    "%s", proc_describe(&r))) {
             proc_result_free(&r);
@@ -79,28 +84,36 @@ int main(void)
     }
 
     const char *const env[] = {store_env, NULL};
+    const char *const other_env[] = {store_env, OTHER_HOST, NULL};
     struct test_serve first;
     if (!check(test_serve_start(&first, &a, NULL, env), "pg driver: the first node's serve starts",
                "log: %s", first.log))
         return harness_finish();
     check_int_eq(driver_locks(uri), 1, "pg driver: the first serve holds the driving lock");
 
-    struct proc_result second = on_store(b.home, ARGS("serve"), 30000);
+    struct proc_result second = on_store(b.home, true, ARGS("serve"), 30000);
     char pid_text[64];
     snprintf(pid_text, sizeof pid_text, "ck-basal pid %ld on ", (long)first.p.pid);
     check(!second.timed_out && second.exited && second.exit_code != 0 &&
               one_line_with(&second, REFUSAL) && strstr(second.err, pid_text) != NULL,
-          "pg driver: a second node's serve is refused with one line naming the driving one",
+          "pg driver: another host's serve is refused with one line naming the driving one",
           "%s; stderr: %s", proc_describe(&second), second.err);
     proc_result_free(&second);
 
-    struct proc_result cancel = on_store(b.home, ARGS("cancel", "1"), 0);
+    struct proc_result cancel = on_store(b.home, true, ARGS("cancel", "1"), 0);
     check(cancel.exited && cancel.exit_code != 0 && one_line_with(&cancel, REFUSAL),
-          "pg driver: another node's cancel is refused (it could judge no owner)",
+          "pg driver: another host's cancel is refused (it could judge no owner)",
           "%s; stderr: %s", proc_describe(&cancel), cancel.err);
     proc_result_free(&cancel);
 
-    struct proc_result list = on_store(b.home, ARGS("runs"), 0);
+    struct proc_result here = on_store(b.home, false, ARGS("cancel", "1"), 0);
+    check(here.exited && strstr(here.err, "unknown run 1") != NULL,
+          "pg driver: control: a process of the same host drives beside it (cancel reaches"
+          " the run's lookup)",
+          "%s; stderr: %s", proc_describe(&here), here.err);
+    proc_result_free(&here);
+
+    struct proc_result list = on_store(b.home, true, ARGS("runs"), 0);
     check(proc_exited_with(&list, 0), "pg driver: control: reading runs beside the driving serve",
           "%s", proc_describe(&list));
     proc_result_free(&list);
@@ -114,8 +127,8 @@ int main(void)
         usleep(10000);
     check_int_eq(held, 0, "pg driver: the killed serve's lock is dropped by the server");
     struct test_serve after;
-    if (check(test_serve_start(&after, &b, NULL, env),
-              "pg driver: control: the second node's serve starts once the first is killed",
+    if (check(test_serve_start(&after, &b, NULL, other_env),
+              "pg driver: control: the other host's serve starts once the first is killed",
               "log: %s", after.log))
         check_int_eq(test_serve_stop(&after), 0, "pg driver: the second serve stops cleanly");
     else

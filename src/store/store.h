@@ -103,12 +103,13 @@ int store_rollback(struct store *s);
 
 /* Before a process judges that a run's owner is gone (and so takes its run over) or
  * claims a run: on a store that several hosts can reach (PostgreSQL), this process
- * becomes the store's one driving process, for the rest of its life, or learns that
- * another process is (the error names it). An owner is "pid:PID:START" of a process on
- * this host (store/runs.h), which only the driving process may judge; without this,
- * a node would take over the runs of a live node on another host. Several driving
- * nodes come with leases (issue 26). On SQLite (one host) it does nothing. Idempotent
- * and thread-safe; 0, or -1 with a one-line reason. */
+ * joins the store's driving host, for the rest of its life, or learns that a process of
+ * another host drives it (the error names it). An owner is "pid:PID:START" of a process
+ * on its host (store/runs.h), which only that host may judge; without this, a node
+ * would take over the runs of a live node on another host. Processes of one host (one
+ * boot, one pid namespace) drive side by side, as on SQLite. Several driving hosts
+ * come with leases (issue 26). On SQLite it does nothing. Idempotent and thread-safe;
+ * 0, or -1 with a one-line reason (also when this host's identity cannot be read). */
 int store_hold_driver(struct store *s, char *err, size_t err_cap);
 
 /* A read transaction (deferred: it never takes the write lock), so that several reads

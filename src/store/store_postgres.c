@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 _Static_assert(STORE_SCHEMA_POSTGRES_BASE <= STORE_SCHEMA_VERSION,
@@ -31,7 +32,8 @@ _Static_assert(STORE_SCHEMA_POSTGRES_BASE <= STORE_SCHEMA_VERSION,
 #define SCHEMA_LOCK "7089074148906893313" /* 0x6261736100000001 */
 /* Held by every write transaction (see the top of this file). */
 #define WRITE_LOCK "7089074148906893314" /* 0x6261736100000002 */
-/* Held for its life by the one process that drives runs (store_hold_driver); pg_locks
+/* Held (shared) for its life by every process that drives runs (store_hold_driver),
+ * all of one host; pg_locks
  * shows an advisory key as classid (its high 32 bits) and objid (its low 32). */
 #define DRIVER_LOCK "7089074148906893315" /* 0x6261736100000003 */
 #define DRIVER_LOCK_CLASSID "1650553697"
@@ -344,19 +346,59 @@ static int driver_query(struct sql_db *db, const char *sql, const char *arg, cha
     return rc == SQL_ERROR ? -1 : 0;
 }
 
-/* Who holds DRIVER_LOCK, as its application_name says (set by take_driver), printable
- * ASCII only: a name comes from another process and ends up on a terminal. */
-static void driver_holder(struct sql_db *db, char *out, size_t cap)
+/* Which processes can judge each other's pids: this kernel's boot and this pid
+ * namespace (containers on one kernel share the boot but not the namespace), as
+ * "(host B/N)" with B the boot id's first 12 hex digits (48 random bits) and N the
+ * namespace's inode, into out: 0, or -1 (then nothing may be judged). It starts the
+ * session's application_name, which PostgreSQL cuts at 63 bytes. The test build may
+ * pose as another host (BASAL_TEST_HOST_ID, 16 characters at most), as a second node. */
+static int host_identity(char *out, size_t cap)
 {
-    char name[128];
-    if (driver_query(db, "SELECT a.application_name FROM pg_locks l"
+#ifdef BASAL_TEST_HOOKS
+    const char *posed = getenv("BASAL_TEST_HOST_ID");
+    if (posed != NULL && posed[0] != '\0') {
+        snprintf(out, cap, "(host %.16s)", posed);
+        return 0;
+    }
+#endif
+    char boot[64] = "", hex[13];
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+    if (f == NULL)
+        return -1;
+    bool read_ok = fgets(boot, sizeof boot, f) != NULL;
+    fclose(f);
+    size_t n = 0;
+    for (const char *p = boot; read_ok && *p != '\0' && n < sizeof hex - 1; p++)
+        if (strchr("0123456789abcdef", *p) != NULL)
+            hex[n++] = *p;
+    hex[n] = '\0';
+    struct stat ns;
+    if (n < sizeof hex - 1 || stat("/proc/self/ns/pid", &ns) != 0)
+        return -1;
+    snprintf(out, cap, "(host %s/%llu)", hex, (unsigned long long)ns.st_ino);
+    return 0;
+}
+
+/* Another host's process holding DRIVER_LOCK, as its application_name says (set by
+ * take_driver), into out ("" if none), printable ASCII only: a name comes from
+ * another process and ends up on a terminal. A session whose name the role may not
+ * read counts as another host's. 0, or -1. */
+static int other_host_driver(struct sql_db *db, const char *host, char *out, size_t cap)
+{
+    char name[160];
+    if (driver_query(db, "SELECT coalesce(a.application_name, 'a process the database role"
+                         " may not see') FROM pg_locks l"
                          " JOIN pg_stat_activity a ON a.pid = l.pid"
                          " WHERE l.locktype = 'advisory' AND l.granted"
                          " AND l.classid = " DRIVER_LOCK_CLASSID
-                         " AND l.objid = " DRIVER_LOCK_OBJID " LIMIT 1",
-                     NULL, name, sizeof name) != 0 ||
-        name[0] == '\0')
-        snprintf(name, sizeof name, "a process the database role may not see");
+                         " AND l.objid = " DRIVER_LOCK_OBJID
+                         " AND l.database = (SELECT oid FROM pg_database"
+                         "   WHERE datname = current_database())"
+                         " AND l.pid <> pg_backend_pid()"
+                         " AND coalesce(left(a.application_name, length(?1)) <> ?1, true)"
+                         " LIMIT 1",
+                     host, name, sizeof name) != 0)
+        return -1;
     size_t n = 0;
     for (const char *p = name; *p != '\0' && n + 1 < cap; p++, n++) {
         out[n] = *p;
@@ -364,35 +406,45 @@ static void driver_holder(struct sql_db *db, char *out, size_t cap)
             out[n] = '?';
     }
     out[n] = '\0';
+    return 0;
 }
 
+/* Every driving process holds DRIVER_LOCK shared and names its host in its session's
+ * application_name; a process that finds a holder of another host refuses. Two
+ * processes of different hosts that start at once each see the other (each takes the
+ * lock before it looks), so at worst both refuse. */
 static int take_driver(struct store *b, char *err, size_t cap)
 {
+    char host[128], me[256], got[8], other[160];
+    if (host_identity(host, sizeof host) != 0)
+        return error_line(err, cap, "store: this host's identity (its boot id and pid"
+                                    " namespace) cannot be read, so no run's owner can be"
+                                    " judged: refusing to drive runs");
     struct sql_db *db = sql_postgres_connect(b->path, err, cap);
     if (db == NULL)
         return -1;
-    char host[64] = "", me[128], got[8];
-    if (gethostname(host, sizeof host - 1) != 0)
-        snprintf(host, sizeof host, "?");
-    snprintf(me, sizeof me, "ck-basal pid %ld on %s", (long)getpid(), host);
+    char name[64] = "";
+    if (gethostname(name, sizeof name - 1) != 0)
+        snprintf(name, sizeof name, "?");
+    snprintf(me, sizeof me, "%s ck-basal pid %ld on %s", host, (long)getpid(), name);
     if (driver_query(db, "SELECT set_config('application_name', ?1, false)", me, got,
                      sizeof got) != 0 ||
-        driver_query(db, "SELECT pg_try_advisory_lock(" DRIVER_LOCK ")::text", NULL, got,
-                     sizeof got) != 0) {
+        driver_query(db, "SELECT pg_try_advisory_lock_shared(" DRIVER_LOCK ")::text", NULL,
+                     got, sizeof got) != 0 ||
+        other_host_driver(db, host, other, sizeof other) != 0) {
         char why[256];
         error_line(err, cap, "store: taking the driving lock: %s",
                    sql_error_text(db, why, sizeof why));
         sql_postgres_close(db);
         return -1;
     }
-    if (strcmp(got, "true") != 0) {
-        char holder[128];
-        driver_holder(db, holder, sizeof holder);
+    if (strcmp(got, "true") != 0 || other[0] != '\0') {
         sql_postgres_close(db);
         return error_line(err, cap,
-                          "store: another process drives the runs of this PostgreSQL store"
-                          " (%s); one driving node at a time for now (docs/operations.md)",
-                          holder);
+                          "store: a process on another host drives the runs of this"
+                          " PostgreSQL store (%s); one driving host at a time for now"
+                          " (docs/operations.md)",
+                          other[0] != '\0' ? other : "an exclusive holder");
     }
     driver_db = db;
     return 0;

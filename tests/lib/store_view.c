@@ -43,6 +43,23 @@ static const char *pg_store_of(const char *db)
     return test_store_uri(home);
 }
 
+/* psql prints a BYTEA (the store's BLOB columns: results, values, scripts) as "\x" and
+ * hex, where SQLite gives the bytes: decodes such a text in place, so that a test reads
+ * the same value on either engine. (No TEXT column of the store holds "\x" and hex.) */
+static void pg_bytea_decode(char *text)
+{
+    size_t len = strlen(text);
+    if (len < 2 || text[0] != '\\' || text[1] != 'x' || len % 2 != 0 ||
+        strspn(text + 2, "0123456789abcdef") != len - 2)
+        return;
+    size_t n = 0;
+    for (size_t i = 2; i < len; i += 2) {
+        char pair[3] = {text[i], text[i + 1], '\0'};
+        text[n++] = (char)strtol(pair, NULL, 16);
+    }
+    text[n] = '\0';
+}
+
 /* The first column of the first row of sql on PostgreSQL, into out: 0, or -1 (no row,
  * or the statement failed). */
 static int pg_first(const char *uri, const char *sql, char *out, size_t cap)
@@ -50,6 +67,7 @@ static int pg_first(const char *uri, const char *sql, char *out, size_t cap)
     if (test_pg_sql(uri, sql, out, cap) != 0 || out[0] == '\0')
         return -1;
     out[strcspn(out, "|\n")] = '\0';
+    pg_bytea_decode(out);
     return 0;
 }
 

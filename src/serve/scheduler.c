@@ -274,20 +274,24 @@ static int64_t look(struct scheduler *s)
 static int64_t expire_waits(struct scheduler *s)
 {
     char err[512];
-    size_t settled = 0, woken = 0;
-    if (long_running_expire(s->st, store_now_ms(), &settled, &woken, err, sizeof err) != 0) {
-        serve_log("waits_not_expired", "error", err, LOG_END);
-        return SYNC_RETRY_S * 1000LL; /* the store failed: try again */
-    }
-    if (settled > 0) {
-        char n[24];
-        snprintf(n, sizeof n, "%zu", settled);
-        serve_log("long_running_timed_out", "calls", n, LOG_END);
-    }
-    if (woken > 0 && s->hooks.woke_runs != NULL)
-        s->hooks.woke_runs(s->hooks.ctx);
     int64_t at = 0;
+    /* A read first: most looks find nothing due, and then take no write lock. */
     int found = waits_next_deadline(s->st, &at, err, sizeof err);
+    if (found > 0 && at <= store_now_ms()) {
+        size_t settled = 0, woken = 0;
+        if (long_running_expire(s->st, store_now_ms(), &settled, &woken, err, sizeof err) != 0) {
+            serve_log("waits_not_expired", "error", err, LOG_END);
+            return SYNC_RETRY_S * 1000LL; /* the store failed: try again */
+        }
+        if (settled > 0) {
+            char n[24];
+            snprintf(n, sizeof n, "%zu", settled);
+            serve_log("long_running_timed_out", "calls", n, LOG_END);
+        }
+        if (woken > 0 && s->hooks.woke_runs != NULL)
+            s->hooks.woke_runs(s->hooks.ctx);
+        found = waits_next_deadline(s->st, &at, err, sizeof err);
+    }
     if (found < 0)
         return SYNC_RETRY_S * 1000LL;
     if (found == 0)
